@@ -1,0 +1,64 @@
+/* blas.c: which OpenBLAS kernels run, and how many threads OpenBLAS itself uses.
+ *
+ * OpenBLAS picks its kernel family once, in a library constructor, from the
+ * OPENBLAS_CORETYPE environment variable or its CPU table. Debian's 0.3.21 does not know
+ * recent AVX-512 cores, and environments often pin OPENBLAS_CORETYPE=Haswell; either way
+ * sgemm runs at half the speed the CPU offers. The choice cannot be changed after the
+ * library is loaded, so executables call mt_blas_select_kernels() first thing: it sets
+ * the variable and re-executes the program when a faster family applies. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model.h"
+
+const char *mt_blas_core_name(void) { return openblas_get_corename(); }
+
+static int core_has_avx512(const char *name)
+{
+    static const char *const families[] = {"SkylakeX", "Cooperlake", "SapphireRapids"};
+    for (size_t i = 0; i < sizeof families / sizeof *families; i++)
+        if (name && !strcasecmp(name, families[i]))
+            return 1;
+    return 0;
+}
+
+static int cpu_has_avx512(void)
+{
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
+/* What OPENBLAS_CORETYPE should be, or NULL to leave things as they are. */
+static const char *wanted_core(void)
+{
+    const char *choice = getenv("MT_BLAS_CORETYPE");
+    if (choice && *choice && strcasecmp(choice, "auto"))
+        return strcasecmp(choice, "keep") ? choice : NULL;
+    if (cpu_has_avx512() && !core_has_avx512(openblas_get_corename()))
+        return "SkylakeX";
+    return NULL;
+}
+
+void mt_blas_select_kernels(char **argv)
+{
+    const char *want = wanted_core();
+    if (!want || getenv("MT_BLAS_REEXECUTED"))
+        return;
+    if (!strcasecmp(openblas_get_corename(), want))
+        return;
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    setenv("MT_BLAS_REEXECUTED", "1", 1); /* never loop, even if OpenBLAS refuses the name */
+    execv("/proc/self/exe", argv);
+    /* exec failed (no /proc?): carry on with the kernels already loaded */
+}
+
+void mt_blas_single_threaded(void)
+{
+    /* Our own pool splits each product; OpenBLAS threading on top would oversubscribe
+     * the cores and serialise concurrent callers on its shared thread pool. */
+    openblas_set_num_threads(1);
+}

@@ -1,0 +1,387 @@
+/* forward.c: the encoder over a batch of sources and one decoder step over a batch of
+ * hypotheses.
+ *
+ * Sources are packed without padding: sentence s occupies rows [off[s], off[s]+len[s])
+ * of every activation matrix, so each projection is one product over all tokens of the
+ * batch and attention simply never looks outside a sentence's rows (that is the
+ * padding mask). Decoder rows are hypotheses; row r at step t writes its self-attention
+ * key/value into cache slot base+r, and hist[r][0..t] lists the slots of its ancestors,
+ * so reordering beams copies a few integers instead of cached activations. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- matrix products split over the state's threads ---- */
+
+typedef struct {
+    const float *x, *w, *b;
+    float *y;
+    int m, k, n, act, chunk, by_rows;
+} linear_job;
+
+static void apply_bias_act(float *y, int rows, int ld, int cols, const float *b, int act)
+{
+    for (int i = 0; i < rows; i++) {
+        float *r = y + (size_t)i * (size_t)ld;
+        for (int j = 0; j < cols; j++) {
+            float v = r[j] + (b ? b[j] : 0.0f);
+            if (act == MT_ACT_RELU + 1)
+                v = v > 0.0f ? v : 0.0f;
+            else if (act == MT_ACT_GELU + 1)
+                v = 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
+            else if (act == MT_ACT_SWISH + 1)
+                v = v / (1.0f + expf(-v));
+            r[j] = v;
+        }
+    }
+}
+
+static void linear_task(void *ctx, int task, int n_tasks)
+{
+    (void)n_tasks;
+    const linear_job *j = ctx;
+    int lo = task * j->chunk, hi = lo + j->chunk;
+    if (j->by_rows) {
+        if (hi > j->m)
+            hi = j->m;
+        if (lo >= hi)
+            return;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, j->n, j->k, 1.0f,
+                    j->x + (size_t)lo * (size_t)j->k, j->k, j->w, j->k, 0.0f,
+                    j->y + (size_t)lo * (size_t)j->n, j->n);
+        apply_bias_act(j->y + (size_t)lo * (size_t)j->n, hi - lo, j->n, j->n, j->b, j->act);
+    } else {
+        if (hi > j->n)
+            hi = j->n;
+        if (lo >= hi)
+            return;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->m, hi - lo, j->k, 1.0f, j->x, j->k,
+                    j->w + (size_t)lo * (size_t)j->k, j->k, 0.0f, j->y + lo, j->n);
+        apply_bias_act(j->y + lo, j->m, j->n, hi - lo, j->b ? j->b + lo : NULL, j->act);
+    }
+}
+
+/* y (m, n) = act(x (m, k) . w^T + b), w being (n, k) as PyTorch stores Linear weights.
+ * act is 0 for none or MT_ACT_* + 1. Work is split by output columns when there are
+ * many (each thread streams its own slice of the weights), else by rows. Either split
+ * leaves each output element's summation unchanged, so results do not depend on the
+ * thread count or on which other sentences share the batch. */
+static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w *lin, int n, float *y, int act)
+{
+    int threads = mt_pool_threads(st->pool);
+    linear_job j = {.x = x, .w = lin->w, .b = lin->b, .y = y, .m = m, .k = k, .n = n, .act = act};
+    int tasks = 1;
+    if (threads > 1 && n >= 512) {
+        tasks = threads;
+        j.chunk = ((n + tasks - 1) / tasks + 63) & ~63;
+    } else if (threads > 1 && m >= 32) {
+        tasks = threads;
+        j.by_rows = 1;
+        j.chunk = (m + tasks - 1) / tasks;
+    } else {
+        j.chunk = n;
+    }
+    mt_pool_run(st->pool, linear_task, &j, tasks);
+}
+
+/* x = LayerNorm(x + delta), rows of width d (eps 1e-5 as in PyTorch's default). */
+static void add_norm(float *x, const float *delta, int rows, int d, const mt_norm *norm)
+{
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * (size_t)d;
+        const float *dr = delta + (size_t)i * (size_t)d;
+        double mean = 0.0, var = 0.0;
+        for (int j = 0; j < d; j++) {
+            r[j] += dr[j];
+            mean += r[j];
+        }
+        mean /= d;
+        for (int j = 0; j < d; j++)
+            var += (r[j] - mean) * (r[j] - mean);
+        float inv = (float)(1.0 / sqrt(var / d + 1e-5));
+        float mu = (float)mean;
+        for (int j = 0; j < d; j++)
+            r[j] = (r[j] - mu) * inv * norm->weight[j] + norm->bias[j];
+    }
+}
+
+static void softmax_inplace(float *x, int n)
+{
+    float mx = x[0];
+    for (int i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - mx);
+        sum += x[i];
+    }
+    float inv = 1.0f / sum;
+    for (int i = 0; i < n; i++)
+        x[i] *= inv;
+}
+
+void mt_log_softmax(float *x, int n)
+{
+    float mx = x[0];
+    for (int i = 1; i < n; i++)
+        mx = x[i] > mx ? x[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        sum += exp((double)(x[i] - mx));
+    float lse = mx + (float)log(sum);
+    for (int i = 0; i < n; i++)
+        x[i] -= lse;
+}
+
+static void embed(const mt_model *m, const float *table, const int32_t *ids, int n, int first_pos,
+                  int same_pos, float *out)
+{
+    int d = m->info.d_model;
+    float scale = m->info.scale_embedding ? sqrtf((float)d) : 1.0f;
+    for (int i = 0; i < n; i++) {
+        const float *e = table + (size_t)ids[i] * (size_t)d;
+        const float *p = m->positions + (size_t)(same_pos ? first_pos : first_pos + i) * (size_t)d;
+        float *o = out + (size_t)i * (size_t)d;
+        for (int j = 0; j < d; j++)
+            o[j] = e[j] * scale + p[j];
+    }
+}
+
+/* ---- encoder ---- */
+
+typedef struct {
+    const mt_model *model;
+    float *qkv, *ctx, *scores;
+    const int *off, *len;
+    int n, heads, hd, max_len;
+} enc_attn_job;
+
+/* Thread `task` handles every n_tasks-th (sentence, head) pair with its own score buffer. */
+static void enc_attn_task(void *p, int task, int n_tasks)
+{
+    const enc_attn_job *j = p;
+    int d = j->model->info.d_model, ld = 3 * d;
+    float *scores = j->scores + (size_t)task * (size_t)j->max_len * (size_t)j->max_len;
+    float scale = 1.0f / sqrtf((float)j->hd);
+    for (int pair = task; pair < j->n * j->heads; pair += n_tasks) {
+        int s = pair / j->heads, h = pair % j->heads, len = j->len[s];
+        float *q = j->qkv + (size_t)j->off[s] * (size_t)ld + (size_t)h * (size_t)j->hd;
+        const float *k = q + d, *v = q + 2 * d;
+        for (int i = 0; i < len; i++)
+            for (int c = 0; c < j->hd; c++)
+                q[(size_t)i * (size_t)ld + (size_t)c] *= scale; /* HF scales q before the product */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, len, j->hd, 1.0f, q, ld, k, ld, 0.0f, scores, len);
+        for (int i = 0; i < len; i++)
+            softmax_inplace(scores + (size_t)i * (size_t)len, len);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, j->hd, len, 1.0f, scores, len, v, ld, 0.0f,
+                    j->ctx + (size_t)j->off[s] * (size_t)d + (size_t)h * (size_t)j->hd, d);
+    }
+}
+
+int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *lens, float **enc_out)
+{
+    const mt_model *m = st->model;
+    const mt_model_info *in = &m->info;
+    int d = in->d_model, ffn = in->encoder_ffn_dim, threads = mt_pool_threads(st->pool);
+    int total = 0, max_len = 0;
+    int *off = mt_buf_reserve(&st->src_off, sizeof(int) * (size_t)(n + 1));
+    if (!off)
+        return MT_ERR_NOMEM;
+    for (int s = 0; s < n; s++) {
+        off[s] = total;
+        total += lens[s];
+        max_len = lens[s] > max_len ? lens[s] : max_len;
+    }
+    off[n] = total;
+    size_t T = (size_t)total;
+    float *x = mt_buf_reserve(&st->enc_x, sizeof(float) * T * (size_t)d);
+    float *qkv = mt_buf_reserve(&st->enc_qkv, sizeof(float) * T * 3 * (size_t)d);
+    float *ctx = mt_buf_reserve(&st->enc_ctx, sizeof(float) * T * (size_t)d);
+    float *tmp = mt_buf_reserve(&st->enc_tmp, sizeof(float) * T * (size_t)d);
+    float *f = mt_buf_reserve(&st->enc_ffn, sizeof(float) * T * (size_t)ffn);
+    float *scores = mt_buf_reserve(&st->att_scores, sizeof(float) * (size_t)threads * (size_t)max_len * (size_t)max_len);
+    if (!x || !qkv || !ctx || !tmp || !f || !scores)
+        return MT_ERR_NOMEM;
+    for (int s = 0; s < n; s++)
+        embed(m, m->enc_embed, src[s], lens[s], 0, 0, x + (size_t)off[s] * (size_t)d);
+
+    enc_attn_job aj = {.model = m, .qkv = qkv, .ctx = ctx, .scores = scores, .off = off, .len = lens,
+                       .n = n, .heads = in->encoder_heads, .hd = m->head_dim_enc, .max_len = max_len};
+    for (int l = 0; l < in->encoder_layers; l++) {
+        const mt_encoder_layer *L = &m->enc[l];
+        linear(st, x, total, d, &L->qkv, 3 * d, qkv, 0);
+        mt_pool_run(st->pool, enc_attn_task, &aj, threads);
+        linear(st, ctx, total, d, &L->out, d, tmp, 0);
+        add_norm(x, tmp, total, d, &L->attn_norm);
+        linear(st, x, total, d, &L->fc1, ffn, f, m->activation + 1);
+        linear(st, f, total, ffn, &L->fc2, d, tmp, 0);
+        add_norm(x, tmp, total, d, &L->ffn_norm);
+    }
+    *enc_out = x;
+    return MT_OK;
+}
+
+void mt_cross_kv(mt_state *st, const float *enc_out, int tokens, float *kv)
+{
+    const mt_model *m = st->model;
+    int d = m->info.d_model;
+    linear(st, enc_out, tokens, d, &m->cross_kv, m->info.decoder_layers * 2 * d, kv, 0);
+}
+
+/* ---- decoder step ---- */
+
+typedef struct {
+    const mt_model *model;
+    const float *q;       /* (rows, ldq) queries, already scaled */
+    int ldq;
+    float *ctx;           /* (rows, d) */
+    int layer, rows, step;
+    const float *cache_k, *cache_v; /* self-attention cache: (slots, layers, d) */
+    const int *hist;      /* (rows, hist_stride): cache slot of each step so far */
+    int hist_stride;
+    const float *cross;   /* (source tokens, layers * 2d): cross-attention k,v */
+    const int *row_sent, *src_off, *src_len;
+    float *scores;        /* max_keys floats per task */
+    int max_keys;
+} dec_attn_job;
+
+/* out = softmax(scores) . values, over n keys; scores already hold q.k. */
+static void weighted_sum(float *scores, int n, const float *(*value_at)(const dec_attn_job *, int, int, int),
+                         const dec_attn_job *j, int r, int h, int hd, float *out)
+{
+    softmax_inplace(scores, n);
+    memset(out, 0, sizeof *out * (size_t)hd);
+    for (int i = 0; i < n; i++) {
+        const float *v = value_at(j, r, h, i);
+        float p = scores[i];
+        for (int c = 0; c < hd; c++)
+            out[c] += p * v[c];
+    }
+}
+
+static const float *self_key(const dec_attn_job *j, int r, int h, int i)
+{
+    const mt_model *m = j->model;
+    size_t slot = (size_t)j->hist[(size_t)r * (size_t)j->hist_stride + (size_t)i];
+    return j->cache_k + (slot * (size_t)m->info.decoder_layers + (size_t)j->layer) * (size_t)m->info.d_model +
+           (size_t)h * (size_t)m->head_dim_dec;
+}
+
+static const float *self_value(const dec_attn_job *j, int r, int h, int i)
+{
+    return j->cache_v + (self_key(j, r, h, i) - j->cache_k);
+}
+
+static const float *cross_key(const dec_attn_job *j, int r, int h, int i)
+{
+    const mt_model *m = j->model;
+    size_t d = (size_t)m->info.d_model, tok = (size_t)(j->src_off[j->row_sent[r]] + i);
+    return j->cross + tok * (size_t)m->info.decoder_layers * 2 * d + (size_t)j->layer * 2 * d +
+           (size_t)h * (size_t)m->head_dim_dec;
+}
+
+static const float *cross_value(const dec_attn_job *j, int r, int h, int i)
+{
+    return cross_key(j, r, h, i) + j->model->info.d_model;
+}
+
+static void dec_attn_rows(const dec_attn_job *j, int task, int n_tasks, int cross)
+{
+    const mt_model *m = j->model;
+    int d = m->info.d_model, hd = m->head_dim_dec;
+    float *scores = j->scores + (size_t)task * (size_t)j->max_keys;
+    for (int r = task; r < j->rows; r += n_tasks) {
+        int n = cross ? j->src_len[j->row_sent[r]] : j->step + 1;
+        for (int h = 0; h < m->info.decoder_heads; h++) {
+            const float *q = j->q + (size_t)r * (size_t)j->ldq + (size_t)h * (size_t)hd;
+            for (int i = 0; i < n; i++) {
+                const float *k = cross ? cross_key(j, r, h, i) : self_key(j, r, h, i);
+                float s = 0.0f;
+                for (int c = 0; c < hd; c++)
+                    s += q[c] * k[c];
+                scores[i] = s;
+            }
+            weighted_sum(scores, n, cross ? cross_value : self_value, j, r, h, hd,
+                         j->ctx + (size_t)r * (size_t)d + (size_t)h * (size_t)hd);
+        }
+    }
+}
+
+static void self_attn_task(void *p, int task, int n_tasks) { dec_attn_rows(p, task, n_tasks, 0); }
+static void cross_attn_task(void *p, int task, int n_tasks) { dec_attn_rows(p, task, n_tasks, 1); }
+
+static void scale_rows(float *x, int rows, int ld, int cols, float s)
+{
+    for (int i = 0; i < rows; i++)
+        for (int c = 0; c < cols; c++)
+            x[(size_t)i * (size_t)ld + (size_t)c] *= s;
+}
+
+int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out)
+{
+    const mt_model *m = st->model;
+    const mt_model_info *info = &m->info;
+    int d = info->d_model, ffn = info->decoder_ffn_dim, L = info->decoder_layers, rows = in->rows;
+    int threads = mt_pool_threads(st->pool);
+    size_t R = (size_t)rows;
+    float *x = mt_buf_reserve(&st->dec_x, sizeof(float) * R * (size_t)d);
+    float *qkv = mt_buf_reserve(&st->dec_qkv, sizeof(float) * R * 3 * (size_t)d);
+    float *ctx = mt_buf_reserve(&st->dec_ctx, sizeof(float) * R * (size_t)d);
+    float *tmp = mt_buf_reserve(&st->dec_tmp, sizeof(float) * R * (size_t)d);
+    float *f = mt_buf_reserve(&st->dec_ffn, sizeof(float) * R * (size_t)ffn);
+    float *logits = mt_buf_reserve(&st->logits, sizeof(float) * R * (size_t)info->tgt_vocab_size);
+    int max_keys = in->step + 1 > in->max_src_len ? in->step + 1 : in->max_src_len;
+    float *scores = mt_buf_reserve(&st->att_scores, sizeof(float) * (size_t)threads * (size_t)max_keys);
+    size_t slot_floats = (size_t)L * (size_t)d;
+    size_t slots_needed = in->slot_base + R;
+    float *ck = mt_buf_grow(&st->self_k, sizeof(float) * in->slot_base * slot_floats,
+                            sizeof(float) * slots_needed * slot_floats);
+    float *cv = mt_buf_grow(&st->self_v, sizeof(float) * in->slot_base * slot_floats,
+                            sizeof(float) * slots_needed * slot_floats);
+    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !ck || !cv)
+        return MT_ERR_NOMEM;
+    if (in->step >= info->max_positions)
+        return MT_ERR_INVALID;
+
+    embed(m, m->dec_embed, in->tokens, rows, in->step, 1, x);
+    float scale = 1.0f / sqrtf((float)m->head_dim_dec);
+    dec_attn_job j = {.model = m, .ctx = ctx, .rows = rows, .step = in->step, .cache_k = ck, .cache_v = cv,
+                      .hist = in->hist, .hist_stride = in->hist_stride, .cross = in->cross_kv,
+                      .row_sent = in->row_sent, .src_off = in->src_off, .src_len = in->src_len,
+                      .scores = scores, .max_keys = max_keys};
+    for (int l = 0; l < L; l++) {
+        const mt_decoder_layer *Ly = &m->dec[l];
+        j.layer = l;
+        /* self-attention: this step's k,v go to the cache first, then every row attends
+         * over its own ancestry (which ends with the slot just written) */
+        linear(st, x, rows, d, &Ly->qkv, 3 * d, qkv, 0);
+        for (int r = 0; r < rows; r++) {
+            size_t at = ((in->slot_base + (size_t)r) * (size_t)L + (size_t)l) * (size_t)d;
+            memcpy(ck + at, qkv + (size_t)r * 3 * (size_t)d + (size_t)d, sizeof(float) * (size_t)d);
+            memcpy(cv + at, qkv + (size_t)r * 3 * (size_t)d + 2 * (size_t)d, sizeof(float) * (size_t)d);
+        }
+        scale_rows(qkv, rows, 3 * d, d, scale);
+        j.q = qkv;
+        j.ldq = 3 * d;
+        mt_pool_run(st->pool, self_attn_task, &j, threads);
+        linear(st, ctx, rows, d, &Ly->out, d, tmp, 0);
+        add_norm(x, tmp, rows, d, &Ly->self_norm);
+        /* cross-attention over the (precomputed) encoder keys and values */
+        linear(st, x, rows, d, &Ly->cross_q, d, qkv, 0);
+        scale_rows(qkv, rows, d, d, scale);
+        j.ldq = d;
+        mt_pool_run(st->pool, cross_attn_task, &j, threads);
+        linear(st, ctx, rows, d, &Ly->cross_out, d, tmp, 0);
+        add_norm(x, tmp, rows, d, &Ly->cross_norm);
+        /* feed-forward */
+        linear(st, x, rows, d, &Ly->fc1, ffn, f, m->activation + 1);
+        linear(st, f, rows, ffn, &Ly->fc2, d, tmp, 0);
+        add_norm(x, tmp, rows, d, &Ly->ffn_norm);
+    }
+    mt_linear_w head = {.w = m->lm_head, .b = m->logits_bias};
+    linear(st, x, rows, d, &head, info->tgt_vocab_size, logits, 0);
+    *logits_out = logits;
+    return MT_OK;
+}

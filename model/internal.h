@@ -1,0 +1,129 @@
+/* internal.h: structures shared by the files of model/ (not a public header). */
+#ifndef MT_MODEL_INTERNAL_H
+#define MT_MODEL_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "pool.h"
+
+enum { MT_ACT_RELU, MT_ACT_GELU, MT_ACT_SWISH };
+
+typedef struct {
+    const float *weight, *bias; /* LayerNorm (d) */
+} mt_norm;
+
+typedef struct {
+    const float *w, *b;         /* Linear: w (out, in) as in PyTorch, b (out) */
+} mt_linear_w;
+
+typedef struct {
+    mt_linear_w qkv;            /* fused q,k,v projections: w (3d, d), b (3d) */
+    mt_linear_w out;            /* (d, d) */
+    mt_norm attn_norm;
+    mt_linear_w fc1;            /* (ffn, d) */
+    mt_linear_w fc2;            /* (d, ffn) */
+    mt_norm ffn_norm;
+} mt_encoder_layer;
+
+typedef struct {
+    mt_linear_w qkv, out;       /* self-attention, as in the encoder */
+    mt_norm self_norm;
+    mt_linear_w cross_q;        /* (d, d) */
+    mt_linear_w cross_out;      /* (d, d) */
+    mt_norm cross_norm;
+    mt_linear_w fc1, fc2;
+    mt_norm ffn_norm;
+} mt_decoder_layer;
+
+struct mt_model {
+    mt_model_info info;
+    int activation;             /* MT_ACT_* */
+    int head_dim_enc, head_dim_dec;
+    int32_t *bad_ids;           /* from bad_words_ids (single-token entries) */
+    int n_bad_ids;
+
+    void *arena;                /* every float below points into it; read-only after load */
+    size_t arena_bytes;
+
+    const float *enc_embed;     /* (src_vocab, d) */
+    const float *dec_embed;     /* (tgt_vocab, d) */
+    const float *lm_head;       /* (tgt_vocab, d) */
+    const float *logits_bias;   /* (tgt_vocab) */
+    const float *positions;     /* (max_positions, d) sinusoidal table */
+    mt_linear_w cross_kv;       /* all decoder layers' cross k,v: w (layers*2d, d) */
+    mt_encoder_layer *enc;      /* encoder_layers */
+    mt_decoder_layer *dec;      /* decoder_layers */
+};
+
+/* Growable scratch buffer: grows on demand, never shrinks, so steady state allocates nothing. */
+typedef struct {
+    void *ptr;
+    size_t cap;
+} mt_buf;
+
+/* Per-sentence decoding bookkeeping during one mt_translate_ids call. */
+typedef struct mt_sentence mt_sentence;
+
+struct mt_state {
+    const mt_model *model;
+    mt_pool *pool;
+    char error[256];
+
+    /* encoder */
+    mt_buf enc_x, enc_qkv, enc_ctx, enc_tmp, enc_ffn, att_scores;
+    mt_buf cross_kv;            /* (total source tokens, layers*2d) */
+    mt_buf src_off;             /* int: token offset of each sentence */
+
+    /* decoder */
+    mt_buf dec_x, dec_qkv, dec_ctx, dec_tmp, dec_ffn;
+    mt_buf logits;              /* (rows, tgt_vocab) */
+    mt_buf self_k, self_v;      /* (slots, layers, d): self-attention cache */
+
+    /* beam search (search.c) */
+    mt_buf hist[2];             /* int (rows, steps): cache slot of each step, double-buffered */
+    mt_buf toks[2];             /* int (rows, steps): generated tokens, double-buffered */
+    mt_buf rows, next_rows;     /* per live hypothesis: sentence, token fed, score */
+    mt_buf cand, n_cand;        /* per row: its best candidates */
+    mt_buf sentences;           /* mt_sentence */
+    mt_buf fin_ids, fin;        /* finished hypotheses: ids and mt_hypothesis */
+};
+
+/* Formats a message into buf[len] (snprintf with a va_list), returns buf. */
+char *mt_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Makes b hold at least bytes; returns its pointer or NULL when out of memory. */
+void *mt_buf_reserve(mt_buf *b, size_t bytes);
+/* Like mt_buf_reserve but keeps the first `used` bytes. */
+void *mt_buf_grow(mt_buf *b, size_t used, size_t bytes);
+void mt_buf_release(mt_buf *b);
+
+/* One decoder step's inputs: row r feeds tokens[r] at position `step`, belongs to
+ * sentence row_sent[r], writes its key/value to cache slot slot_base + r and attends
+ * over slots hist[r * hist_stride + 0..step]. */
+typedef struct {
+    int rows, step;
+    const int32_t *tokens;
+    const int *row_sent;
+    const int *hist;
+    int hist_stride;
+    size_t slot_base;
+    const float *cross_kv;          /* from mt_cross_kv */
+    const int *src_off, *src_len;   /* per sentence: first row in cross_kv, token count */
+    int max_src_len;
+} mt_decoder_input;
+
+/* Forward pieces (forward.c). Results live in the state's buffers. */
+int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *lens,
+                    float **enc_out);
+/* kv (tokens, decoder_layers * 2d): every decoder layer's cross-attention keys|values. */
+void mt_cross_kv(mt_state *st, const float *enc_out, int tokens, float *kv);
+/* logits_out (rows, tgt_vocab), raw (bias added, nothing masked). */
+int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out);
+
+/* Elementwise helpers used by forward.c and search.c. */
+void mt_log_softmax(float *x, int n);
+
+#endif

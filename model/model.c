@@ -1,0 +1,570 @@
+/* model.c: reads config.json and model.safetensors of a MarianMT directory into one
+ * read-only float32 arena.
+ *
+ * Every weight is copied (and widened from F16/BF16) once, at load, so the file mapping
+ * can be dropped afterwards and the hot path sees aligned float32 only. Two fusions are
+ * made here because they turn several small products into one larger one:
+ * q,k,v of each self-attention become one (3d, d) matrix, and the cross-attention k,v of
+ * all decoder layers become one (layers*2d, d) matrix applied once to the encoder output. */
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "internal.h"
+#include "safetensors.h"
+
+char *mt_format(char *buf, size_t len, const char *fmt, ...)
+{
+    if (!buf || !len)
+        return buf;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+void *mt_buf_reserve(mt_buf *b, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return b->ptr;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < bytes)
+        cap *= 2;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, cap) != 0)
+        return NULL;
+    free(b->ptr); /* contents need not survive growth: callers reserve before filling */
+    b->ptr = p;
+    b->cap = cap;
+    return p;
+}
+
+void *mt_buf_grow(mt_buf *b, size_t used, size_t bytes)
+{
+    if (bytes <= b->cap)
+        return b->ptr;
+    void *old = b->ptr;
+    size_t old_cap = b->cap;
+    b->ptr = NULL;
+    b->cap = 0;
+    if (!mt_buf_reserve(b, bytes > 2 * old_cap ? bytes : 2 * old_cap)) {
+        b->ptr = old;
+        b->cap = old_cap;
+        return NULL;
+    }
+    if (used)
+        memcpy(b->ptr, old, used);
+    free(old);
+    return b->ptr;
+}
+
+void mt_buf_release(mt_buf *b)
+{
+    free(b->ptr);
+    b->ptr = NULL;
+    b->cap = 0;
+}
+
+/* ---- config.json ---- */
+
+static json_t *load_json(const char *dir, const char *name, int required, char *err, size_t errlen, int *failed)
+{
+    char path[4096];
+    mt_format(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (required || errno != ENOENT) {
+            mt_format(err, errlen, "%s: %s", path, strerror(errno));
+            *failed = 1;
+        }
+        return NULL;
+    }
+    json_error_t jerr;
+    json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+    fclose(f);
+    if (!j) {
+        mt_format(err, errlen, "%s: invalid JSON: %s at line %d, column %d", path, jerr.text, jerr.line, jerr.column);
+        *failed = 1;
+    } else if (!json_is_object(j)) {
+        mt_format(err, errlen, "%s: top level is not a JSON object", path);
+        json_decref(j);
+        *failed = 1;
+        return NULL;
+    }
+    return j;
+}
+
+typedef struct {
+    json_t *cfg, *gen;  /* config.json, generation_config.json (may be NULL) */
+    char *err;
+    size_t errlen;
+    int failed;
+} config_reader;
+
+/* Looks key up in generation_config.json first when prefer_gen, then config.json. */
+static json_t *lookup(config_reader *r, const char *key, int prefer_gen)
+{
+    json_t *v = prefer_gen && r->gen ? json_object_get(r->gen, key) : NULL;
+    return v && !json_is_null(v) ? v : json_object_get(r->cfg, key);
+}
+
+static int read_int(config_reader *r, const char *key, int fallback, int required, int min, int prefer_gen)
+{
+    if (r->failed)
+        return fallback;
+    json_t *v = lookup(r, key, prefer_gen);
+    if (!v || json_is_null(v)) {
+        if (required) {
+            mt_format(r->err, r->errlen, "config.json: missing required key \"%s\"", key);
+            r->failed = 1;
+        }
+        return fallback;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > (1 << 30)) {
+        mt_format(r->err, r->errlen, "config.json: \"%s\" must be an integer >= %d", key, min);
+        r->failed = 1;
+        return fallback;
+    }
+    return (int)json_integer_value(v);
+}
+
+static int read_bool(config_reader *r, const char *key, int fallback)
+{
+    json_t *v = r->failed ? NULL : json_object_get(r->cfg, key);
+    if (!v || json_is_null(v))
+        return fallback;
+    if (!json_is_boolean(v)) {
+        mt_format(r->err, r->errlen, "config.json: \"%s\" must be true or false", key);
+        r->failed = 1;
+        return fallback;
+    }
+    return json_is_true(v);
+}
+
+static int read_hparams(mt_model *m, config_reader *r)
+{
+    mt_model_info *in = &m->info;
+    in->d_model = read_int(r, "d_model", 0, 1, 2, 0);
+    in->encoder_layers = read_int(r, "encoder_layers", 0, 1, 1, 0);
+    in->decoder_layers = read_int(r, "decoder_layers", 0, 1, 1, 0);
+    in->encoder_heads = read_int(r, "encoder_attention_heads", 0, 1, 1, 0);
+    in->decoder_heads = read_int(r, "decoder_attention_heads", 0, 1, 1, 0);
+    in->encoder_ffn_dim = read_int(r, "encoder_ffn_dim", 0, 1, 1, 0);
+    in->decoder_ffn_dim = read_int(r, "decoder_ffn_dim", 0, 1, 1, 0);
+    in->src_vocab_size = read_int(r, "vocab_size", 0, 1, 2, 0);
+    in->tgt_vocab_size = read_int(r, "decoder_vocab_size", in->src_vocab_size, 0, 2, 0);
+    in->pad_id = read_int(r, "pad_token_id", 0, 1, 0, 0);
+    in->eos_id = read_int(r, "eos_token_id", 0, 1, 0, 1);
+    in->decoder_start_id = read_int(r, "decoder_start_token_id", in->pad_id, 0, 0, 1);
+    in->max_positions = read_int(r, "max_position_embeddings", 1024, 0, 1, 0);
+    in->default_beam_size = read_int(r, "num_beams", 4, 0, 1, 1);
+    in->default_max_length = read_int(r, "max_length", 256, 0, 1, 1);
+    in->scale_embedding = read_bool(r, "scale_embedding", 0);
+    int static_pos = read_bool(r, "static_position_embeddings", 1);
+    int pre_norm = read_bool(r, "normalize_before", 0);
+    int norm_emb = read_bool(r, "normalize_embedding", 0);
+    if (r->failed)
+        return -1;
+
+    in->default_length_penalty = 1.0f;
+    json_t *lp = lookup(r, "length_penalty", 1);
+    if (lp && !json_is_null(lp)) {
+        if (!json_is_number(lp))
+            return mt_format(r->err, r->errlen, "config.json: \"length_penalty\" must be a number"), -1;
+        in->default_length_penalty = (float)json_number_value(lp);
+    }
+    json_t *act = json_object_get(r->cfg, "activation_function");
+    const char *a = act ? json_string_value(act) : "swish";
+    if (!a)
+        return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
+    if (!strcmp(a, "relu")) {
+        m->activation = MT_ACT_RELU;
+    } else if (!strcmp(a, "gelu")) {
+        m->activation = MT_ACT_GELU;
+    } else if (!strcmp(a, "swish") || !strcmp(a, "silu")) {
+        m->activation = MT_ACT_SWISH;
+    } else {
+        return mt_format(r->err, r->errlen,
+                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu)", a), -1;
+    }
+    snprintf(in->activation, sizeof in->activation, "%s", m->activation == MT_ACT_RELU ? "relu"
+             : m->activation == MT_ACT_GELU ? "gelu" : "swish");
+
+    if (!static_pos)
+        return mt_format(r->err, r->errlen, "config.json: static_position_embeddings=false (learned positions) is not supported"), -1;
+    if (pre_norm)
+        return mt_format(r->err, r->errlen, "config.json: normalize_before=true (pre-norm) is not supported: this engine runs post-norm Transformers"), -1;
+    if (norm_emb)
+        return mt_format(r->err, r->errlen, "config.json: normalize_embedding=true is not supported"), -1;
+    if (in->d_model % 2)
+        return mt_format(r->err, r->errlen, "config.json: d_model %d must be even (sinusoidal positions)", in->d_model), -1;
+    if (in->d_model % in->encoder_heads || in->d_model % in->decoder_heads)
+        return mt_format(r->err, r->errlen, "config.json: d_model %d is not divisible by the attention heads (%d, %d)",
+                         in->d_model, in->encoder_heads, in->decoder_heads), -1;
+    if (in->pad_id >= in->tgt_vocab_size || in->eos_id >= in->tgt_vocab_size || in->decoder_start_id >= in->tgt_vocab_size)
+        return mt_format(r->err, r->errlen, "config.json: pad/eos/decoder_start token ids (%d, %d, %d) must be below decoder_vocab_size %d",
+                         in->pad_id, in->eos_id, in->decoder_start_id, in->tgt_vocab_size), -1;
+    if (in->eos_id >= in->src_vocab_size)
+        return mt_format(r->err, r->errlen, "config.json: eos_token_id %d must be below vocab_size %d", in->eos_id, in->src_vocab_size), -1;
+    m->head_dim_enc = in->d_model / in->encoder_heads;
+    m->head_dim_dec = in->d_model / in->decoder_heads;
+
+    json_t *bad = lookup(r, "bad_words_ids", 1);
+    if (bad && !json_is_null(bad)) {
+        if (!json_is_array(bad))
+            return mt_format(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
+        m->bad_ids = calloc(json_array_size(bad) + 1, sizeof *m->bad_ids);
+        if (!m->bad_ids)
+            return mt_format(r->err, r->errlen, "out of memory"), -1;
+        size_t i;
+        json_t *seq;
+        json_array_foreach(bad, i, seq) {
+            json_t *id = json_array_get(seq, 0);
+            if (!json_is_array(seq) || json_array_size(seq) != 1 || !json_is_integer(id) ||
+                json_integer_value(id) < 0 || json_integer_value(id) >= in->tgt_vocab_size)
+                return mt_format(r->err, r->errlen,
+                                 "config.json: bad_words_ids[%zu] must be a one-token list with an id below %d "
+                                 "(multi-token sequences are not supported)", i, in->tgt_vocab_size), -1;
+            m->bad_ids[m->n_bad_ids++] = (int32_t)json_integer_value(id);
+        }
+    }
+    return 0;
+}
+
+/* ---- weights ---- */
+
+typedef struct {
+    mt_safetensors *file;
+    char *used;         /* per tensor index: consumed by some role */
+    float *arena;
+    size_t arena_floats, arena_used;
+    const mt_model_info *in;
+    char *err;
+    size_t errlen;
+} weight_loader;
+
+static float *take(weight_loader *w, size_t floats)
+{
+    size_t padded = (floats + 15) & ~(size_t)15; /* keep every tensor 64-byte aligned */
+    if (!w->arena) { /* sizing pass */
+        w->arena_floats += padded;
+        return NULL;
+    }
+    float *p = w->arena + w->arena_used;
+    w->arena_used += padded;
+    return p;
+}
+
+static const mt_tensor_view *find(weight_loader *w, const char *name)
+{
+    const mt_tensor_view *t = mt_safetensors_find(w->file, name);
+    if (t)
+        w->used[t - mt_safetensors_at(w->file, 0)] = 1;
+    return t;
+}
+
+static int check_shape(weight_loader *w, const mt_tensor_view *t, int64_t rows, int64_t cols)
+{
+    int ok = cols ? (t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols)
+                  : (t->ndim == 1 && t->shape[0] == rows);
+    if (ok)
+        return 0;
+    char got[128] = "[", *p = got + 1;
+    for (int i = 0; i < t->ndim && p < got + 100; i++)
+        p += snprintf(p, (size_t)(got + sizeof got - p), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    snprintf(p, (size_t)(got + sizeof got - p), "]");
+    if (cols)
+        mt_format(w->err, w->errlen, "model.safetensors: tensor '%s' has shape %s, config.json implies [%lld, %lld]",
+                  t->name, got, (long long)rows, (long long)cols);
+    else
+        mt_format(w->err, w->errlen, "model.safetensors: tensor '%s' has shape %s, config.json implies [%lld]",
+                  t->name, got, (long long)rows);
+    return -1;
+}
+
+/* Copies tensor `name` of shape (rows, cols) (cols 0: a vector) to dst; on the sizing pass
+ * only validates. */
+static int copy_tensor(weight_loader *w, const char *name, int64_t rows, int64_t cols, float *dst)
+{
+    const mt_tensor_view *t = find(w, name);
+    if (!t)
+        return mt_format(w->err, w->errlen, "model.safetensors: missing tensor '%s'", name), -1;
+    if (check_shape(w, t, rows, cols))
+        return -1;
+    if (dst)
+        mt_tensor_to_f32(t, dst);
+    return 0;
+}
+
+static int load_linear(weight_loader *w, const char *prefix, int64_t out, int64_t in, mt_linear_w *lin)
+{
+    char name[256];
+    float *wt = take(w, (size_t)(out * in)), *b = take(w, (size_t)out);
+    if (copy_tensor(w, mt_format(name, sizeof name, "%s.weight", prefix), out, in, wt) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.bias", prefix), out, 0, b))
+        return -1;
+    lin->w = wt;
+    lin->b = b;
+    return 0;
+}
+
+static int load_norm(weight_loader *w, const char *prefix, int64_t d, mt_norm *n)
+{
+    char name[256];
+    float *g = take(w, (size_t)d), *b = take(w, (size_t)d);
+    if (copy_tensor(w, mt_format(name, sizeof name, "%s.weight", prefix), d, 0, g) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.bias", prefix), d, 0, b))
+        return -1;
+    n->weight = g;
+    n->bias = b;
+    return 0;
+}
+
+/* q,k,v projections of `prefix` into one (3d, d) matrix. */
+static int load_fused_qkv(weight_loader *w, const char *prefix, int64_t d, mt_linear_w *lin)
+{
+    static const char *parts[3] = {"q_proj", "k_proj", "v_proj"};
+    float *wt = take(w, (size_t)(3 * d * d)), *b = take(w, (size_t)(3 * d));
+    char name[256];
+    for (int i = 0; i < 3; i++) {
+        if (copy_tensor(w, mt_format(name, sizeof name, "%s.%s.weight", prefix, parts[i]), d, d,
+                        wt ? wt + i * d * d : NULL) ||
+            copy_tensor(w, mt_format(name, sizeof name, "%s.%s.bias", prefix, parts[i]), d, 0,
+                        b ? b + i * d : NULL))
+            return -1;
+    }
+    lin->w = wt;
+    lin->b = b;
+    return 0;
+}
+
+/* First present tensor among names; NULL when none. */
+static const mt_tensor_view *find_first(weight_loader *w, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const mt_tensor_view *t = find(w, names[i]);
+        if (t)
+            return t;
+    }
+    return NULL;
+}
+
+/* Embedding-like matrix: copies t unless an earlier role already copied the same tensor. */
+static const float *load_matrix(weight_loader *w, const mt_tensor_view *t, int64_t rows, int64_t d,
+                                const mt_tensor_view **seen, const float **seen_dst, int *n_seen)
+{
+    for (int i = 0; i < *n_seen; i++)
+        if (seen[i] == t)
+            return seen_dst[i];
+    if (check_shape(w, t, rows, d))
+        return NULL;
+    float *dst = take(w, (size_t)(rows * d));
+    if (dst)
+        mt_tensor_to_f32(t, dst);
+    seen[*n_seen] = t;
+    /* On the sizing pass there is no destination yet: any non-NULL value marks success. */
+    seen_dst[*n_seen] = dst ? dst : (const float *)w;
+    return seen_dst[(*n_seen)++];
+}
+
+static int load_weights(mt_model *m, weight_loader *w)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    char name[256];
+    const mt_tensor_view *seen[3];
+    const float *seen_dst[3];
+    int n_seen = 0;
+
+    static const char *enc_names[] = {"model.encoder.embed_tokens.weight", "model.shared.weight"};
+    static const char *dec_names[] = {"model.decoder.embed_tokens.weight", "model.shared.weight",
+                                      "model.encoder.embed_tokens.weight"};
+    const mt_tensor_view *te = find_first(w, enc_names, 2);
+    const mt_tensor_view *td = find_first(w, dec_names, in->src_vocab_size == in->tgt_vocab_size ? 3 : 1);
+    if (!te)
+        return mt_format(w->err, w->errlen, "model.safetensors: missing tensor 'model.shared.weight' "
+                         "(nor 'model.encoder.embed_tokens.weight')"), -1;
+    if (!td)
+        return mt_format(w->err, w->errlen, "model.safetensors: missing tensor 'model.decoder.embed_tokens.weight' "
+                         "(needed: decoder_vocab_size differs from vocab_size)"), -1;
+    /* Tied copies saved under the other names are the same matrix: accept them. */
+    for (int i = 0; i < 3; i++)
+        find(w, dec_names[i]);
+    const mt_tensor_view *tl = find(w, "lm_head.weight");
+    if (!(m->enc_embed = load_matrix(w, te, in->src_vocab_size, d, seen, seen_dst, &n_seen)) ||
+        !(m->dec_embed = load_matrix(w, td, in->tgt_vocab_size, d, seen, seen_dst, &n_seen)) ||
+        !(m->lm_head = load_matrix(w, tl ? tl : td, in->tgt_vocab_size, d, seen, seen_dst, &n_seen)))
+        return -1;
+
+    float *bias = take(w, (size_t)in->tgt_vocab_size);
+    const mt_tensor_view *tb = find(w, "final_logits_bias");
+    if (tb) {
+        if (check_shape(w, tb, 1, in->tgt_vocab_size))
+            return -1;
+        if (bias)
+            mt_tensor_to_f32(tb, bias);
+    } else if (bias) {
+        memset(bias, 0, sizeof *bias * (size_t)in->tgt_vocab_size);
+    }
+    m->logits_bias = bias;
+
+    float *pos = take(w, (size_t)(in->max_positions * d));
+    if (pos) { /* HF MarianSinusoidalPositionalEmbedding: sin in the first half, cos in the second */
+        for (int p = 0; p < in->max_positions; p++)
+            for (int i = 0; i < d / 2; i++) {
+                double angle = p / pow(10000.0, 2.0 * i / (double)d);
+                pos[p * d + i] = (float)sin(angle);
+                pos[p * d + d / 2 + i] = (float)cos(angle);
+            }
+    }
+    m->positions = pos;
+
+    for (int l = 0; l < in->encoder_layers; l++) {
+        mt_encoder_layer *L = &m->enc[l];
+        char pre[128];
+        mt_format(pre, sizeof pre, "model.encoder.layers.%d", l);
+        if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+            load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
+            load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+            return -1;
+    }
+    float *ckv_w = take(w, (size_t)(in->decoder_layers * 2 * d * d));
+    float *ckv_b = take(w, (size_t)(in->decoder_layers * 2 * d));
+    m->cross_kv.w = ckv_w;
+    m->cross_kv.b = ckv_b;
+    for (int l = 0; l < in->decoder_layers; l++) {
+        mt_decoder_layer *L = &m->dec[l];
+        char pre[128];
+        mt_format(pre, sizeof pre, "model.decoder.layers.%d", l);
+        size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
+        if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+            load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
+            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
+                        ckv_w ? ckv_w + kw : NULL) ||
+            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
+                        ckv_b ? ckv_b + kb : NULL) ||
+            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
+                        ckv_w ? ckv_w + kw + (size_t)(d * d) : NULL) ||
+            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
+                        ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
+            load_norm(w, mt_format(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
+            load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
+            load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+            return -1;
+    }
+
+    /* Anything left over is a tensor this architecture does not have: refuse rather than
+     * silently ignore weights (e.g. a pre-norm model's final layer_norm). Positional
+     * tables are recomputed, so stored copies are fine. */
+    for (int i = 0; i < mt_safetensors_count(w->file); i++) {
+        const char *tn = mt_safetensors_at(w->file, i)->name;
+        if (!w->used[i] && !strstr(tn, "embed_positions"))
+            return mt_format(w->err, w->errlen, "model.safetensors: unexpected tensor '%s' "
+                             "(not part of a post-norm MarianMT model with this config.json)", tn), -1;
+    }
+    return 0;
+}
+
+mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
+{
+    char tmp[1];
+    if (!err) {
+        err = tmp;
+        errlen = sizeof tmp;
+    }
+    mt_blas_single_threaded();
+    mt_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return mt_format(err, errlen, "out of memory"), NULL;
+    config_reader r = {.err = err, .errlen = errlen};
+    r.cfg = load_json(dir, "config.json", 1, err, errlen, &r.failed);
+    if (!r.failed)
+        r.gen = load_json(dir, "generation_config.json", 0, err, errlen, &r.failed);
+    int rc = r.failed ? -1 : read_hparams(m, &r);
+    json_decref(r.cfg);
+    json_decref(r.gen);
+    if (rc) {
+        mt_model_free(m);
+        return NULL;
+    }
+    m->enc = calloc((size_t)m->info.encoder_layers, sizeof *m->enc);
+    m->dec = calloc((size_t)m->info.decoder_layers, sizeof *m->dec);
+    if (!m->enc || !m->dec) {
+        mt_model_free(m);
+        return mt_format(err, errlen, "out of memory"), NULL;
+    }
+
+    char path[4096];
+    mt_format(path, sizeof path, "%s/model.safetensors", dir);
+    weight_loader w = {.in = &m->info, .err = err, .errlen = errlen};
+    w.file = mt_safetensors_open(path, err, errlen);
+    if (!w.file) {
+        mt_model_free(m);
+        return NULL;
+    }
+    w.used = calloc((size_t)mt_safetensors_count(w.file) + 1, 1);
+    /* Pass 1 validates names and shapes and sizes the arena; pass 2 fills it. */
+    rc = w.used ? load_weights(m, &w) : -1;
+    if (!rc) {
+        m->arena_bytes = w.arena_floats * sizeof(float);
+        m->arena = mmap(NULL, m->arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m->arena == MAP_FAILED) {
+            m->arena = NULL;
+            mt_format(err, errlen, "cannot allocate %zu bytes for the weights: %s", m->arena_bytes, strerror(errno));
+            rc = -1;
+        } else {
+            w.arena = m->arena;
+            memset(w.used, 0, (size_t)mt_safetensors_count(w.file));
+            rc = load_weights(m, &w);
+            /* From here on a stray write into the weights faults instead of corrupting
+             * what other threads read. */
+            if (!rc && mprotect(m->arena, m->arena_bytes, PROT_READ) != 0) {
+                mt_format(err, errlen, "mprotect: %s", strerror(errno));
+                rc = -1;
+            }
+        }
+    }
+    free(w.used);
+    mt_safetensors_close(w.file);
+    if (rc) {
+        mt_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void mt_model_free(mt_model *m)
+{
+    if (!m)
+        return;
+    if (m->arena)
+        munmap(m->arena, m->arena_bytes);
+    free(m->bad_ids);
+    free(m->enc);
+    free(m->dec);
+    free(m);
+}
+
+const mt_model_info *mt_model_get_info(const mt_model *m) { return &m->info; }
+
+void mt_search_options_default(const mt_model *m, mt_search_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->beam_size = m->info.default_beam_size;
+    o->length_penalty = m->info.default_length_penalty;
+    o->max_length = m->info.default_max_length;
+    o->max_length_factor = 0.0f;
+    o->n_best = 1;
+}

@@ -1,0 +1,104 @@
+/* model.h: the Transformer translation model (Hugging Face MarianMT / OPUS-MT layout).
+ *
+ * Thread-safety: an mt_model is read-only after mt_model_load() returns and may be
+ * shared by any number of threads. An mt_state belongs to one thread at a time:
+ * every call that takes a state may run concurrently with calls on other states.
+ *
+ * Errors: constructors return NULL and write a message into err[errlen]; other calls
+ * return 0 on success or a negative MT_ERR_* code, with mt_state_error() giving text.
+ */
+#ifndef MT_MODEL_H
+#define MT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mt_model mt_model; /* weights + hyperparameters, shared read-only */
+typedef struct mt_state mt_state; /* one worker's scratch: activations, caches, beams */
+
+enum { MT_OK = 0, MT_ERR_INVALID = -1, MT_ERR_NOMEM = -2, MT_ERR_CANCELLED = -3 };
+
+/* Hyperparameters as read from config.json / generation_config.json. */
+typedef struct {
+    int d_model, encoder_layers, decoder_layers, encoder_heads, decoder_heads;
+    int encoder_ffn_dim, decoder_ffn_dim;
+    int src_vocab_size;       /* rows of the encoder embedding */
+    int tgt_vocab_size;       /* rows of the decoder embedding and of the logits */
+    int pad_id, eos_id, decoder_start_id, unk_id; /* unk_id is -1 when unknown here */
+    int max_positions;        /* max_position_embeddings */
+    int scale_embedding;      /* 1: embeddings are multiplied by sqrt(d_model) */
+    int default_beam_size;    /* num_beams from generation_config.json/config.json, else 4 */
+    int default_max_length;   /* max_length from generation_config.json/config.json, else 256 */
+    float default_length_penalty; /* length_penalty from the same files, else 1.0 */
+    char activation[16];      /* "relu", "gelu", "swish" */
+} mt_model_info;
+
+/* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.
+ * Weights are converted once into one aligned arena that is then made read-only. */
+mt_model *mt_model_load(const char *dir, char *err, size_t errlen);
+void mt_model_free(mt_model *model);
+const mt_model_info *mt_model_get_info(const mt_model *model);
+
+/* Called between decoding steps; returning non-zero drops sentence `index`
+ * (its result gets status MT_ERR_CANCELLED) so it stops consuming compute. */
+typedef int (*mt_cancel_fn)(void *user, int index);
+
+typedef struct {
+    int beam_size;          /* 1 = greedy */
+    float length_penalty;   /* alpha: final score = sum(log p) / length^alpha */
+    int max_length;         /* at most this many decoding steps, eos included */
+    float max_length_factor;/* also at most factor * source length + 10 steps; 0 disables */
+    int n_best;             /* hypotheses returned per sentence, <= beam_size */
+    const int32_t *bad_ids; /* extra target ids never produced (pad never is) */
+    int n_bad_ids;
+    mt_cancel_fn cancel;    /* optional */
+    void *cancel_user;
+} mt_search_options;
+
+/* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */
+void mt_search_options_default(const mt_model *model, mt_search_options *opts);
+
+/* One hypothesis; ids exclude the start token and the final eos. */
+typedef struct {
+    const int32_t *ids; /* borrowed from the state, valid until its next search */
+    int length;
+    float score;        /* normalised: sum of log-probs / length^alpha (eos counted) */
+} mt_hypothesis;
+
+typedef struct {
+    int status;             /* MT_OK or MT_ERR_CANCELLED */
+    int n_hyps;             /* n_best, best first */
+    const mt_hypothesis *hyps;
+} mt_result;
+
+/* Creates a worker state; `threads` is how many threads its matrix products use. */
+mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t errlen);
+void mt_state_free(mt_state *state);
+const char *mt_state_error(const mt_state *state);
+
+/* Translates n source id sequences (each already ending in eos) in one batch.
+ * results[i] is filled for each sentence; its memory belongs to the state. */
+int mt_translate_ids(mt_state *state, const mt_search_options *opts, int n,
+                     const int32_t *const *src_ids, const int *src_lens, mt_result *results);
+
+/* Reference checks: encoder output [src_len, d_model] for one source, and the
+ * decoder's logits [prefix_len, tgt_vocab] (h . lm_head^T + final_logits_bias, before
+ * any masking) for a prefix that starts with the start token. Buffers are the caller's. */
+int mt_encode_one(mt_state *state, const int32_t *src, int src_len, float *out);
+int mt_decoder_logits(mt_state *state, const int32_t *src, int src_len,
+                      const int32_t *prefix, int prefix_len, float *out);
+
+/* Name of the BLAS kernel family in use, e.g. "SkylakeX" (for logs). */
+const char *mt_blas_core_name(void);
+
+/* Call first in main(): on an AVX-512 CPU where OpenBLAS would use older kernels
+ * (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell), re-executes the program
+ * with OPENBLAS_CORETYPE=SkylakeX. MT_BLAS_CORETYPE=NAME forces a family, =keep opts out.
+ * Returns when nothing needed changing (or exec failed). */
+void mt_blas_select_kernels(char **argv);
+
+/* Makes OpenBLAS itself single-threaded (states split products across their own
+ * threads); mt_model_load calls it. */
+void mt_blas_single_threaded(void);
+
+#endif

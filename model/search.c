@@ -1,0 +1,343 @@
+/* search.c: beam search (greedy is beam 1) over a batch of sentences, and the state.
+ *
+ * The algorithm, which tools/reference.py implements identically:
+ *   limit = min(max_length, max_positions, floor(max_length_factor * src_len) + 10 if the
+ *   factor is > 0), at least 1. A sentence starts with one live hypothesis [start], score 0.
+ *   At step t every live hypothesis gets log_softmax(logits) over the whole target
+ *   vocabulary; pad and bad ids are then set to -inf, and at t = limit-1 everything but
+ *   eos is. Candidate score = hypothesis score + log-prob. The k = beam - finished best
+ *   candidates of the sentence are taken (ties: smaller hyp_index * V + token first).
+ *   In that order, a candidate ending in eos is finished with normalised score
+ *   score / (t+1)^alpha; any other becomes a live hypothesis of step t+1. The sentence is
+ *   done when nothing is live; its finished hypotheses, best normalised score first
+ *   (earlier-finished first on ties), are the n-best list.
+ * The beam shrinks as hypotheses finish (as in Marian), so finished work stops costing. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct mt_sentence {
+    int limit;      /* decoding steps allowed */
+    int n_fin;      /* finished hypotheses so far */
+    int fin_first;  /* index of its first slot in the finished arrays (beam slots each) */
+    int status;
+};
+
+typedef struct {
+    float score;
+    int row, token;
+} candidate;
+
+typedef struct {
+    const mt_model *model;
+    float *logits;
+    int rows, vocab, step, k_max;
+    const int *row_sent;
+    const mt_sentence *sents;
+    const float *cum;
+    int beam;
+    candidate *best; /* (rows, k_max) */
+    int *n_best;     /* per row */
+} rank_job;
+
+/* Inserts c into best[0..*n) (sorted: score descending, then arrival order) keeping k. */
+static void keep_best(candidate *best, int *n, int k, candidate c)
+{
+    if (k < 1 || (*n == k && !(c.score > best[k - 1].score)))
+        return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && best[i - 1].score < c.score) {
+        best[i] = best[i - 1];
+        i--;
+    }
+    best[i] = c;
+}
+
+/* Per row: log-softmax, masks, and the row's own k best candidates (enough for the
+ * sentence's top k, whatever the other rows hold). */
+static void rank_task(void *p, int task, int n_tasks)
+{
+    const rank_job *j = p;
+    const mt_model *m = j->model;
+    int eos = m->info.eos_id, V = j->vocab;
+    for (int r = task; r < j->rows; r += n_tasks) {
+        float *lp = j->logits + (size_t)r * (size_t)V;
+        const mt_sentence *s = &j->sents[j->row_sent[r]];
+        mt_log_softmax(lp, V);
+        lp[m->info.pad_id] = -INFINITY;
+        for (int b = 0; b < m->n_bad_ids; b++)
+            lp[m->bad_ids[b]] = -INFINITY;
+        int k = j->beam - s->n_fin;
+        candidate *best = j->best + (size_t)r * (size_t)j->k_max;
+        int n = 0;
+        float cum = j->cum[r];
+        if (j->step == s->limit - 1) { /* forced eos */
+            if (lp[eos] > -INFINITY)
+                best[n++] = (candidate){cum + lp[eos], r, eos};
+        } else {
+            for (int v = 0; v < V; v++) {
+                if (lp[v] == -INFINITY)
+                    continue;
+                keep_best(best, &n, k, (candidate){cum + lp[v], r, v});
+            }
+        }
+        j->n_best[r] = n;
+    }
+}
+
+mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t errlen)
+{
+    mt_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return mt_format(err, errlen, "out of memory"), NULL;
+    st->model = model;
+    st->pool = mt_pool_create(threads);
+    if (!st->pool) {
+        free(st);
+        return mt_format(err, errlen, "cannot start %d threads", threads), NULL;
+    }
+    return st;
+}
+
+void mt_state_free(mt_state *st)
+{
+    if (!st)
+        return;
+    mt_pool_free(st->pool);
+    mt_buf *bufs[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores,
+                      &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
+                      &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
+                      &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
+                      &st->fin_ids, &st->fin, &st->n_cand};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        mt_buf_release(bufs[i]);
+    free(st);
+}
+
+const char *mt_state_error(const mt_state *st) { return st->error; }
+
+static int fail(mt_state *st, int code, const char *msg)
+{
+    mt_format(st->error, sizeof st->error, "%s", msg);
+    return code;
+}
+
+/* Checks sources and runs the encoder plus the cross-attention projections. */
+static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const int *lens, float **kv,
+                           int *max_len)
+{
+    const mt_model_info *in = &st->model->info;
+    int total = 0;
+    *max_len = 0;
+    for (int s = 0; s < n; s++) {
+        if (lens[s] < 1 || lens[s] > in->max_positions) {
+            mt_format(st->error, sizeof st->error, "sentence %d has %d source tokens (allowed: 1 to %d)", s,
+                      lens[s], in->max_positions);
+            return MT_ERR_INVALID;
+        }
+        for (int i = 0; i < lens[s]; i++)
+            if (src[s][i] < 0 || src[s][i] >= in->src_vocab_size) {
+                mt_format(st->error, sizeof st->error, "sentence %d: token id %d is outside the vocabulary (%d)",
+                          s, src[s][i], in->src_vocab_size);
+                return MT_ERR_INVALID;
+            }
+        total += lens[s];
+        *max_len = lens[s] > *max_len ? lens[s] : *max_len;
+    }
+    float *enc;
+    int rc = mt_encode_batch(st, n, src, lens, &enc);
+    if (rc)
+        return fail(st, rc, "out of memory in the encoder");
+    *kv = mt_buf_reserve(&st->cross_kv, sizeof(float) * (size_t)total * (size_t)in->decoder_layers * 2 *
+                                            (size_t)in->d_model);
+    if (!*kv)
+        return fail(st, MT_ERR_NOMEM, "out of memory for cross-attention keys");
+    mt_cross_kv(st, enc, total, *kv);
+    return MT_OK;
+}
+
+static int step_limit(const mt_model_info *in, const mt_search_options *o, int src_len)
+{
+    int limit = o->max_length;
+    if (o->max_length_factor > 0.0f) {
+        int rel = (int)floorf(o->max_length_factor * (float)src_len) + 10;
+        limit = rel < limit ? rel : limit;
+    }
+    limit = limit < in->max_positions ? limit : in->max_positions;
+    return limit < 1 ? 1 : limit;
+}
+
+int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
+                     const int *lens, mt_result *results)
+{
+    const mt_model *m = st->model;
+    const mt_model_info *in = &m->info;
+    int V = in->tgt_vocab_size, K = o->beam_size;
+    st->error[0] = 0;
+    if (n < 0 || K < 1 || K > 256 || o->n_best < 1 || o->n_best > K || o->max_length < 1)
+        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
+    if (n == 0)
+        return MT_OK;
+    float *kv;
+    int max_src, rc = prepare_sources(st, n, src, lens, &kv, &max_src);
+    if (rc)
+        return rc;
+
+    mt_sentence *sents = mt_buf_reserve(&st->sentences, sizeof *sents * (size_t)n);
+    int max_limit = 1;
+    for (int s = 0; s < n && sents; s++) {
+        sents[s] = (mt_sentence){.limit = step_limit(in, o, lens[s]), .fin_first = s * K, .status = MT_OK};
+        max_limit = sents[s].limit > max_limit ? sents[s].limit : max_limit;
+    }
+    size_t stride = (size_t)max_limit + 1, max_rows = (size_t)n * (size_t)K;
+    int *hist[2], *toks[2];
+    for (int b = 0; b < 2; b++) {
+        hist[b] = mt_buf_reserve(&st->hist[b], sizeof(int) * max_rows * stride);
+        toks[b] = mt_buf_reserve(&st->toks[b], sizeof(int) * max_rows * stride);
+    }
+    /* per live hypothesis (row): sentence | token fed at this step | score, as 3 columns */
+    int *row_sent = mt_buf_reserve(&st->rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
+    int *next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
+    candidate *best = mt_buf_reserve(&st->cand, sizeof(candidate) * max_rows * (size_t)K);
+    int *n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * max_rows);
+    int32_t *fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * max_rows * stride);
+    mt_hypothesis *fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * max_rows);
+    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand ||
+        !fin_ids || !fin)
+        return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
+
+    int cur = 0, rows = n;
+    size_t slot_base = 0;
+    for (int r = 0; r < n; r++) {
+        row_sent[r] = r;
+        row_sent[max_rows + r] = in->decoder_start_id;
+        ((float *)(row_sent + 2 * max_rows))[r] = 0.0f;
+    }
+    int *src_off = st->src_off.ptr; /* filled by the encoder */
+    for (int t = 0; rows > 0; t++) {
+        int *rs = row_sent, *tok_in = row_sent + max_rows;
+        float *cum = (float *)(row_sent + 2 * max_rows);
+        for (int r = 0; r < rows; r++)
+            hist[cur][(size_t)r * stride + (size_t)t] = (int)(slot_base + (size_t)r);
+        mt_decoder_input din = {.rows = rows, .step = t, .tokens = tok_in, .row_sent = rs, .hist = hist[cur],
+                                .hist_stride = (int)stride, .slot_base = slot_base, .cross_kv = kv,
+                                .src_off = src_off, .src_len = lens, .max_src_len = max_src};
+        float *logits;
+        if ((rc = mt_decoder_step(st, &din, &logits)))
+            return fail(st, rc, "out of memory in the decoder");
+        slot_base += (size_t)rows;
+        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t, .k_max = K,
+                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand};
+        mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
+
+        /* Merge each sentence's rows (contiguous) into its k best, then advance. */
+        int new_rows = 0;
+        int *ns = next, *ntok = next + max_rows;
+        float *ncum = (float *)(next + 2 * max_rows);
+        for (int a = 0; a < rows;) {
+            int s = rs[a], b = a;
+            while (b < rows && rs[b] == s)
+                b++;
+            mt_sentence *S = &sents[s];
+            int k = K - S->n_fin, n_top = 0;
+            candidate top[256];
+            for (int r = a; r < b; r++)
+                for (int i = 0; i < n_cand[r]; i++)
+                    keep_best(top, &n_top, k, best[(size_t)r * (size_t)K + (size_t)i]);
+            int cancelled = o->cancel && o->cancel(o->cancel_user, s);
+            if (cancelled)
+                S->status = MT_ERR_CANCELLED;
+            for (int i = 0; i < n_top && !cancelled; i++) {
+                const candidate *c = &top[i];
+                const int *ptoks = toks[cur] + (size_t)c->row * stride;
+                if (c->token == in->eos_id) {
+                    int f = S->fin_first + S->n_fin++;
+                    int32_t *ids = fin_ids + (size_t)f * stride;
+                    for (int q = 0; q < t; q++)
+                        ids[q] = ptoks[q];
+                    fin[f] = (mt_hypothesis){.ids = ids, .length = t,
+                                             .score = c->score / powf((float)(t + 1), o->length_penalty)};
+                } else {
+                    int nr = new_rows++;
+                    ns[nr] = s;
+                    ntok[nr] = c->token;
+                    ncum[nr] = c->score;
+                    int *dt = toks[!cur] + (size_t)nr * stride, *dh = hist[!cur] + (size_t)nr * stride;
+                    memcpy(dt, ptoks, sizeof(int) * (size_t)t);
+                    dt[t] = c->token;
+                    memcpy(dh, hist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)(t + 1));
+                }
+            }
+            a = b;
+        }
+        int *swap = row_sent;
+        row_sent = next;
+        next = swap;
+        cur = !cur;
+        rows = new_rows;
+    }
+    /* The row buffers may have been swapped: keep the state pointing at what it owns. */
+    if (row_sent != st->rows.ptr) {
+        mt_buf tmp = st->rows;
+        st->rows = st->next_rows;
+        st->next_rows = tmp;
+    }
+
+    for (int s = 0; s < n; s++) {
+        mt_sentence *S = &sents[s];
+        mt_hypothesis *h = fin + S->fin_first;
+        for (int i = 1; i < S->n_fin; i++) { /* insertion sort: stable, n_fin <= beam */
+            mt_hypothesis x = h[i];
+            int j = i;
+            while (j > 0 && h[j - 1].score < x.score) {
+                h[j] = h[j - 1];
+                j--;
+            }
+            h[j] = x;
+        }
+        int keep = S->status == MT_OK ? (S->n_fin < o->n_best ? S->n_fin : o->n_best) : 0;
+        results[s] = (mt_result){.status = S->status, .n_hyps = keep, .hyps = h};
+    }
+    return MT_OK;
+}
+
+int mt_encode_one(mt_state *st, const int32_t *src, int src_len, float *out)
+{
+    float *kv;
+    int max_src, rc = prepare_sources(st, 1, &src, &src_len, &kv, &max_src);
+    if (rc)
+        return rc;
+    memcpy(out, st->enc_x.ptr, sizeof(float) * (size_t)src_len * (size_t)st->model->info.d_model);
+    return MT_OK;
+}
+
+int mt_decoder_logits(mt_state *st, const int32_t *src, int src_len, const int32_t *prefix, int prefix_len,
+                      float *out)
+{
+    const mt_model_info *in = &st->model->info;
+    float *kv;
+    int max_src, rc = prepare_sources(st, 1, &src, &src_len, &kv, &max_src);
+    if (rc)
+        return rc;
+    if (prefix_len < 1 || prefix_len > in->max_positions)
+        return fail(st, MT_ERR_INVALID, "prefix length out of range");
+    int *hist = mt_buf_reserve(&st->hist[0], sizeof(int) * (size_t)prefix_len);
+    if (!hist)
+        return fail(st, MT_ERR_NOMEM, "out of memory");
+    int zero = 0, off = 0;
+    for (int t = 0; t < prefix_len; t++) {
+        if (prefix[t] < 0 || prefix[t] >= in->tgt_vocab_size)
+            return fail(st, MT_ERR_INVALID, "prefix token outside the target vocabulary");
+        hist[t] = t;
+        mt_decoder_input din = {.rows = 1, .step = t, .tokens = &prefix[t], .row_sent = &zero, .hist = hist,
+                                .hist_stride = prefix_len, .slot_base = (size_t)t, .cross_kv = kv,
+                                .src_off = &off, .src_len = &src_len, .max_src_len = src_len};
+        float *logits;
+        if ((rc = mt_decoder_step(st, &din, &logits)))
+            return fail(st, rc, "out of memory in the decoder");
+        memcpy(out + (size_t)t * (size_t)in->tgt_vocab_size, logits, sizeof(float) * (size_t)in->tgt_vocab_size);
+    }
+    return MT_OK;
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the project needs to build, test, train and serve.
+# Idempotent: packages already present are skipped by apt. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential meson ninja-build pkg-config
+  # engine, tokenizer, server libraries
+  libopenblas-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
+  # unit tests
+  check valgrind
+  # tools: training, reference implementation, tokenizer training, conversion
+  python3 python3-torch python3-numpy python3-sentencepiece python3-yaml sentencepiece libjemalloc2
+  # scripts and their tests
+  curl jq nginx-light
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages already installed"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

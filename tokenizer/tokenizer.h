@@ -1,0 +1,44 @@
+/* tokenizer.h: MarianTokenizer-compatible text <-> ids for an OPUS-MT model directory.
+ *
+ * Source side: SentencePiece (source.spm) splits text into pieces, vocab.json maps
+ * pieces to ids (unknown piece -> unk id), eos is appended; a leading ">>xxx<<"
+ * target-language token is kept as one token. Target side: ids -> pieces through the
+ * target vocabulary (target_vocab.json when separate_vocabs), special tokens dropped,
+ * pieces decoded by target.spm, remaining "\u2581" turned into spaces, result stripped.
+ *
+ * Thread-safety: an mt_tokenizer is read-only after load; encode/decode may be
+ * called from any number of threads at once.
+ */
+#ifndef MT_TOKENIZER_H
+#define MT_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct mt_tokenizer mt_tokenizer;
+
+/* Loads DIR/source.spm, DIR/target.spm, DIR/vocab.json (+ target_vocab.json) and
+ * the special token ids from DIR/config.json and DIR/tokenizer_config.json. */
+mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen);
+void mt_tokenizer_free(mt_tokenizer *tok);
+
+/* Encodes UTF-8 text (len bytes) to source ids ending in eos. Writes at most cap ids;
+ * returns the number of ids the full encoding has (may exceed cap: call again with a
+ * bigger buffer), or -1 with a message in err (e.g. invalid UTF-8 at byte N). */
+int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len,
+                        int32_t *ids, int cap, char *err, size_t errlen);
+
+/* Decodes target ids to UTF-8 text into out[cap] (NUL-terminated). Returns the text's
+ * length in bytes (may be >= cap: call again bigger), or -1 with a message in err. */
+int mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n,
+                        char *out, size_t cap, char *err, size_t errlen);
+
+/* Id of a source-vocabulary token such as ">>deu<<", or -1 if absent. */
+int mt_tokenizer_source_id(const mt_tokenizer *tok, const char *piece);
+
+/* Target-language tokens (">>xxx<<") present in the source vocabulary, for
+ * multilingual models: count, and the i-th token's text (borrowed). */
+int mt_tokenizer_language_token_count(const mt_tokenizer *tok);
+const char *mt_tokenizer_language_token(const mt_tokenizer *tok, int i);
+
+#endif

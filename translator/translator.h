@@ -1,0 +1,72 @@
+/* translator.h: text in, text out. Joins a model, its tokenizer and its language pair,
+ * and holds the pipeline that mt-translate and mt-server share: split a text into
+ * lines and sentences, encode each sentence, search, decode, rejoin in order.
+ *
+ * Thread-safety: an mt_translator is read-only after load and shared by all threads;
+ * the mt_state passed to mt_translator_translate belongs to the calling thread.
+ */
+#ifndef MT_TRANSLATOR_H
+#define MT_TRANSLATOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "tokenizer.h"
+
+typedef struct mt_translator mt_translator;
+
+/* Loads the model and tokenizer in DIR. source_lang/target_lang may be NULL: they then
+ * come from tokenizer_config.json ("source_lang"/"target_lang"). */
+mt_translator *mt_translator_load(const char *dir, const char *source_lang,
+                                  const char *target_lang, char *err, size_t errlen);
+void mt_translator_free(mt_translator *tr);
+
+const mt_model *mt_translator_model(const mt_translator *tr);
+const mt_tokenizer *mt_translator_tokenizer(const mt_translator *tr);
+const char *mt_translator_source_lang(const mt_translator *tr);
+const char *mt_translator_target_lang(const mt_translator *tr);
+const char *mt_translator_name(const mt_translator *tr); /* directory basename */
+
+/* ---- segmentation: a text becomes an ordered list of pieces ---- */
+
+typedef struct {
+    size_t start, len;  /* byte range in the original text */
+    int translate;      /* 1: a sentence to translate; 0: kept verbatim (newlines, spacing) */
+} mt_segment;
+
+/* Splits text into segments whose concatenation is exactly the text: every line
+ * break and the whitespace between sentences are verbatim segments; sentences are
+ * cut by rule (abbreviations, decimals, quotes) and further cut on a safe boundary so
+ * none encodes to more than max_tokens source ids. Returns the segment count written
+ * to *out (malloc'd, caller frees) or -1 with a message (invalid UTF-8, no memory). */
+int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
+                          int max_tokens, mt_segment **out, char *err, size_t errlen);
+
+/* Encodes one sentence for this model (target-language token prepended when the
+ * model is multilingual). ids: malloc'd, caller frees. Returns the count or -1. */
+int mt_translator_encode(const mt_translator *tr, const char *sentence, size_t len,
+                         int32_t **ids, char *err, size_t errlen);
+
+/* Decodes target ids to a malloc'd NUL-terminated string (caller frees); NULL on error. */
+char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n,
+                           char *err, size_t errlen);
+
+/* ---- the whole pipeline, for callers that do not batch across requests ---- */
+
+typedef struct {
+    int n_best;
+    char **texts;   /* n_best translations, best first (malloc'd) */
+    float *scores;  /* their normalised scores */
+} mt_translation;
+
+/* Translates n texts: segments, sorts sentences by length into batches of at most
+ * max_batch sentences, searches, rejoins. out[i] is filled for each text; free each
+ * with mt_translation_clear(). Returns 0 or -1 with a message. */
+int mt_translator_translate(const mt_translator *tr, mt_state *state,
+                            const mt_search_options *opts, int max_batch, int n,
+                            const char *const *texts, const size_t *lens,
+                            mt_translation *out, char *err, size_t errlen);
+void mt_translation_clear(mt_translation *t);
+
+#endif
