@@ -30,6 +30,14 @@ const char *mt_translator_name(const mt_translator *tr); /* directory basename *
 
 /* ---- segmentation: a text becomes an ordered list of pieces ---- */
 
+/* Longest sentence, in source tokens, that segmentation lets through: half of what the
+ * model can read and write (max positions, default max length), so that the translation
+ * of a sentence is never cut short by the decoding limit. */
+int mt_translator_max_source_tokens(const mt_translator *tr);
+
+/* 1 when s[0, len) is valid UTF-8; else 0 with "invalid UTF-8 at byte N" in err. */
+int mt_utf8_valid(const char *s, size_t len, char *err, size_t errlen);
+
 typedef struct {
     size_t start, len;  /* byte range in the original text */
     int translate;      /* 1: a sentence to translate; 0: kept verbatim (newlines, spacing) */
@@ -55,18 +63,27 @@ char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n,
 /* ---- the whole pipeline, for callers that do not batch across requests ---- */
 
 typedef struct {
+    mt_search_options search;
+    int max_batch;   /* sentences per search batch */
+    int input_ids;   /* 1: each text is space-separated source ids (eos is appended), no splitting */
+    int output_ids;  /* 1: results are the generated target ids ("12 7 9"), sentences joined by a space */
+} mt_translate_options;
+
+/* Defaults: the model's search defaults, batches of 32 sentences, text in and out. */
+void mt_translate_options_default(const mt_translator *tr, mt_translate_options *opts);
+
+typedef struct {
     int n_best;
     char **texts;   /* n_best translations, best first (malloc'd) */
-    float *scores;  /* their normalised scores */
+    float *scores;  /* their normalised scores (mean over the text's sentences) */
 } mt_translation;
 
-/* Translates n texts: segments, sorts sentences by length into batches of at most
- * max_batch sentences, searches, rejoins. out[i] is filled for each text; free each
- * with mt_translation_clear(). Returns 0 or -1 with a message. */
-int mt_translator_translate(const mt_translator *tr, mt_state *state,
-                            const mt_search_options *opts, int max_batch, int n,
-                            const char *const *texts, const size_t *lens,
-                            mt_translation *out, char *err, size_t errlen);
+/* Translates n texts: segments, sorts sentences by length into batches, searches,
+ * rejoins. out[i] is filled for each text; free each with mt_translation_clear().
+ * Returns 0 or -1 with a message (which text, what was wrong). */
+int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_translate_options *opts, int n,
+                            const char *const *texts, const size_t *lens, mt_translation *out, char *err,
+                            size_t errlen);
 void mt_translation_clear(mt_translation *t);
 
 #endif

@@ -1,0 +1,221 @@
+/* mt-translate: translates UTF-8 lines from stdin to stdout, one output line per input
+ * line, in order. It runs the same pipeline as mt-server (sentence splitting included),
+ * so both always agree. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "translator.h"
+
+enum { CHUNK_LINES = 20000 }; /* lines translated together: sorted by length across the chunk */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mt-translate --model DIR [options] < input > output\n"
+            "  --model DIR             model directory (Hugging Face MarianMT / OPUS-MT layout)\n"
+            "  --beam N                beam size (default: the model's num_beams, else 4; 1 = greedy)\n"
+            "  --length-penalty A      score = sum(log p) / length^A (default: the model's, else 1.0)\n"
+            "  --max-length N          at most N decoding steps, eos included (default: the model's, else 256)\n"
+            "  --max-length-factor F   also at most F * source length + 10 steps (default 0: off)\n"
+            "  --n-best N              print N hypotheses per line as 'INDEX ||| text ||| score'\n"
+            "  --threads N             threads for the matrix products (default 1)\n"
+            "  --batch-size N          sentences per batch (default 32)\n"
+            "  --input text|ids        ids: lines are space-separated source ids (eos appended)\n"
+            "  --output text|ids       ids: print generated target ids instead of text\n"
+            "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
+            "  --verbose               print the model and BLAS kernel in use to stderr\n");
+}
+
+static int parse_int(const char *name, const char *v, int min, int *out)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || x < min || x > 1 << 20) {
+        fprintf(stderr, "mt-translate: %s must be an integer >= %d, got '%s'\n", name, min, v);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_float(const char *name, const char *v, float *out)
+{
+    char *end;
+    errno = 0;
+    float x = strtof(v, &end);
+    if (errno || *end || x != x) {
+        fprintf(stderr, "mt-translate: %s must be a number, got '%s'\n", name, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+typedef struct {
+    const char *model, *source_lang, *target_lang;
+    int beam, n_best, max_length, threads, batch, input_ids, output_ids, verbose;
+    float length_penalty, max_length_factor;
+    int have_lp, have_factor;
+} cli_args;
+
+static int parse_args(int argc, char **argv, cli_args *a)
+{
+    static const struct option longs[] = {
+        {"model", 1, 0, 'm'},          {"beam", 1, 0, 'b'},        {"length-penalty", 1, 0, 'l'},
+        {"max-length", 1, 0, 'L'},     {"max-length-factor", 1, 0, 'F'}, {"n-best", 1, 0, 'n'},
+        {"threads", 1, 0, 't'},        {"batch-size", 1, 0, 's'},  {"input", 1, 0, 'i'},
+        {"output", 1, 0, 'o'},         {"source-lang", 1, 0, 'S'}, {"target-lang", 1, 0, 'T'},
+        {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
+    int c;
+    while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
+        int rc = 0;
+        switch (c) {
+        case 'm': a->model = optarg; break;
+        case 'b': rc = parse_int("--beam", optarg, 1, &a->beam); break;
+        case 'l': rc = parse_float("--length-penalty", optarg, &a->length_penalty); a->have_lp = 1; break;
+        case 'L': rc = parse_int("--max-length", optarg, 1, &a->max_length); break;
+        case 'F': rc = parse_float("--max-length-factor", optarg, &a->max_length_factor); a->have_factor = 1; break;
+        case 'n': rc = parse_int("--n-best", optarg, 1, &a->n_best); break;
+        case 't': rc = parse_int("--threads", optarg, 1, &a->threads); break;
+        case 's': rc = parse_int("--batch-size", optarg, 1, &a->batch); break;
+        case 'S': a->source_lang = optarg; break;
+        case 'T': a->target_lang = optarg; break;
+        case 'v': a->verbose = 1; break;
+        case 'i':
+        case 'o': {
+            int ids = !strcmp(optarg, "ids");
+            if (!ids && strcmp(optarg, "text")) {
+                fprintf(stderr, "mt-translate: --%s must be 'text' or 'ids', got '%s'\n",
+                        c == 'i' ? "input" : "output", optarg);
+                return -1;
+            }
+            *(c == 'i' ? &a->input_ids : &a->output_ids) = ids;
+            break;
+        }
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); return -1;
+        }
+        if (rc)
+            return -1;
+    }
+    if (optind < argc) {
+        fprintf(stderr, "mt-translate: unexpected argument '%s'\n", argv[optind]);
+        return -1;
+    }
+    if (!a->model) {
+        fprintf(stderr, "mt-translate: --model DIR is required\n");
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Translates and prints lines[0, n). */
+static int flush_chunk(const mt_translator *tr, mt_state *st, const mt_translate_options *opts, char **lines,
+                       size_t *lens, int n, long first_index)
+{
+    mt_translation *out = calloc((size_t)n + 1, sizeof *out);
+    char err[512];
+    if (!out) {
+        fprintf(stderr, "mt-translate: out of memory\n");
+        return -1;
+    }
+    if (mt_translator_translate(tr, st, opts, n, (const char *const *)lines, lens, out, err, sizeof err)) {
+        fprintf(stderr, "mt-translate: %s\n", err);
+        free(out);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        if (opts->search.n_best == 1) {
+            fputs(out[i].texts[0], stdout);
+            fputc('\n', stdout);
+        } else {
+            for (int k = 0; k < out[i].n_best; k++)
+                printf("%ld ||| %s ||| %.6f\n", first_index + i, out[i].texts[k], out[i].scores[k]);
+        }
+        mt_translation_clear(&out[i]);
+    }
+    free(out);
+    return fflush(stdout) == 0 ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    mt_blas_select_kernels(argv);
+    cli_args a = {.threads = 1, .batch = 32};
+    if (parse_args(argc, argv, &a))
+        return 2;
+    char err[1024];
+    mt_translator *tr = mt_translator_load(a.model, a.source_lang, a.target_lang, err, sizeof err);
+    if (!tr) {
+        fprintf(stderr, "mt-translate: cannot load model: %s\n", err);
+        return 1;
+    }
+    mt_translate_options opts;
+    mt_translate_options_default(tr, &opts);
+    if (a.beam)
+        opts.search.beam_size = a.beam;
+    if (a.have_lp)
+        opts.search.length_penalty = a.length_penalty;
+    if (a.max_length)
+        opts.search.max_length = a.max_length;
+    if (a.have_factor)
+        opts.search.max_length_factor = a.max_length_factor;
+    opts.search.n_best = a.n_best ? a.n_best : 1;
+    opts.max_batch = a.batch;
+    opts.input_ids = a.input_ids;
+    opts.output_ids = a.output_ids;
+    if (opts.search.n_best > opts.search.beam_size) {
+        fprintf(stderr, "mt-translate: --n-best %d is larger than the beam size %d\n", opts.search.n_best,
+                opts.search.beam_size);
+        mt_translator_free(tr);
+        return 2;
+    }
+    mt_state *st = mt_state_create(mt_translator_model(tr), a.threads, err, sizeof err);
+    if (!st) {
+        fprintf(stderr, "mt-translate: %s\n", err);
+        mt_translator_free(tr);
+        return 1;
+    }
+    if (a.verbose)
+        fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d thread(s)\n",
+                mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
+                opts.search.beam_size, mt_blas_core_name(), a.threads);
+
+    char **lines = calloc(CHUNK_LINES, sizeof *lines);
+    size_t *lens = calloc(CHUNK_LINES, sizeof *lens);
+    int n = 0, rc = lines && lens ? 0 : 1;
+    long done = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while (!rc && (len = getline(&line, &cap, stdin)) >= 0) {
+        if (len > 0 && line[len - 1] == '\n')
+            line[--len] = 0;
+        lines[n] = line;
+        lens[n++] = (size_t)len;
+        line = NULL;
+        cap = 0;
+        if (n == CHUNK_LINES) {
+            rc = flush_chunk(tr, st, &opts, lines, lens, n, done) ? 1 : 0;
+            for (int i = 0; i < n; i++)
+                free(lines[i]);
+            done += n;
+            n = 0;
+        }
+    }
+    free(line);
+    if (!rc && n)
+        rc = flush_chunk(tr, st, &opts, lines, lens, n, done) ? 1 : 0;
+    for (int i = 0; i < n; i++)
+        free(lines[i]);
+    free(lines);
+    free(lens);
+    mt_state_free(st);
+    mt_translator_free(tr);
+    return rc;
+}

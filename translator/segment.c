@@ -1,0 +1,286 @@
+/* segment.c: cuts a text into the pieces that are translated one by one.
+ *
+ * Lines are kept exactly: each newline (and any whitespace at a line's ends, and between
+ * sentences) is a verbatim segment. Inside a line, a sentence ends after . ! ? or an
+ * ellipsis (plus closing quotes or brackets) when whitespace and a plausible sentence
+ * start follow, unless the period belongs to a known abbreviation, an initial ("J.") or a
+ * day-of-month ordinal ("3."); CJK full stops end a sentence even without a space.
+ * Decimals ("3.5") never split because no whitespace follows the period. A sentence that
+ * still encodes to more tokens than allowed is cut again at the safest boundary nearest
+ * its middle: after ; or :, else after a comma, else at a space, else between characters. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include <stdint.h>
+
+static const char *const abbreviations[] = {
+    "Mr", "Mrs", "Ms", "Dr", "Prof", "Sr", "Jr", "St", "Mt", "vs", "etc", "e.g", "i.e", "cf", "approx",
+    "Inc", "Ltd", "Co", "Corp", "No", "Nos", "Vol", "pp", "p", "Fig", "fig", "Jan", "Feb", "Mar", "Apr",
+    "Jun", "Jul", "Aug", "Sep", "Sept", "Oct", "Nov", "Dec", "U.S", "U.K", "a.m", "p.m", "Gen", "Gov",
+    "Sen", "Rep", "Rev", "Capt", "Lt", "Col", "Sgt", "Ave", "Blvd", "Rd", "dept", "est", "min", "max",
+    /* German and French, for the other directions */
+    "z.B", "bzw", "usw", "ca", "Nr", "Hr", "Fr", "Str", "vgl", "ggf", "evtl", "d.h", "u.a", "inkl", "bzgl",
+    "Mme", "Mlle", "av", "env",
+};
+
+typedef struct {
+    mt_segment *items;
+    int count, cap;
+} seg_list;
+
+static int push(seg_list *l, size_t start, size_t len, int translate)
+{
+    if (!len)
+        return 0;
+    /* adjacent verbatim pieces merge, so a text's layout is a simple alternation */
+    if (!translate && l->count && !l->items[l->count - 1].translate &&
+        l->items[l->count - 1].start + l->items[l->count - 1].len == start) {
+        l->items[l->count - 1].len += len;
+        return 0;
+    }
+    if (l->count == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        mt_segment *p = realloc(l->items, sizeof *p * (size_t)cap);
+        if (!p)
+            return -1;
+        l->items = p;
+        l->cap = cap;
+    }
+    l->items[l->count++] = (mt_segment){start, len, translate};
+    return 0;
+}
+
+static int is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* Length of the UTF-8 sequence starting at s[i] if it is one of the listed code points. */
+static size_t match_any(const char *s, size_t i, size_t end, const char *const *list, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        size_t len = strlen(list[k]);
+        if (i + len <= end && !memcmp(s + i, list[k], len))
+            return len;
+    }
+    return 0;
+}
+
+static const char *const closers[] = {"\"", "'", ")", "]", "\xc2\xbb", "\xe2\x80\x9d", "\xe2\x80\x99"};
+static const char *const enders[] = {".", "!", "?", "\xe2\x80\xa6"};        /* ... and the ellipsis */
+static const char *const cjk_enders[] = {"\xe3\x80\x82", "\xef\xbc\x81", "\xef\xbc\x9f"}; /* 。！？ */
+
+#define COUNT(a) (sizeof(a) / sizeof *(a))
+
+/* Is the period at text[dot] part of an abbreviation, an initial or an ordinal? */
+static int period_is_not_an_end(const char *text, size_t line_start, size_t dot)
+{
+    size_t w = dot;
+    while (w > line_start && !is_blank((unsigned char)text[w - 1]) && text[w - 1] != '(' && text[w - 1] != '"')
+        w--;
+    size_t len = dot - w;
+    if (len == 0)
+        return 0;
+    if (len == 1 && ((text[w] >= 'A' && text[w] <= 'Z')))
+        return 1; /* an initial: "J. Smith" */
+    int digits = 1;
+    for (size_t i = w; i < dot; i++)
+        digits &= text[i] >= '0' && text[i] <= '9';
+    if (digits && len <= 2)
+        return 1; /* "am 3. Oktober" */
+    for (size_t k = 0; k < COUNT(abbreviations); k++)
+        if (strlen(abbreviations[k]) == len && !memcmp(text + w, abbreviations[k], len))
+            return 1;
+    return 0;
+}
+
+/* Can a sentence start at text[i]? Anything but a lowercase ASCII letter or continuing
+ * punctuation: uppercase, digits, quotes, and non-ASCII letters whose case we cannot
+ * tell cheaply (a wrong split there costs little). */
+static int starts_sentence(const char *text, size_t i, size_t end)
+{
+    if (i >= end)
+        return 0;
+    unsigned char c = (unsigned char)text[i];
+    if (c >= 'a' && c <= 'z')
+        return 0;
+    return !strchr(",;:)]}-", c);
+}
+
+/* Appends the sentences of text[start, end) (a trimmed, non-empty line part). */
+static int split_sentences(const char *text, size_t start, size_t end, seg_list *out)
+{
+    size_t sent = start, i = start;
+    while (i < end) {
+        size_t n = match_any(text, i, end, cjk_enders, COUNT(cjk_enders));
+        if (n) {
+            size_t j = i + n;
+            size_t c;
+            while ((c = match_any(text, j, end, closers, COUNT(closers))))
+                j += c;
+            size_t k = j;
+            while (k < end && is_blank((unsigned char)text[k]))
+                k++;
+            if (k < end) {
+                if (push(out, sent, j - sent, 1) || push(out, j, k - j, 0))
+                    return -1;
+                sent = k;
+            }
+            i = k > j ? k : j;
+            continue;
+        }
+        n = match_any(text, i, end, enders, COUNT(enders));
+        if (!n) {
+            i++;
+            continue;
+        }
+        size_t j = i + n, c;
+        while ((c = match_any(text, j, end, enders, COUNT(enders))))
+            j += c;
+        while ((c = match_any(text, j, end, closers, COUNT(closers))))
+            j += c;
+        size_t k = j;
+        while (k < end && is_blank((unsigned char)text[k]))
+            k++;
+        int boundary = k > j && starts_sentence(text, k, end);
+        if (boundary && text[i] == '.' && j == i + 1 && period_is_not_an_end(text, start, i))
+            boundary = 0;
+        if (boundary) {
+            if (push(out, sent, j - sent, 1) || push(out, j, k - j, 0))
+                return -1;
+            sent = k;
+        }
+        i = k > j ? k : j;
+    }
+    return push(out, sent, end - sent, 1);
+}
+
+/* Best place to cut text[start, end) near its middle; returns the cut (end of the first
+ * part) and sets *resume to where the second part starts (after any blanks). */
+static size_t find_cut(const char *text, size_t start, size_t end, size_t *resume)
+{
+    size_t mid = start + (end - start) / 2, best = 0, best_dist = (size_t)-1;
+    static const char *const classes[] = {";:", ",", " \t"};
+    for (size_t cls = 0; cls < COUNT(classes) && !best; cls++) {
+        for (size_t i = start + 1; i + 1 < end; i++) {
+            if (!strchr(classes[cls], text[i]) || !text[i])
+                continue;
+            size_t cut = cls == 2 ? i : i + 1; /* punctuation stays with the first part */
+            size_t dist = cut > mid ? cut - mid : mid - cut;
+            if (dist < best_dist && cut > start && cut < end) {
+                best = cut;
+                best_dist = dist;
+            }
+        }
+    }
+    if (!best) { /* no space at all (a URL, CJK): cut between UTF-8 characters */
+        best = mid;
+        while (best > start + 1 && ((unsigned char)text[best] & 0xC0) == 0x80)
+            best--;
+        if (best <= start)
+            best = start + 1;
+        while (best < end && ((unsigned char)text[best] & 0xC0) == 0x80)
+            best++;
+    }
+    size_t r = best;
+    while (r < end && is_blank((unsigned char)text[r]))
+        r++;
+    *resume = r;
+    return best;
+}
+
+/* Re-cuts the translatable segment at index `at` until every piece fits in max_tokens. */
+static int enforce_length(const mt_translator *tr, const char *text, seg_list *l, int at, int max_tokens,
+                          char *err, size_t errlen)
+{
+    mt_segment s = l->items[at];
+    int n = mt_tokenizer_encode(tr->tok, text + s.start, s.len, NULL, 0, err, errlen);
+    if (n < 0)
+        return -1;
+    int extra = tr->target_token >= 0 ? 1 : 0;
+    if (n + extra <= max_tokens || s.len < 2)
+        return 0;
+    size_t resume, cut = find_cut(text, s.start, s.start + s.len, &resume);
+    /* replace item `at` by: first part, blanks, second part (then fix both recursively) */
+    seg_list tail = {0};
+    if (push(&tail, cut, resume - cut, 0) || push(&tail, resume, s.start + s.len - resume, 1)) {
+        free(tail.items);
+        return -1;
+    }
+    l->items[at].len = cut - s.start;
+    int extra_items = tail.count;
+    for (int k = 0; k < extra_items; k++) {
+        if (push(l, 0, 1, 1)) { /* grow by one slot; overwritten below */
+            free(tail.items);
+            return -1;
+        }
+    }
+    memmove(&l->items[at + 1 + extra_items], &l->items[at + 1],
+            sizeof *l->items * (size_t)(l->count - extra_items - at - 1));
+    memcpy(&l->items[at + 1], tail.items, sizeof *tail.items * (size_t)extra_items);
+    free(tail.items);
+    int second = at + extra_items; /* the second part is the last inserted item */
+    if (enforce_length(tr, text, l, second, max_tokens, err, errlen))
+        return -1;
+    return enforce_length(tr, text, l, at, max_tokens, err, errlen);
+}
+
+int mt_translator_segment(const mt_translator *tr, const char *text, size_t len, int max_tokens,
+                          mt_segment **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!mt_utf8_valid(text, len, err, errlen))
+        return -1;
+    seg_list l = {0};
+    size_t line = 0;
+    while (line <= len) {
+        size_t nl = line;
+        while (nl < len && text[nl] != '\n')
+            nl++;
+        size_t a = line, b = nl;
+        while (a < b && is_blank((unsigned char)text[a]))
+            a++;
+        while (b > a && is_blank((unsigned char)text[b - 1]))
+            b--;
+        if (push(&l, line, a - line, 0) || (b > a && split_sentences(text, a, b, &l)) ||
+            push(&l, b, nl - b, 0) || (nl < len && push(&l, nl, 1, 0))) {
+            free(l.items);
+            tr_error(err, errlen, "out of memory");
+            return -1;
+        }
+        line = nl + 1;
+    }
+    for (int i = 0; i < l.count; i++) {
+        if (l.items[i].translate && enforce_length(tr, text, &l, i, max_tokens, err, errlen)) {
+            free(l.items);
+            return -1;
+        }
+    }
+    *out = l.items;
+    return l.count;
+}
+
+int mt_utf8_valid(const char *s, size_t len, char *err, size_t errlen)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < len;) {
+        unsigned char c = p[i];
+        size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        if (!n || i + n > len || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4)) {
+            tr_error(err, errlen, "invalid UTF-8 at byte %zu", i);
+            return 0;
+        }
+        for (size_t k = 1; k < n; k++)
+            if ((p[i + k] & 0xC0) != 0x80) {
+                tr_error(err, errlen, "invalid UTF-8 at byte %zu", i);
+                return 0;
+            }
+        uint32_t cp = n == 1 ? c : n == 2 ? (uint32_t)(c & 0x1F) : n == 3 ? (uint32_t)(c & 0x0F) : (uint32_t)(c & 0x07);
+        for (size_t k = 1; k < n; k++)
+            cp = cp << 6 | (p[i + k] & 0x3F);
+        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+            tr_error(err, errlen, "invalid UTF-8 at byte %zu", i);
+            return 0;
+        }
+        i += n;
+    }
+    return 1;
+}
