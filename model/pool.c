@@ -38,7 +38,9 @@ static void run_tasks(mt_pool *p)
 static void *worker_main(void *arg)
 {
     mt_pool *p = arg;
-    unsigned seen = atomic_load(&p->generation);
+    /* Jobs may be posted before this thread first runs: start from the generation the
+     * pool was created with, not the current one, or the first job would be missed. */
+    unsigned seen = 0;
     for (;;) {
         int spins = 0;
         while (atomic_load_explicit(&p->generation, memory_order_acquire) == seen) {
