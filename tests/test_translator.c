@@ -1,0 +1,230 @@
+/* test_translator.c: segmentation rules and the text pipeline, on a tiny random model
+ * that uses the real OPUS-MT tokenizer files from ../shared/fixtures. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tiny_model.h"
+#include "translator.h"
+
+static char dir[256];
+static mt_translator *tr;
+
+static void copy_file(const char *from_dir, const char *name)
+{
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "cp '%s/%s' '%s/%s'", from_dir, name, dir, name);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+    const char *shared = getenv("MT_SHARED_DIR");
+    char fixture[600];
+    snprintf(fixture, sizeof fixture, "%s/fixtures/opus-mt-tc-big-en-pt", shared ? shared : "../shared");
+    snprintf(dir, sizeof dir, "/tmp/mt-test-translator-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    tiny_model_spec s = tiny_model_default();
+    s.d = 8;
+    s.ffn = 16;
+    s.layers = 1;
+    s.vocab = 54776;
+    s.eos = 44670;
+    s.pad = 54775;
+    ck_assert_int_eq(tiny_model_write(dir, &s), 0);
+    copy_file(fixture, "source.spm");
+    copy_file(fixture, "target.spm");
+    copy_file(fixture, "vocab.json");
+    copy_file(fixture, "tokenizer_config.json");
+    copy_file(fixture, "special_tokens_map.json");
+    char err[512];
+    tr = mt_translator_load(dir, NULL, NULL, err, sizeof err);
+    ck_assert_msg(tr != NULL, "%s", err);
+}
+
+static void teardown(void)
+{
+    mt_translator_free(tr);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Segments text; checks the pieces concatenate back to it; returns the translatable pieces
+ * joined by '|' and the verbatim ones shown as [..] (static buffer). */
+static const char *segments(const char *text, int max_tokens)
+{
+    static char out[8192];
+    mt_segment *segs;
+    char err[256];
+    int n = mt_translator_segment(tr, text, strlen(text), max_tokens, &segs, err, sizeof err);
+    ck_assert_msg(n >= 0, "%s", err);
+    char joined[8192] = "";
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        strncat(joined, text + segs[i].start, segs[i].len);
+        if (segs[i].translate) {
+            if (out[0] && out[strlen(out) - 1] != ']')
+                strcat(out, "|");
+            strncat(out, text + segs[i].start, segs[i].len);
+        } else {
+            strcat(out, "[");
+            strncat(out, text + segs[i].start, segs[i].len);
+            strcat(out, "]");
+        }
+    }
+    free(segs);
+    ck_assert_str_eq(joined, text);
+    return out;
+}
+
+START_TEST(splits_sentences_by_rule)
+{
+    ck_assert_str_eq(segments("A dog runs. A cat sleeps.", 200), "A dog runs.[ ]A cat sleeps.");
+    ck_assert_str_eq(segments("Mr. Smith met Dr. Jones. They talked.", 200), "Mr. Smith met Dr. Jones.[ ]They talked.");
+    ck_assert_str_eq(segments("It costs 3.50 euros. Really?", 200), "It costs 3.50 euros.[ ]Really?");
+    ck_assert_str_eq(segments("He said \"Stop.\" Then he left.", 200), "He said \"Stop.\"[ ]Then he left.");
+    ck_assert_str_eq(segments("Wait... what? Yes!", 200), "Wait... what?[ ]Yes!");
+    ck_assert_str_eq(segments("Use e.g. this one. Or i.e. that.", 200), "Use e.g. this one.[ ]Or i.e. that.");
+    ck_assert_str_eq(segments("J. R. Tolkien wrote it.", 200), "J. R. Tolkien wrote it.");
+    ck_assert_str_eq(segments("Am 3. Oktober kam er.", 200), "Am 3. Oktober kam er.");
+    ck_assert_str_eq(segments("version 2.0 is out. see notes", 200), "version 2.0 is out. see notes");
+    ck_assert_str_eq(segments("\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82\xe4\xb8\x96\xe7\x95\x8c\xe3\x80\x82", 200),
+                     "\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82|\xe4\xb8\x96\xe7\x95\x8c\xe3\x80\x82");
+}
+END_TEST
+
+START_TEST(keeps_lines_and_spacing_verbatim)
+{
+    ck_assert_str_eq(segments("One.\nTwo.\n\n", 200), "One.[\n]Two.[\n\n]");
+    ck_assert_str_eq(segments("  padded line \t", 200), "[  ]padded line[ \t]");
+    ck_assert_str_eq(segments("a\r\nb", 200), "a[\r\n]b");
+    ck_assert_str_eq(segments("", 200), "");
+    ck_assert_str_eq(segments(" \n ", 200), "[ \n ]");
+}
+END_TEST
+
+START_TEST(long_sentences_are_cut_on_safe_boundaries)
+{
+    const char *text = "The quick brown fox jumps over the lazy dog, and then it runs into the forest; "
+                       "there it meets another fox, which is sleeping under a very large tree near the river";
+    const char *s = segments(text, 16);
+    ck_assert_msg(strchr(s, '|') || strchr(s, '['), "not split: %s", s);
+    /* every piece fits */
+    mt_segment *segs;
+    char err[256];
+    int n = mt_translator_segment(tr, text, strlen(text), 16, &segs, err, sizeof err);
+    ck_assert_int_gt(n, 2);
+    for (int i = 0; i < n; i++) {
+        if (!segs[i].translate)
+            continue;
+        int32_t *ids;
+        int len = mt_translator_encode(tr, text + segs[i].start, segs[i].len, &ids, err, sizeof err);
+        ck_assert_int_le(len, 16);
+        free(ids);
+    }
+    free(segs);
+    /* punctuation cuts are preferred: the first cut comes after ';' or ',' */
+    ck_assert_msg(strstr(s, ";[ ]") || strstr(s, ",[ ]"), "%s", s);
+    /* no spaces at all still splits, between characters */
+    char word[400];
+    memset(word, 'x', sizeof word - 1);
+    word[sizeof word - 1] = 0;
+    segments(word, 16);
+}
+END_TEST
+
+START_TEST(invalid_utf8_is_rejected_with_position)
+{
+    mt_segment *segs;
+    char err[256];
+    ck_assert_int_eq(mt_translator_segment(tr, "ok \xc3\x28 bad", 9, 200, &segs, err, sizeof err), -1);
+    ck_assert_str_eq(err, "invalid UTF-8 at byte 3");
+    ck_assert_int_eq(mt_utf8_valid("\xed\xa0\x80", 3, err, sizeof err), 0); /* surrogate */
+    ck_assert_int_eq(mt_utf8_valid("\xf0\x9f\x98\x80", 4, err, sizeof err), 1); /* emoji */
+}
+END_TEST
+
+START_TEST(pipeline_keeps_order_lines_and_n_best)
+{
+    char err[512];
+    mt_state *st = mt_state_create(mt_translator_model(tr), 1, err, sizeof err);
+    mt_translate_options o;
+    mt_translate_options_default(tr, &o);
+    o.search.beam_size = 3;
+    o.search.n_best = 2;
+    o.search.max_length = 6;
+    o.max_batch = 2;
+    const char *texts[] = {"A dog runs. A cat sleeps.", "", "Line one\nLine two", "Hello"};
+    size_t lens[4];
+    for (int i = 0; i < 4; i++)
+        lens[i] = strlen(texts[i]);
+    mt_translation out[4];
+    ck_assert_msg(mt_translator_translate(tr, st, &o, 4, texts, lens, out, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(out[0].n_best, 2);
+    ck_assert_str_eq(out[1].texts[0], "");
+    ck_assert_ptr_nonnull(strchr(out[2].texts[0], '\n')); /* the line break survives */
+    ck_assert_ptr_null(strchr(out[3].texts[0], '\n'));
+    ck_assert_float_le(out[3].scores[1], out[3].scores[0]);
+    /* the same sentence alone gives the same result as inside the batch */
+    mt_translation single;
+    ck_assert_int_eq(mt_translator_translate(tr, st, &o, 1, &texts[3], &lens[3], &single, err, sizeof err), 0);
+    ck_assert_str_eq(single.texts[0], out[3].texts[0]);
+    mt_translation_clear(&single);
+    /* ids in, ids out */
+    o.input_ids = o.output_ids = 1;
+    o.search.n_best = 1;
+    const char *ids_text = "100 200 300";
+    size_t ids_len = strlen(ids_text);
+    ck_assert_int_eq(mt_translator_translate(tr, st, &o, 1, &ids_text, &ids_len, &single, err, sizeof err), 0);
+    for (const char *p = single.texts[0]; *p; p++)
+        ck_assert_msg((*p >= '0' && *p <= '9') || *p == ' ', "not ids: %s", single.texts[0]);
+    mt_translation_clear(&single);
+    const char *bad_ids = "100 x";
+    size_t bad_len = strlen(bad_ids);
+    ck_assert_int_eq(mt_translator_translate(tr, st, &o, 1, &bad_ids, &bad_len, &single, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "bad source id at byte 4"));
+    for (int i = 0; i < 4; i++)
+        mt_translation_clear(&out[i]);
+    mt_state_free(st);
+}
+END_TEST
+
+START_TEST(language_pair_and_name_come_from_the_directory)
+{
+    ck_assert_str_eq(mt_translator_source_lang(tr), "en");
+    ck_assert_str_eq(mt_translator_target_lang(tr), "pt");
+    ck_assert_str_eq(mt_translator_name(tr), strrchr(dir, '/') + 1);
+    /* multilingual: this vocabulary has >>por<< and >>pob<< */
+    char err[512];
+    mt_translator *por = mt_translator_load(dir, "en", "por", err, sizeof err);
+    ck_assert_msg(por != NULL, "%s", err);
+    int32_t *ids;
+    int n = mt_translator_encode(por, "Hello", 5, &ids, err, sizeof err);
+    ck_assert_int_ge(n, 2);
+    ck_assert_int_eq(ids[0], mt_tokenizer_source_id(mt_translator_tokenizer(por), ">>por<<"));
+    free(ids);
+    mt_translator_free(por);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("translator");
+    TCase *tc = tcase_create("pipeline");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, splits_sentences_by_rule);
+    tcase_add_test(tc, keeps_lines_and_spacing_verbatim);
+    tcase_add_test(tc, long_sentences_are_cut_on_safe_boundaries);
+    tcase_add_test(tc, invalid_utf8_is_rejected_with_position);
+    tcase_add_test(tc, pipeline_keeps_order_lines_and_n_best);
+    tcase_add_test(tc, language_pair_and_name_come_from_the_directory);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
