@@ -1,0 +1,705 @@
+/* tokenizer.c: MarianTokenizer-compatible text <-> ids (see tokenizer.h).
+ *
+ * Everything is built at load: the id -> piece tables, a piece -> id hash for the
+ * source vocabulary, a per-id "dropped by decode" flag for the target vocabulary and
+ * the sorted list of language tokens. Encode and decode only read the struct.
+ */
+#include "tokenizer.h"
+
+#include "spm_shim.h"
+
+#include <jansson.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* One vocabulary file (vocab.json or target_vocab.json). */
+struct vocab {
+    int32_t size;       /* ids are 0 .. size-1 */
+    const char **piece; /* (size) id -> piece, NULL where no piece has that id; into arena */
+    char *arena;        /* every piece, NUL-terminated, back to back */
+    int32_t *slots;     /* (mask+1) open-addressing hash of ids by piece, -1 = empty */
+    uint32_t mask;
+};
+
+struct mt_tokenizer {
+    mt_spm *src_spm;          /* source.spm: encode */
+    mt_spm *tgt_spm;          /* target.spm: decode */
+    struct vocab src;         /* vocab.json */
+    struct vocab tgt_own;     /* target_vocab.json, only with separate_vocabs */
+    const struct vocab *tgt;  /* &src, or &tgt_own with separate_vocabs */
+    int32_t eos_id;           /* appended by encode */
+    int32_t unk_id;           /* source id of pieces missing from vocab.json */
+    unsigned char *tgt_skip;  /* (tgt->size) 1 = decode drops this id (specials, >>xx<<) */
+    const char **lang;        /* (n_lang) ">>xxx<<" pieces of the source vocab, sorted */
+    int n_lang;
+};
+
+/* ---- errors ---------------------------------------------------------------------- */
+
+__attribute__((format(printf, 3, 4)))
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err == NULL || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- small helpers --------------------------------------------------------------- */
+
+static uint32_t hash_bytes(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+/* Id of the piece s[0..n) in v, or -1. */
+static int32_t vocab_find(const struct vocab *v, const char *s, size_t n)
+{
+    uint32_t i = hash_bytes(s, n) & v->mask;
+    for (;;) {
+        int32_t id = v->slots[i];
+        if (id < 0)
+            return -1;
+        const char *p = v->piece[id];
+        if (strnlen(p, n + 1) == n && memcmp(p, s, n) == 0)
+            return id;
+        i = (i + 1) & v->mask;
+    }
+}
+
+static bool is_lang_token(const char *p)
+{
+    size_t n = strlen(p);
+    return n >= 5 && p[0] == '>' && p[1] == '>' && p[n - 2] == '<' && p[n - 1] == '<';
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if invalid (strict: no
+ * overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq_len(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned c = s[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    size_t len;
+    uint32_t v, min;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2; v = c & 0x1F; min = 0x80;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3; v = c & 0x0F; min = 0x800;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4; v = c & 0x07; min = 0x10000;
+    } else {
+        return 0;
+    }
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
+        return 0;
+    *cp = v;
+    return len;
+}
+
+/* Python's str.isspace(), which str.strip() uses. */
+static bool is_py_space(uint32_t c)
+{
+    return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 ||
+           c == 0xA0 || c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 ||
+           c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* ---- JSON files ------------------------------------------------------------------ */
+
+static int file_path(char *out, size_t cap, const char *dir, const char *name, char *err,
+                     size_t errlen)
+{
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    if (n < 0 || (size_t)n >= cap) {
+        set_err(err, errlen, "%s/%s: path too long", dir, name);
+        return -1;
+    }
+    if (access(out, R_OK) != 0) {
+        set_err(err, errlen, "%s: missing or unreadable file (%s)", out, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static json_t *load_json_object(const char *path, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (root == NULL) {
+        set_err(err, errlen, "%s: invalid JSON at line %d column %d: %s", path, je.line,
+                je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(root)) {
+        set_err(err, errlen, "%s: expected a JSON object at the top level", path);
+        json_decref(root);
+        return NULL;
+    }
+    return root;
+}
+
+/* Optional non-negative integer field: *out = -1 when absent or null. */
+static int json_opt_id(const json_t *obj, const char *key, int64_t *out, const char *path,
+                       char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    *out = -1;
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+        json_integer_value(v) > INT32_MAX) {
+        set_err(err, errlen, "%s: \"%s\" must be a non-negative integer", path, key);
+        return -1;
+    }
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* Token text of a tokenizer_config.json field: a string, an AddedToken object with
+ * "content", or absent/null (then def). */
+static int json_token(const json_t *obj, const char *key, const char *def, const char **out,
+                      const char *path, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (v != NULL && json_is_object(v))
+        v = json_object_get(v, "content");
+    if (v == NULL || json_is_null(v)) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_string(v) || json_string_length(v) == 0) {
+        set_err(err, errlen, "%s: \"%s\" must be a non-empty string or {\"content\": ...}",
+                path, key);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* ---- vocabularies ---------------------------------------------------------------- */
+
+static void vocab_free(struct vocab *v)
+{
+    free(v->piece);
+    free(v->arena);
+    free(v->slots);
+    memset(v, 0, sizeof(*v));
+}
+
+/* Loads path (an object piece -> id). size_limit >= 0 (config.json's vocabulary size)
+ * bounds the ids; otherwise the ids must be below the number of entries. */
+static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, const char *limit_name,
+                      char *err, size_t errlen)
+{
+    memset(v, 0, sizeof(*v));
+    json_t *root = load_json_object(path, err, errlen);
+    if (root == NULL)
+        return -1;
+    int rc = -1;
+    size_t n = json_object_size(root);
+    if (n == 0) {
+        set_err(err, errlen, "%s: the vocabulary is empty", path);
+        goto done;
+    }
+    if (n > INT32_MAX / 4) {
+        set_err(err, errlen, "%s: too many entries (%zu)", path, n);
+        goto done;
+    }
+    int64_t size = size_limit >= 0 ? size_limit : (int64_t)n;
+    if (size_limit < 0)
+        limit_name = "the number of entries";
+    if (size > INT32_MAX / 4) {
+        set_err(err, errlen, "%s: vocabulary size %lld is too large", path, (long long)size);
+        goto done;
+    }
+    if ((int64_t)n > size) {
+        set_err(err, errlen, "%s: %zu entries, more than the vocabulary size %lld (%s)", path,
+                n, (long long)size, limit_name);
+        goto done;
+    }
+
+    size_t arena_bytes = 0;
+    const char *key;
+    json_t *val;
+    json_object_foreach(root, key, val) {
+        if (!json_is_integer(val)) {
+            set_err(err, errlen, "%s: the id of piece \"%.60s\" is not an integer", path, key);
+            goto done;
+        }
+        json_int_t id = json_integer_value(val);
+        if (id < 0) {
+            set_err(err, errlen, "%s: piece \"%.60s\" has negative id %lld", path, key,
+                    (long long)id);
+            goto done;
+        }
+        if (id >= size) {
+            set_err(err, errlen,
+                    "%s: piece \"%.60s\" has id %lld, not below the vocabulary size %lld (%s)",
+                    path, key, (long long)id, (long long)size, limit_name);
+            goto done;
+        }
+        if (key[0] == '\0') {
+            set_err(err, errlen, "%s: empty piece (id %lld)", path, (long long)id);
+            goto done;
+        }
+        arena_bytes += strlen(key) + 1;
+    }
+
+    v->size = (int32_t)size;
+    uint32_t nslots = 1;
+    while (nslots < 2 * (uint32_t)n)
+        nslots <<= 1;
+    v->mask = nslots - 1;
+    v->piece = calloc((size_t)size, sizeof(*v->piece));
+    v->arena = malloc(arena_bytes);
+    v->slots = malloc((size_t)nslots * sizeof(*v->slots));
+    if (v->piece == NULL || v->arena == NULL || v->slots == NULL) {
+        set_err(err, errlen, "%s: out of memory", path);
+        goto done;
+    }
+    memset(v->slots, 0xff, (size_t)nslots * sizeof(*v->slots)); /* all -1 */
+
+    char *at = v->arena;
+    json_object_foreach(root, key, val) {
+        int32_t id = (int32_t)json_integer_value(val);
+        if (v->piece[id] != NULL) {
+            set_err(err, errlen, "%s: pieces \"%.60s\" and \"%.60s\" both have id %d", path,
+                    v->piece[id], key, (int)id);
+            goto done;
+        }
+        size_t len = strlen(key);
+        memcpy(at, key, len + 1);
+        v->piece[id] = at;
+        at += len + 1;
+        uint32_t i = hash_bytes(key, len) & v->mask; /* keys are unique (JSON_REJECT_DUPLICATES) */
+        while (v->slots[i] >= 0)
+            i = (i + 1) & v->mask;
+        v->slots[i] = id;
+    }
+    rc = 0;
+done:
+    json_decref(root);
+    if (rc != 0)
+        vocab_free(v);
+    return rc;
+}
+
+/* ---- load ------------------------------------------------------------------------ */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Special-token names and ids read from config.json and tokenizer_config.json. */
+struct specials {
+    const char *eos, *unk, *pad;  /* token texts (borrowed from the tokenizer_config JSON) */
+    int64_t eos_id, pad_id;       /* config.json, -1 if absent */
+    const json_t *extra;          /* tokenizer_config additional_special_tokens, or NULL */
+};
+
+static int build_target_skip(mt_tokenizer *tok, const struct specials *sp, const char *tgt_path,
+                             char *err, size_t errlen)
+{
+    const struct vocab *t = tok->tgt;
+    tok->tgt_skip = calloc((size_t)t->size, 1);
+    if (tok->tgt_skip == NULL) {
+        set_err(err, errlen, "%s: out of memory", tgt_path);
+        return -1;
+    }
+    const char *names[3] = {sp->eos, sp->unk, sp->pad};
+    for (int i = 0; i < 3; i++) {
+        int32_t id = vocab_find(t, names[i], strlen(names[i]));
+        if (id >= 0)
+            tok->tgt_skip[id] = 1;
+    }
+    if (sp->eos_id >= 0 && sp->eos_id < t->size)
+        tok->tgt_skip[sp->eos_id] = 1;
+    if (sp->pad_id >= 0 && sp->pad_id < t->size)
+        tok->tgt_skip[sp->pad_id] = 1;
+    size_t i;
+    const json_t *e;
+    json_array_foreach(sp->extra, i, e) {
+        if (json_is_object(e))
+            e = json_object_get(e, "content");
+        if (json_is_string(e)) {
+            int32_t id = vocab_find(t, json_string_value(e), json_string_length(e));
+            if (id >= 0)
+                tok->tgt_skip[id] = 1;
+        }
+    }
+    for (int32_t id = 0; id < t->size; id++) {
+        if (t->piece[id] != NULL && is_lang_token(t->piece[id]))
+            tok->tgt_skip[id] = 1;
+    }
+    return 0;
+}
+
+static int build_lang_list(mt_tokenizer *tok, const char *path, char *err, size_t errlen)
+{
+    int n = 0;
+    for (int32_t id = 0; id < tok->src.size; id++)
+        if (tok->src.piece[id] != NULL && is_lang_token(tok->src.piece[id]))
+            n++;
+    if (n == 0)
+        return 0;
+    tok->lang = malloc((size_t)n * sizeof(*tok->lang));
+    if (tok->lang == NULL) {
+        set_err(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    for (int32_t id = 0; id < tok->src.size; id++)
+        if (tok->src.piece[id] != NULL && is_lang_token(tok->src.piece[id]))
+            tok->lang[tok->n_lang++] = tok->src.piece[id];
+    qsort(tok->lang, (size_t)n, sizeof(*tok->lang), cmp_str);
+    return 0;
+}
+
+/* Resolves the id of a special token: config.json's id when given (it must agree with
+ * vocab.json's entry for the token, if any), else vocab.json's entry. */
+static int special_id(const mt_tokenizer *tok, const char *name, const char *key,
+                      int64_t config_id, const char *vocab_path, const char *config_path,
+                      int32_t *out, char *err, size_t errlen)
+{
+    int32_t vid = vocab_find(&tok->src, name, strlen(name));
+    if (config_id >= 0) {
+        if (config_id >= tok->src.size) {
+            set_err(err, errlen, "%s: %s %lld is not below the vocabulary size %d of %s",
+                    config_path, key, (long long)config_id, (int)tok->src.size, vocab_path);
+            return -1;
+        }
+        if (vid >= 0 && vid != config_id) {
+            set_err(err, errlen, "%s: %s is %lld but %s gives \"%s\" id %d", config_path, key,
+                    (long long)config_id, vocab_path, name, (int)vid);
+            return -1;
+        }
+        *out = (int32_t)config_id;
+        return 0;
+    }
+    if (vid < 0) {
+        set_err(err, errlen, "%s: token \"%s\" not found (and %s has no %s)", vocab_path, name,
+                config_path, key);
+        return -1;
+    }
+    *out = vid;
+    return 0;
+}
+
+mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
+{
+    if (dir == NULL || dir[0] == '\0') {
+        set_err(err, errlen, "no model directory given");
+        return NULL;
+    }
+    char src_spm[4096], tgt_spm[4096], vocab_path[4096], tvocab_path[4096], cfg_path[4096],
+        tcfg_path[4096];
+    if (file_path(cfg_path, sizeof cfg_path, dir, "config.json", err, errlen) != 0 ||
+        file_path(tcfg_path, sizeof tcfg_path, dir, "tokenizer_config.json", err, errlen) != 0 ||
+        file_path(vocab_path, sizeof vocab_path, dir, "vocab.json", err, errlen) != 0 ||
+        file_path(src_spm, sizeof src_spm, dir, "source.spm", err, errlen) != 0 ||
+        file_path(tgt_spm, sizeof tgt_spm, dir, "target.spm", err, errlen) != 0)
+        return NULL;
+
+    mt_tokenizer *tok = calloc(1, sizeof(*tok));
+    json_t *cfg = NULL, *tcfg = NULL;
+    if (tok == NULL) {
+        set_err(err, errlen, "%s: out of memory", dir);
+        return NULL;
+    }
+
+    /* config.json: ids and sizes. */
+    int64_t vocab_size, dec_vocab_size;
+    struct specials sp = {0};
+    if ((cfg = load_json_object(cfg_path, err, errlen)) == NULL ||
+        json_opt_id(cfg, "eos_token_id", &sp.eos_id, cfg_path, err, errlen) != 0 ||
+        json_opt_id(cfg, "pad_token_id", &sp.pad_id, cfg_path, err, errlen) != 0 ||
+        json_opt_id(cfg, "vocab_size", &vocab_size, cfg_path, err, errlen) != 0 ||
+        json_opt_id(cfg, "decoder_vocab_size", &dec_vocab_size, cfg_path, err, errlen) != 0)
+        goto fail;
+    if (dec_vocab_size < 0)
+        dec_vocab_size = vocab_size;
+
+    /* tokenizer_config.json: token names, separate_vocabs. */
+    if ((tcfg = load_json_object(tcfg_path, err, errlen)) == NULL ||
+        json_token(tcfg, "eos_token", "</s>", &sp.eos, tcfg_path, err, errlen) != 0 ||
+        json_token(tcfg, "unk_token", "<unk>", &sp.unk, tcfg_path, err, errlen) != 0 ||
+        json_token(tcfg, "pad_token", "<pad>", &sp.pad, tcfg_path, err, errlen) != 0)
+        goto fail;
+    const json_t *sep = json_object_get(tcfg, "separate_vocabs");
+    if (sep != NULL && !json_is_boolean(sep) && !json_is_null(sep)) {
+        set_err(err, errlen, "%s: \"separate_vocabs\" must be true or false", tcfg_path);
+        goto fail;
+    }
+    bool separate = json_is_true(sep);
+    sp.extra = json_object_get(tcfg, "additional_special_tokens");
+    if (sp.extra != NULL && !json_is_array(sp.extra) && !json_is_null(sp.extra)) {
+        set_err(err, errlen, "%s: \"additional_special_tokens\" must be an array", tcfg_path);
+        goto fail;
+    }
+
+    if (vocab_load(&tok->src, vocab_path, vocab_size, "config.json vocab_size", err,
+                   errlen) != 0)
+        goto fail;
+    tok->tgt = &tok->src;
+    if (separate) {
+        if (file_path(tvocab_path, sizeof tvocab_path, dir, "target_vocab.json", err,
+                      errlen) != 0 ||
+            vocab_load(&tok->tgt_own, tvocab_path, dec_vocab_size,
+                       "config.json decoder_vocab_size", err, errlen) != 0)
+            goto fail;
+        tok->tgt = &tok->tgt_own;
+    }
+
+    int32_t unk = vocab_find(&tok->src, sp.unk, strlen(sp.unk));
+    if (unk < 0) {
+        set_err(err, errlen, "%s: unknown token \"%s\" not found", vocab_path, sp.unk);
+        goto fail;
+    }
+    tok->unk_id = unk;
+    if (special_id(tok, sp.eos, "eos_token_id", sp.eos_id, vocab_path, cfg_path, &tok->eos_id,
+                   err, errlen) != 0)
+        goto fail;
+    if (sp.pad_id >= 0 && sp.pad_id >= tok->tgt->size) {
+        set_err(err, errlen, "%s: pad_token_id %lld is not below the vocabulary size %d",
+                cfg_path, (long long)sp.pad_id, (int)tok->tgt->size);
+        goto fail;
+    }
+
+    if (build_target_skip(tok, &sp, separate ? tvocab_path : vocab_path, err, errlen) != 0 ||
+        build_lang_list(tok, vocab_path, err, errlen) != 0)
+        goto fail;
+
+    if ((tok->src_spm = mt_spm_load(src_spm, err, errlen)) == NULL ||
+        (tok->tgt_spm = mt_spm_load(tgt_spm, err, errlen)) == NULL)
+        goto fail;
+
+    json_decref(cfg);
+    json_decref(tcfg);
+    return tok;
+fail:
+    json_decref(cfg);
+    json_decref(tcfg);
+    mt_tokenizer_free(tok);
+    return NULL;
+}
+
+void mt_tokenizer_free(mt_tokenizer *tok)
+{
+    if (tok == NULL)
+        return;
+    mt_spm_free(tok->src_spm);
+    mt_spm_free(tok->tgt_spm);
+    vocab_free(&tok->src);
+    vocab_free(&tok->tgt_own);
+    free(tok->tgt_skip);
+    free(tok->lang);
+    free(tok);
+}
+
+/* ---- encode ---------------------------------------------------------------------- */
+
+struct encode_ctx {
+    const mt_tokenizer *tok;
+    int32_t *ids;
+    size_t cap;
+    size_t n; /* ids of the full encoding so far */
+};
+
+static void emit(struct encode_ctx *c, int32_t id)
+{
+    if (c->n < c->cap)
+        c->ids[c->n] = id;
+    c->n++;
+}
+
+static int on_piece(void *ctx, const char *piece, size_t len)
+{
+    struct encode_ctx *c = ctx;
+    if (c->n >= (size_t)INT_MAX - 1)
+        return 1;
+    int32_t id = vocab_find(&c->tok->src, piece, len);
+    emit(c, id >= 0 ? id : c->tok->unk_id);
+    return 0;
+}
+
+int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, int32_t *ids,
+                        int cap, char *err, size_t errlen)
+{
+    if (tok == NULL || (text == NULL && len > 0) || (ids == NULL && cap > 0)) {
+        set_err(err, errlen, "invalid arguments to mt_tokenizer_encode");
+        return -1;
+    }
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = utf8_seq_len(s + i, len - i, &cp);
+        if (k == 0) {
+            set_err(err, errlen, "invalid UTF-8 at byte %zu", i);
+            return -1;
+        }
+        i += k;
+    }
+
+    struct encode_ctx c = {tok, ids, cap > 0 ? (size_t)cap : 0, 0};
+    /* A leading target-language token ">>xxx<<" (MarianTokenizer's ">>.+?<<" at the
+     * start) stays one token when the vocabulary has it. */
+    if (len >= 5 && text[0] == '>' && text[1] == '>') {
+        for (size_t i = 3; i + 1 < len; i++) {
+            if (text[i] == '<' && text[i + 1] == '<') {
+                int32_t id = vocab_find(&tok->src, text, i + 2);
+                if (id >= 0) {
+                    emit(&c, id);
+                    text += i + 2;
+                    len -= i + 2;
+                }
+                break;
+            }
+        }
+    }
+    if (len > 0) {
+        char spm_err[256];
+        if (mt_spm_encode(tok->src_spm, text, len, on_piece, &c, spm_err, sizeof spm_err) != 0) {
+            if (spm_err[0] != '\0')
+                set_err(err, errlen, "%s", spm_err);
+            else
+                set_err(err, errlen, "text too long: more than %d tokens", INT_MAX - 1);
+            return -1;
+        }
+    }
+    emit(&c, tok->eos_id);
+    return (int)c.n;
+}
+
+/* ---- decode ---------------------------------------------------------------------- */
+
+int mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n, char *out,
+                        size_t cap, char *err, size_t errlen)
+{
+    if (tok == NULL || n < 0 || (ids == NULL && n > 0) || (out == NULL && cap > 0)) {
+        set_err(err, errlen, "invalid arguments to mt_tokenizer_decode");
+        return -1;
+    }
+    const struct vocab *t = tok->tgt;
+    const char **pieces = malloc((size_t)(n > 0 ? n : 1) * sizeof(*pieces));
+    if (pieces == NULL) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t np = 0;
+    for (int i = 0; i < n; i++) {
+        int32_t id = ids[i];
+        if (id < 0 || id >= t->size || t->piece[id] == NULL) {
+            set_err(err, errlen, "token id %ld at position %d is not in the target vocabulary "
+                    "(size %d)", (long)id, i, (int)t->size);
+            free(pieces);
+            return -1;
+        }
+        if (!tok->tgt_skip[id])
+            pieces[np++] = t->piece[id];
+    }
+
+    char *text = NULL;
+    size_t tlen = 0;
+    if (np > 0) {
+        text = mt_spm_decode(tok->tgt_spm, pieces, np, &tlen, err, errlen);
+        if (text == NULL) {
+            free(pieces);
+            return -1;
+        }
+    }
+    free(pieces);
+
+    /* Remaining U+2581 (from pieces target.spm does not know) -> ' ', in place. */
+    size_t w = 0;
+    for (size_t r = 0; r < tlen;) {
+        if (r + 2 < tlen && (unsigned char)text[r] == 0xE2 && (unsigned char)text[r + 1] == 0x96 &&
+            (unsigned char)text[r + 2] == 0x81) {
+            text[w++] = ' ';
+            r += 3;
+        } else {
+            text[w++] = text[r++];
+        }
+    }
+    tlen = w;
+
+    /* Strip leading and trailing whitespace as Python's str.strip() does. */
+    const unsigned char *u = (const unsigned char *)text;
+    size_t b = 0, e = tlen;
+    while (b < e) {
+        uint32_t cp;
+        size_t k = utf8_seq_len(u + b, e - b, &cp);
+        if (k == 0 || !is_py_space(cp))
+            break;
+        b += k;
+    }
+    while (e > b) {
+        size_t s = e - 1;
+        while (s > b && (u[s] & 0xC0) == 0x80 && e - s < 4)
+            s--;
+        uint32_t cp;
+        size_t k = utf8_seq_len(u + s, e - s, &cp);
+        if (k != e - s || !is_py_space(cp))
+            break;
+        e = s;
+    }
+    size_t len = e - b;
+    if (len > (size_t)INT_MAX - 1) {
+        set_err(err, errlen, "decoded text too long (%zu bytes)", len);
+        free(text);
+        return -1;
+    }
+    if (cap > 0) {
+        size_t k = len < cap ? len : cap - 1;
+        if (k > 0)
+            memcpy(out, text + b, k);
+        out[k] = '\0';
+    }
+    free(text);
+    return (int)len;
+}
+
+/* ---- queries --------------------------------------------------------------------- */
+
+int mt_tokenizer_source_id(const mt_tokenizer *tok, const char *piece)
+{
+    if (tok == NULL || piece == NULL)
+        return -1;
+    return vocab_find(&tok->src, piece, strlen(piece));
+}
+
+int mt_tokenizer_language_token_count(const mt_tokenizer *tok)
+{
+    return tok != NULL ? tok->n_lang : 0;
+}
+
+const char *mt_tokenizer_language_token(const mt_tokenizer *tok, int i)
+{
+    if (tok == NULL || i < 0 || i >= tok->n_lang)
+        return NULL;
+    return tok->lang[i];
+}
