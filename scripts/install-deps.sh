@@ -10,6 +10,8 @@ packages=(
   libopenblas-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
   # unit tests
   check valgrind
+  # fuzzing (libFuzzer) in the test suite
+  clang libclang-rt-14-dev
   # tools: training, reference implementation, tokenizer training, conversion
   python3 python3-torch python3-numpy python3-sentencepiece python3-yaml sentencepiece libjemalloc2
   # scripts and their tests

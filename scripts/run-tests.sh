@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# README's second command: the whole test suite, as CI runs it.
+#   1. release build with warnings as errors: unit, reference (C vs PyTorch),
+#      integration and script tests;
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the same C units and the
+#      server/CLI integration tests;
+#   3. valgrind memcheck over the C unit tests;
+#   4. clang + libFuzzer build: every fuzz target for a bounded time.
+# Ends with one summary line "N passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+scripts/install-deps.sh || exit 1
+
+passed=0
+failed=0
+log_dir=$(mktemp -d /tmp/mt-tests.XXXXXX)
+
+# run_step NAME COMMAND...: runs a meson test command, adds its counts to the totals.
+run_step() {
+  local name=$1
+  shift
+  echo "=== $name: $*"
+  local log="$log_dir/$name.log"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local ok fail
+  ok=$(grep -E '^Ok:' "$log" | tail -1 | awk '{print $2}')
+  fail=$(grep -E '^(Fail|Unexpected Pass|Timeout):' "$log" | awk '{s += $2} END {print s + 0}')
+  passed=$((passed + ${ok:-0}))
+  failed=$((failed + fail))
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
+    failed=$((failed + 1)) # the step itself broke (build error, no tests ran)
+  fi
+}
+
+build_step() {
+  local name=$1
+  shift
+  echo "=== build $name"
+  if ! scripts/build.sh "$@"; then
+    echo "build $name FAILED"
+    failed=$((failed + 1))
+    return 1
+  fi
+}
+
+export MT_SHARED_DIR="$root/../shared"
+
+if build_step release build; then
+  run_step release meson test -C build --no-rebuild --print-errorlogs
+fi
+
+if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=false --buildtype=debugoptimized; then
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    run_step sanitizers meson test -C build-asan --no-rebuild --print-errorlogs \
+      --suite unit --suite integration
+fi
+
+if [ -d build ]; then
+  run_step valgrind meson test -C build --no-rebuild --print-errorlogs --setup valgrind \
+    model translator tokenizer config
+fi
+
+if command -v clang >/dev/null; then
+  if CC=clang CXX=clang++ build_step fuzz build-fuzz -Db_sanitize=address,undefined -Db_lundef=false \
+      --buildtype=debugoptimized; then
+    run_step fuzz meson test -C build-fuzz --no-rebuild --print-errorlogs --suite fuzz
+  fi
+fi
+
+echo
+echo "logs: $log_dir"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
