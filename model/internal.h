@@ -87,6 +87,7 @@ struct mt_state {
     mt_buf toks[2];             /* int (rows, steps): generated tokens, double-buffered */
     mt_buf rows, next_rows;     /* per live hypothesis: sentence, token fed, score */
     mt_buf cand, n_cand;        /* per row: its best candidates */
+    mt_buf lsm_scratch;         /* per thread: one row of exponentials */
     mt_buf sentences;           /* mt_sentence */
     mt_buf fin_ids, fin;        /* finished hypotheses: ids and mt_hypothesis */
 };
@@ -124,6 +125,7 @@ void mt_cross_kv(mt_state *st, const float *enc_out, int tokens, float *kv);
 int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out);
 
 /* Elementwise helpers used by forward.c and search.c. */
-void mt_log_softmax(float *x, int n);
+/* x = log_softmax(x); scratch holds n floats. */
+void mt_log_softmax(float *x, float *scratch, int n);
 
 #endif

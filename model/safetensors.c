@@ -229,6 +229,10 @@ static float half_to_float(uint16_t h)
 void mt_tensor_to_f32(const mt_tensor_view *t, float *dst)
 {
     const unsigned char *src = t->data;
+    if (t->dtype == MT_DTYPE_F32) { /* little-endian host: a plain (possibly unaligned) copy */
+        memcpy(dst, src, sizeof(float) * (size_t)t->numel);
+        return;
+    }
     for (int64_t i = 0; i < t->numel; i++) {
         if (t->dtype == MT_DTYPE_F32) {
             memcpy(&dst[i], src + 4 * i, 4);

@@ -39,6 +39,7 @@ typedef struct {
     const float *cum;
     int beam;
     candidate *best; /* (rows, k_max) */
+    float *scratch;  /* (tasks, vocab) */
     int *n_best;     /* per row */
 } rank_job;
 
@@ -65,7 +66,7 @@ static void rank_task(void *p, int task, int n_tasks)
     for (int r = task; r < j->rows; r += n_tasks) {
         float *lp = j->logits + (size_t)r * (size_t)V;
         const mt_sentence *s = &j->sents[j->row_sent[r]];
-        mt_log_softmax(lp, V);
+        mt_log_softmax(lp, j->scratch + (size_t)task * (size_t)V, V);
         lp[m->info.pad_id] = -INFINITY;
         for (int b = 0; b < m->n_bad_ids; b++)
             lp[m->bad_ids[b]] = -INFINITY;
@@ -110,7 +111,7 @@ void mt_state_free(mt_state *st)
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
                       &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
-                      &st->fin_ids, &st->fin, &st->n_cand};
+                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mt_buf_release(bufs[i]);
     free(st);
@@ -202,9 +203,10 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     int *next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
     candidate *best = mt_buf_reserve(&st->cand, sizeof(candidate) * max_rows * (size_t)K);
     int *n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * max_rows);
+    float *scratch = mt_buf_reserve(&st->lsm_scratch, sizeof(float) * (size_t)V * (size_t)mt_pool_threads(st->pool));
     int32_t *fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * max_rows * stride);
     mt_hypothesis *fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * max_rows);
-    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand ||
+    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand || !scratch ||
         !fin_ids || !fin)
         return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
 
@@ -229,7 +231,8 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
             return fail(st, rc, "out of memory in the decoder");
         slot_base += (size_t)rows;
         rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t, .k_max = K,
-                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand};
+                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand,
+                       .scratch = scratch};
         mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
 
         /* Merge each sentence's rows (contiguous) into its k best, then advance. */
