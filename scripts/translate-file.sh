@@ -249,7 +249,10 @@ while [ "$next_launch" -lt "$nchunks" ] || [ "${#running[@]}" -gt 0 ]; do
   status=0
   pid=''
   wait -n -p pid "${!running[@]}" || status=$?
-  [ -n "$pid" ] || continue
+  if [ -z "$pid" ]; then
+    [ "$status" -ne 127 ] || { msg "internal error: lost track of the requests"; exit 1; }
+    continue
+  fi
   idx=${running[$pid]}
   unset "running[$pid]"
   if [ "$status" -ne 0 ]; then

@@ -1,0 +1,474 @@
+#!/usr/bin/python3
+"""docker/: what can be proved without a Docker engine, plus the nginx scale-out.
+
+- The Dockerfile's build stage runs the same install script and build command as the
+  README's first command (scripts/quickstart.sh), and nothing else that installs or builds.
+- The runtime stage installs exactly the Debian packages of the shared libraries that
+  mt-server and mt-translate link (ldd + dpkg -S), minus libc6/libgcc-s1/libstdc++6
+  which debian:12-slim has; no -dev package; non-root user, EXPOSE 8080, a HEALTHCHECK
+  on /health (docker/healthcheck.sh, run here against stand-in servers), configuration
+  by MT_* variables that mt-server knows, models under /models.
+- The compose files point at the Dockerfile and nginx.conf, use known MT_* variables.
+- Scale-out: two mt-server processes behind Debian's nginx running docker/nginx.conf
+  (its upstream rewritten to the two loopback servers); translate-file.sh through nginx
+  on a few hundred lines equals mt-translate's output and both backends served requests.
+
+Env: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR. Prints "N passed, M failed".
+"""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_scripts as ts  # noqa: E402  (helpers: servers, ports, HTTP)
+
+SOURCE, BUILD = ts.SOURCE, ts.BUILD
+DOCKER = os.path.join(SOURCE, "docker")
+DOCKERFILE = os.path.join(DOCKER, "Dockerfile")
+NGINX_CONF = os.path.join(DOCKER, "nginx.conf")
+HEALTHCHECK = os.path.join(DOCKER, "healthcheck.sh")
+QUICKSTART = os.path.join(SOURCE, "scripts", "quickstart.sh")
+
+# In debian:12-slim already (libc6 is the C library itself; apt needs libstdc++6 and
+# libgcc-s1), so the runtime stage need not name them.
+BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6"}
+# Sanitizer runtimes appear when MT_BUILD_DIR is a sanitizer build; the image is a release
+# build (scripts/build.sh with no sanitizer), so they are not runtime dependencies.
+SANITIZER_PACKAGE = re.compile(r"^lib(asan|ubsan|tsan|lsan|hwasan)\d*$|^libclang-rt")
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+# ------------------------------------------------------------------ Dockerfile parsing
+
+def dockerfile_stages(text):
+    """[{'base', 'name', 'ins': [(INSTRUCTION, args)]}], continuation lines joined."""
+    logical, cur = [], ""
+    for raw in text.splitlines():
+        s = raw.strip()
+        if s.startswith("#") or (not s and not cur):
+            continue  # comments (also inside continued instructions) and blank lines
+        if s.endswith("\\"):
+            cur += s[:-1] + " "
+            continue
+        logical.append(cur + s)
+        cur = ""
+    if cur.strip():
+        logical.append(cur)
+    stages = []
+    for line in logical:
+        instr, _, args = line.partition(" ")
+        instr, args = instr.upper(), args.strip()
+        if instr == "FROM":
+            words = [w for w in args.split() if not w.startswith("--")]
+            name = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
+            stages.append({"base": words[0], "name": name, "ins": []})
+        elif instr == "ARG" and not stages:
+            continue
+        else:
+            assert stages, "instruction before FROM: " + line
+            stages[-1]["ins"].append((instr, args))
+    return stages
+
+
+def shell_commands(script):
+    """A shell command line cut at && || ; and newlines, each shlex-split."""
+    out = []
+    for part in re.split(r"&&|\|\||;|\n", script):
+        part = part.strip()
+        if part.startswith("!"):
+            part = part[1:].strip()
+        if part and not part.startswith("#"):
+            try:
+                out.append(shlex.split(part))
+            except ValueError:
+                out.append(part.split())
+    return out
+
+
+def setup_commands(commands):
+    """The install/build invocations among commands: tuples of argv."""
+    return [tuple(c) for c in commands if c and (c[0].endswith("scripts/install-deps.sh")
+                                                 or c[0].endswith("scripts/build.sh"))]
+
+
+def apt_install_packages(script):
+    pkgs = []
+    for c in shell_commands(script):
+        if len(c) >= 2 and c[0] in ("apt-get", "apt") and "install" in c:
+            pkgs += [w for w in c[c.index("install") + 1:] if not w.startswith("-")]
+    return pkgs
+
+
+def exec_form_or_shell(args):
+    args = args.strip()
+    if args.startswith("["):
+        import json
+        return json.loads(args)
+    return shlex.split(args)
+
+
+def readme_first_command():
+    """The README's first command (the ```sh block after the 'first-command' marker),
+    or None when README.md has no such marker."""
+    path = os.path.join(SOURCE, "README.md")
+    if not os.path.exists(path):
+        return None
+    lines = read(path).splitlines()
+    for i, line in enumerate(lines):
+        if "first-command" in line:
+            j = i + 1
+            while j < len(lines) and not lines[j].strip().startswith("```"):
+                j += 1
+            block = []
+            for line2 in lines[j + 1:]:
+                if line2.strip().startswith("```"):
+                    break
+                block.append(line2)
+            cmd = "\n".join(block).strip()
+            return cmd or None
+    return None
+
+
+def ldd_packages(binaries):
+    """{package: [libraries]} for every library the binaries load (ldd)."""
+    r = subprocess.run(["ldd"] + binaries, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, "ldd failed: " + r.stderr
+    libs = set()
+    for line in r.stdout.splitlines():
+        line = line.strip()
+        if "not found" in line:
+            raise AssertionError("ldd: " + line)
+        m = re.search(r"=>\s*(/\S+)", line) or re.match(r"(/\S+)\s+\(", line)
+        if m:
+            libs.add(m.group(1))
+    pkgs = {}
+    for lib in sorted(libs):
+        pkg = dpkg_owner(lib)
+        assert pkg, "no Debian package owns %s (dpkg -S)" % lib
+        pkgs.setdefault(pkg, []).append(lib)
+    return pkgs
+
+
+def dpkg_owner(path):
+    candidates = []
+    for p in (path, os.path.realpath(path)):
+        candidates.append(p)
+        if p.startswith("/usr/lib/"):
+            candidates.append(p[len("/usr"):])
+        elif p.startswith("/lib/") or p.startswith("/lib64/"):
+            candidates.append("/usr" + p)
+    for c in candidates:
+        r = subprocess.run(["dpkg", "-S", c], capture_output=True, text=True)
+        if r.returncode == 0:
+            for line in r.stdout.splitlines():
+                owner, _, owned = line.partition(": ")
+                if owned.strip() == c and "diversion" not in owner:
+                    return owner.split(",")[0].strip().split(":")[0]
+    return None
+
+
+def config_env_names():
+    """MT_* names mt-server reads (from config/config.c)."""
+    return set(re.findall(r'"(MT_[A-Z0-9_]+)"', read(os.path.join(SOURCE, "config", "config.c"))))
+
+
+# ----------------------------------------------------------------------------- tests
+
+class Dockerfile(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.text = read(DOCKERFILE)
+        cls.stages = dockerfile_stages(cls.text)
+        cls.build = cls.stages[0]
+        cls.runtime = cls.stages[-1]
+
+    def ins(self, stage, kind):
+        return [a for i, a in stage["ins"] if i == kind]
+
+    def test_multi_stage_debian_12_slim(self):
+        self.assertGreaterEqual(len(self.stages), 2)
+        for st in self.stages:
+            self.assertIn(st["base"], ("debian:12-slim", "debian:bookworm-slim"))
+        self.assertTrue(self.build["name"], "the build stage needs a name for COPY --from")
+
+    def test_build_stage_uses_readme_commands(self):
+        first = readme_first_command()
+        if first is not None:
+            self.assertIn("scripts/quickstart.sh", first,
+                          "README's first command should run scripts/quickstart.sh")
+        readme_cmds = setup_commands(shell_commands(read(QUICKSTART)))
+        self.assertTrue(any(c[0].endswith("install-deps.sh") for c in readme_cmds), readme_cmds)
+        self.assertTrue(any(c[0].endswith("build.sh") for c in readme_cmds), readme_cmds)
+        docker_cmds = []
+        for run in self.ins(self.build, "RUN"):
+            docker_cmds += setup_commands(shell_commands(run))
+        norm = lambda cmds: [tuple(re.sub(r"^\./", "", c[0]),) + c[1:] for c in cmds]  # noqa: E731
+        self.assertEqual(norm(docker_cmds), norm(readme_cmds),
+                         "the image must install and build with exactly the README's commands")
+        # ... and nothing besides them installs packages or runs the build tools
+        for run in self.ins(self.build, "RUN"):
+            for c in shell_commands(run):
+                self.assertFalse(c and c[0] in ("apt-get", "apt", "meson", "ninja", "make", "cc", "gcc"),
+                                 "build stage runs %s itself: %s" % (c[0], run))
+        # the binaries copied out are where that build command leaves them
+        build_dir = [c for c in readme_cmds if c[0].endswith("build.sh")][0]
+        build_dir = build_dir[1] if len(build_dir) > 1 else "build"
+        workdir = (self.ins(self.build, "WORKDIR") or ["/"])[-1]
+        copies = " ".join(a for a in self.ins(self.runtime, "COPY") if a.startswith("--from="))
+        for rel in ("server/mt-server", "cli/mt-translate"):
+            self.assertIn(os.path.join(workdir, build_dir, rel), copies)
+        self.assertTrue(os.path.exists(os.path.join(BUILD, "cli", "mt-translate")),
+                        "meson does not put cli/mt-translate in the build directory")
+
+    def test_runtime_packages_match_ldd(self):
+        ts.require_server()
+        linked = ldd_packages([ts.SERVER, ts.CLI])
+        needed = {p for p in linked if p not in BASE_IMAGE_PACKAGES and not SANITIZER_PACKAGE.match(p)}
+        listed = []
+        for run in self.ins(self.runtime, "RUN"):
+            listed += apt_install_packages(run)
+        missing = sorted(needed - set(listed))
+        extra = sorted(set(listed) - needed)
+        self.assertFalse(missing, "runtime stage lacks %s (linked: %s)"
+                         % (missing, {p: linked[p] for p in missing}))
+        self.assertFalse(extra, "runtime stage installs %s, which the binaries do not link" % extra)
+        self.assertEqual(len(listed), len(set(listed)), "duplicate packages")
+        self.assertIn("libopenblas0-pthread", listed)
+
+    def test_runtime_stage(self):
+        rt = self.runtime
+        for run in self.ins(rt, "RUN"):
+            for p in apt_install_packages(run):
+                self.assertFalse(p.endswith("-dev") or p in ("build-essential", "meson", "gcc"), p)
+        users = self.ins(rt, "USER")
+        self.assertTrue(users, "no USER: the server would run as root")
+        self.assertNotIn(users[-1].split(":")[0], ("root", "0"))
+        self.assertIn("8080", " ".join(self.ins(rt, "EXPOSE")).split())
+        hc = self.ins(rt, "HEALTHCHECK")
+        self.assertEqual(len(hc), 1)
+        self.assertIn("CMD", hc[0])
+        hc_cmd = hc[0][hc[0].index("CMD") + 3:]
+        if "/health" not in hc_cmd:  # a script: it must be ours and probe /health
+            prog = exec_form_or_shell(hc_cmd)[0]
+            copied = [a for a in self.ins(rt, "COPY") if a.split()[-1].rstrip("/").endswith(os.path.basename(prog))]
+            self.assertTrue(copied, "HEALTHCHECK runs %s, which no COPY provides" % prog)
+            src = os.path.join(SOURCE, copied[0].split()[0])
+            self.assertIn("/health", read(src))
+        cmd = self.ins(rt, "CMD") + self.ins(rt, "ENTRYPOINT")
+        self.assertTrue(cmd and "mt-server" in " ".join(cmd))
+        # configuration by environment: every MT_* name set is one mt-server reads
+        env = " ".join(self.ins(rt, "ENV"))
+        names = set(re.findall(r"\b(MT_[A-Z0-9_]+)=", env))
+        self.assertIn("MT_CONFIG", names)
+        self.assertFalse(names - config_env_names(), "unknown settings: %s" % (names - config_env_names()))
+        # binaries, models and the example configuration are in the image
+        copies = self.ins(rt, "COPY")
+        joined = " ".join(copies)
+        self.assertIn("mt-server", joined)
+        self.assertIn("mt-translate", joined)
+        self.assertTrue(any(a.split()[0].rstrip("/") == "models" and a.split()[-1].rstrip("/") == "/models"
+                            for a in copies), "bundled models must be copied to /models")
+        self.assertTrue(any(a.split()[0].rstrip("/") == "config/examples" for a in copies))
+
+    def test_copy_sources_exist(self):
+        missing_models = False
+        for st in self.stages:
+            for a in self.ins(st, "COPY"):
+                words = [w for w in a.split() if not w.startswith("--")]
+                if a.startswith("--from"):
+                    continue
+                for src in words[:-1]:
+                    if src == ".":
+                        continue
+                    if src.rstrip("/") == "models" and not os.path.exists(os.path.join(SOURCE, "models", "en-de", "config.json")):
+                        missing_models = True
+                        continue
+                    self.assertTrue(os.path.exists(os.path.join(SOURCE, src)), "COPY %s: not in the repository" % src)
+        # the configuration the image starts with serves the bundled model's path
+        toml = read(os.path.join(SOURCE, "config", "examples", "docker.toml"))
+        for path in re.findall(r'^\s*path\s*=\s*"([^"]+)"', toml, re.M):
+            self.assertTrue(path.startswith("/models/"), path)
+            if not missing_models:
+                self.assertTrue(os.path.isdir(os.path.join(SOURCE, "models", path[len("/models/"):])),
+                                "docker.toml serves %s, which models/ does not bundle" % path)
+        if missing_models:
+            self.skipTest("models/en-de is not in the repository yet: the image's COPY models/ is unchecked")
+
+    def test_dockerignore_keeps_build_dirs_out(self):
+        ignore = read(DOCKERFILE + ".dockerignore").split()
+        self.assertTrue({"build", "build*"} & set(ignore), "build directories are not ignored")
+        self.assertIn(".git", ignore)
+
+
+class HealthcheckScript(unittest.TestCase):
+    def run_hc(self, port):
+        env = dict(os.environ, MT_PORT=str(port))
+        env.pop("MT_HEALTH_PORT", None)
+        return subprocess.run(["bash", HEALTHCHECK], env=env, capture_output=True, timeout=20)
+
+    def test_shellcheck(self):
+        if not shutil.which("shellcheck"):
+            self.skipTest("shellcheck is not installed")
+        r = subprocess.run(["shellcheck", HEALTHCHECK], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout)
+
+    def test_ready_busy_down(self):
+        import http.server
+        import threading
+
+        state = {"code": 200}
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                body = b'{"status": "ok"}' if self.path == "/health" else b"{}"
+                self.send_response(state["code"] if self.path == "/health" else 404)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            port = srv.server_address[1]
+            self.assertEqual(self.run_hc(port).returncode, 0)
+            state["code"] = 503
+            r = self.run_hc(port)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn(b"503", r.stderr)
+        finally:
+            srv.shutdown()
+            srv.server_close()
+        self.assertEqual(self.run_hc(ts.free_port()).returncode, 1)
+
+
+class ComposeFiles(unittest.TestCase):
+    def check_env(self, text):
+        names = set(re.findall(r"^\s+(MT_[A-Z0-9_]+):", text, re.M))
+        self.assertTrue(names)
+        self.assertFalse(names - config_env_names(), "unknown settings: %s" % (names - config_env_names()))
+
+    def test_single(self):
+        text = read(os.path.join(DOCKER, "compose.yml"))
+        self.assertRegex(text, r"context:\s*\.\.\s")
+        self.assertRegex(text, r"dockerfile:\s*docker/Dockerfile\s")
+        self.assertRegex(text, r':8080"')
+        self.check_env(text)
+
+    def test_scale(self):
+        text = read(os.path.join(DOCKER, "compose.scale.yml"))
+        self.assertRegex(text, r"dockerfile:\s*docker/Dockerfile\s")
+        self.assertRegex(text, r"replicas:")
+        self.assertRegex(text, r"image:.*nginx:")
+        self.assertRegex(text, r"\./nginx\.conf:/etc/nginx/conf\.d/default\.conf")
+        self.assertRegex(text, r"condition:\s*service_healthy")
+        self.check_env(text)
+        # the backends' name and port in nginx.conf are the compose service's
+        self.assertRegex(read(NGINX_CONF), r"server\s+mt:8080\b")
+        self.assertRegex(text, r"(?m)^  mt:\s*$")
+
+
+# ------------------------------------------------------------------ nginx scale-out
+
+def local_nginx_conf(tmp, listen_port, backends):
+    """docker/nginx.conf made runnable by Debian's nginx on loopback: the upstream's
+    `server mt:8080 ...` becomes the given backends, `listen` the given port, logs go to
+    tmp; wrapped in a main configuration with every path in tmp."""
+    text = read(NGINX_CONF)
+    servers = "".join("    server %s max_fails=0;\n" % b for b in backends)
+    text, n = re.subn(r"(?m)^\s*server\s+mt:8080\b[^;]*;\s*\n", servers, text)
+    assert n == 1, "docker/nginx.conf: expected one 'server mt:8080 ...;' line in the upstream"
+    text, n = re.subn(r"(?m)^(\s*)listen\s+8080\s*;", r"\1listen 127.0.0.1:%d;" % listen_port, text)
+    assert n == 1, "docker/nginx.conf: expected 'listen 8080;'"
+    text = text.replace("/var/log/nginx/access.log", os.path.join(tmp, "access.log"))
+    inner = os.path.join(tmp, "mt.conf")
+    with open(inner, "w") as f:
+        f.write(text)
+    main = os.path.join(tmp, "nginx.conf")
+    with open(main, "w") as f:
+        f.write("""%(user)sworker_processes 2;
+error_log %(t)s/error.log info;
+pid %(t)s/nginx.pid;
+events { worker_connections 512; }
+http {
+    client_body_temp_path %(t)s/body;
+    proxy_temp_path %(t)s/proxy;
+    fastcgi_temp_path %(t)s/fastcgi;
+    uwsgi_temp_path %(t)s/uwsgi;
+    scgi_temp_path %(t)s/scgi;
+    include %(inner)s;
+}
+""" % {"t": tmp, "inner": inner, "user": "user root root;\n" if os.geteuid() == 0 else ""})
+    return main
+
+
+class NginxScaleOut(unittest.TestCase):
+    def test_config_syntax(self):
+        if not shutil.which("nginx"):
+            self.fail("nginx is not installed (scripts/install-deps.sh installs nginx-light)")
+        tmp = tempfile.mkdtemp(prefix="test_docker_nginx.")
+        try:
+            conf = local_nginx_conf(tmp, ts.free_port(), ["127.0.0.1:1", "127.0.0.1:2"])
+            r = subprocess.run(["nginx", "-t", "-c", conf, "-p", tmp], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_two_servers_behind_nginx(self):
+        ts.require_server()
+        tmp = tempfile.mkdtemp(prefix="test_docker_scale.")
+        procs = []
+        try:
+            model = ts.test_model(tmp, seed=11)
+            lines = ts.sample_lines(300, seed=5)
+            src = os.path.join(tmp, "input.txt")
+            ts.write_lines(src, lines)
+            with open(src, "rb") as f:
+                expected = ts.cli_translate(model, f.read())
+            ports = [ts.free_port(), ts.free_port()]
+            for i, port in enumerate(ports):
+                procs.append(ts.start_server(model, port, os.path.join(tmp, "server%d.log" % i)))
+            lb_port = ts.free_port()
+            conf = local_nginx_conf(tmp, lb_port, ["127.0.0.1:%d" % p for p in ports])
+            nginx = subprocess.Popen(["nginx", "-c", conf, "-p", tmp, "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "nginx.out"), "wb"),
+                                     start_new_session=True)
+            procs.append(nginx)
+            url = "http://127.0.0.1:%d" % lb_port
+            ts.wait_health(url, nginx, timeout=60, log=os.path.join(tmp, "error.log"))
+            t0 = time.monotonic()
+            r = ts.run_script([ts.TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", url, "-j", "4", "-b", "10", src],
+                              timeout=900)
+            took = time.monotonic() - t0
+            self.assertEqual(r.returncode, 0, r.stderr.decode("utf-8", "replace")[-3000:]
+                             + ts.log_tail(os.path.join(tmp, "error.log")))
+            self.assertEqual(r.stdout.count(b"\n"), len(lines))
+            self.assertTrue(r.stdout == expected, "output through nginx differs from mt-translate's")
+            with open(os.path.join(tmp, "access.log")) as f:
+                log = f.read()
+            served = {p: len(re.findall(r'"POST /translate[^"]*" 200 .*upstream=[^ ]*127\.0\.0\.1:%d\b' % p, log))
+                      for p in ports}
+            print("  %d lines in %.1fs through nginx; /translate requests per backend: %s"
+                  % (len(lines), took, served))
+            for p in ports:
+                self.assertGreater(served[p], 0, "backend on port %d served no translation:\n%s" % (p, log[-2000:]))
+        finally:
+            for p in reversed(procs):
+                ts.stop(p)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(ts.run_tests(__name__))

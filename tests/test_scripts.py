@@ -1,0 +1,530 @@
+#!/usr/bin/python3
+"""scripts/translate-file.sh and scripts/translate-dir.sh.
+
+Against a stand-in server (Python, loopback): every line (empty, long, quotes,
+backslashes, tabs, CR, non-ASCII, a last line without newline) goes to the server as one
+JSON string and comes back in order, one output line per input line; 503 answers and
+refused connections are retried through; a 400 stops the script at once with a non-zero
+exit and the server's message; exhausted retries stop it too.
+
+Against the real mt-server (a random model from tools/make_test_model.py): a few hundred
+lines translate identically to mt-translate.
+
+Also holds the helpers test_docker.py and test_quickstart.py use (free ports, servers,
+HTTP). Env: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR. Prints "N passed, M failed";
+exits non-zero on any failure.
+"""
+import gzip
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.abspath(os.environ.get("MT_SOURCE_DIR", os.path.join(HERE, "..")))
+BUILD = os.path.abspath(os.environ.get("MT_BUILD_DIR", os.path.join(SOURCE, "build")))
+SHARED = os.path.abspath(os.environ.get("MT_SHARED_DIR", os.path.join(SOURCE, "..", "shared")))
+SERVER = os.path.join(BUILD, "server", "mt-server")
+CLI = os.path.join(BUILD, "cli", "mt-translate")
+TRANSLATE_FILE = os.path.join(SOURCE, "scripts", "translate-file.sh")
+TRANSLATE_DIR = os.path.join(SOURCE, "scripts", "translate-dir.sh")
+PYTHON = "/usr/bin/python3"
+MAX_LENGTH = "32"  # decoding steps, the same for server and CLI: keeps random models fast
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_request(method, url, body=None, timeout=30, headers=None):
+    """(status, headers, body bytes); HTTP errors are answers, not exceptions."""
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def wait_health(url, proc=None, timeout=120, log=None):
+    """Waits for GET url/health to answer 200; fails if proc exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError("process exited with status %s before /health was ready%s"
+                                 % (proc.returncode, log_tail(log)))
+        try:
+            status, _, body = http_request("GET", url + "/health", timeout=5)
+            if status == 200:
+                return
+            last = "HTTP %d %s" % (status, body[:200])
+        except OSError as e:
+            last = str(e)
+        time.sleep(0.3)
+    raise AssertionError("%s/health not ready after %ds (%s)%s" % (url, timeout, last, log_tail(log)))
+
+
+def log_tail(path, n=3000):
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, "rb") as f:
+        data = f.read()[-n:]
+    return "\n--- %s (end) ---\n%s" % (path, data.decode("utf-8", "replace"))
+
+
+def stop(proc, timeout=20):
+    """SIGTERM the process (its whole group when it leads one), then SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        if os.getpgid(proc.pid) == proc.pid:
+            os.killpg(proc.pid, signal.SIGTERM)
+        else:
+            proc.terminate()
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            if os.getpgid(proc.pid) == proc.pid:
+                os.killpg(proc.pid, signal.SIGKILL)
+            else:
+                proc.kill()
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+
+
+def require_server():
+    if not os.access(SERVER, os.X_OK):
+        raise AssertionError("mt-server is not built: %s is missing (build with "
+                             "scripts/build.sh, or ninja -C %s)" % (SERVER, BUILD))
+    if not os.access(CLI, os.X_OK):
+        raise AssertionError("mt-translate is not built: %s is missing" % CLI)
+
+
+def start_server(model, port, log, extra=()):
+    """Starts mt-server on 127.0.0.1:port in its own process group; returns the Popen."""
+    require_server()
+    args = [SERVER, "--model", model, "--host", "127.0.0.1", "--port", str(port),
+            "--workers", "2", "--max-length", MAX_LENGTH] + list(extra)
+    out = open(log, "ab")
+    proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                            start_new_session=True)
+    out.close()
+    try:
+        wait_health("http://127.0.0.1:%d" % port, proc, timeout=180, log=log)
+    except BaseException:
+        stop(proc)
+        raise
+    return proc
+
+
+_model_cache = {}
+
+
+def test_model(tmp_root, seed=7):
+    """A small random model from tools/make_test_model.py (made once per process)."""
+    if seed in _model_cache and os.path.exists(_model_cache[seed]):
+        return _model_cache[seed]
+    out = os.path.join(tmp_root, "model-%d" % seed)
+    r = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "make_test_model.py"), out,
+                        "--seed", str(seed), "--eos-bias", "3", "--shared-dir", SHARED],
+                       capture_output=True, text=True, timeout=600)
+    if r.returncode != 0:
+        raise AssertionError("make_test_model.py failed:\n" + r.stdout[-2000:] + r.stderr[-2000:])
+    _model_cache[seed] = out
+    return out
+
+
+def cli_translate(model, text_bytes):
+    require_server()
+    r = subprocess.run([CLI, "--model", model, "--max-length", MAX_LENGTH], input=text_bytes,
+                       capture_output=True, timeout=600)
+    if r.returncode != 0:
+        raise AssertionError("mt-translate failed: " + r.stderr.decode("utf-8", "replace")[-2000:])
+    return r.stdout
+
+
+def sample_lines(n, seed=1):
+    """n varied lines: Multi30k sentences, empty lines, quotes, backslashes, tabs, CR, long
+    lines, several sentences, non-ASCII."""
+    import random
+    rnd = random.Random(seed)
+    path = os.path.join(SHARED, "data", "multi30k", "val.en.gz")
+    if os.path.exists(path):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            base = [line.rstrip("\n") for line in f][:400]
+    else:
+        base = ["A man in a blue shirt is riding a bike.", "Two dogs play in the park."]
+    specials = [
+        "", "", "   ", "\t", 'He said "hello" and left.', "A back\\slash and a \\n that is not a newline.",
+        "tab\tseparated\tcolumns", "  leading and trailing spaces  ", "Carriage return at the end\r",
+        "Über den Wolken: café, naïve, Ærø, Straße.", "日本語のテキストです。", "Emoji 🙂 and ünïcödé — dashes…",
+        "{\"json\": [1, 2, 3]} and 'single quotes'", "$HOME `backticks` $(not a command) %s %d",
+        "Dr. Smith arrived at 3 p.m. He was late. Was he tired? Yes!",
+    ]
+    lines = []
+    for i in range(n):
+        r = rnd.random()
+        if r < 0.15:
+            lines.append(rnd.choice(specials))
+        elif r < 0.2:
+            lines.append(" ".join(rnd.choice(base) for _ in range(rnd.randint(6, 15))))  # long
+        else:
+            lines.append(rnd.choice(base))
+    return lines
+
+
+# ------------------------------------------------------------------ stand-in server
+
+class Stub:
+    """A loopback HTTP server standing in for mt-server. Answers POST /translate with
+    "[" + text + "]" for every text; `fail_first` requests get 503 + Retry-After: 1;
+    `reject(req)` may return a message to answer 400 with."""
+
+    def __init__(self, port=None, fail_first=0, always_503=False, reject=None, status=400):
+        self.port = port or free_port()
+        self.fail_first, self.always_503, self.reject, self.status = fail_first, always_503, reject, status
+        self.requests = []  # (headers, body) of every POST
+        self.lock = threading.Lock()
+        stub = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def answer(self, status, obj, extra=()):
+                data = json.dumps(obj, ensure_ascii=False).encode()
+                self.send_response(status)
+                for k, v in extra:
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.answer(200, {"status": "ok"})
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with stub.lock:
+                    stub.requests.append((dict(self.headers), body))
+                    count = len(stub.requests)
+                if stub.always_503 or count <= stub.fail_first:
+                    return self.answer(503, {"error": "server busy: queue full"}, [("Retry-After", "1")])
+                try:
+                    req = json.loads(body)
+                except ValueError as e:
+                    return self.answer(400, {"error": "invalid JSON: %s" % e})
+                if stub.reject:
+                    message = stub.reject(req)
+                    if message:
+                        return self.answer(stub.status, {"error": message})
+                texts = req["text"]
+                self.answer(200, {"translations": ["[" + t + "]" for t in texts],
+                                  "source": req.get("source"), "target": req.get("target")})
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d" % self.port
+
+
+def write_lines(path, lines, final_newline=True):
+    data = "\n".join(lines) + ("\n" if final_newline and lines else "")
+    with open(path, "wb") as f:
+        f.write(data.encode("utf-8"))
+
+
+def run_script(args, timeout=300, **kw):
+    return subprocess.run(["bash"] + args, capture_output=True, timeout=timeout, **kw)
+
+
+# ----------------------------------------------------------------------------- tests
+
+class ScriptLint(unittest.TestCase):
+    def test_shellcheck(self):
+        if not shutil.which("shellcheck"):
+            self.skipTest("shellcheck is not installed")
+        r = subprocess.run(["shellcheck", TRANSLATE_FILE, TRANSLATE_DIR], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_usage_errors(self):
+        for args in ([], ["-s", "en", "x"], ["-t", "de", "x"], ["-s", "en", "-t", "de"],
+                     ["-s", "en", "-t", "de", "-j", "0", "/dev/null"],
+                     ["-s", "en", "-t", "de", "/nonexistent/file"]):
+            r = run_script([TRANSLATE_FILE] + args, timeout=30)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertIn(b"translate-file", r.stderr)
+        r = run_script([TRANSLATE_FILE, "-h"], timeout=30)
+        self.assertEqual(r.returncode, 0)
+        self.assertIn(b"usage", r.stdout)
+
+
+class TranslateFileStub(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_scripts.")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def path(self, name):
+        return os.path.join(self.tmp, name)
+
+    def expected(self, lines):
+        return "".join("[" + line + "]\n" for line in lines).encode("utf-8")
+
+    def test_round_trip_in_order(self):
+        lines = sample_lines(300, seed=2)
+        lines += ["x" * 5000, "", "the last line has no newline \\ \"q\""]
+        src = self.path("roundtrip.txt")
+        write_lines(src, lines, final_newline=False)
+        with Stub() as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-j", "4", "-b", "7", src])
+        self.assertEqual(r.returncode, 0, r.stderr.decode("utf-8", "replace")[-2000:])
+        self.assertEqual(r.stdout, self.expected(lines))
+        self.assertEqual(len(stub.requests), (len(lines) + 6) // 7)
+        for headers, body in stub.requests:
+            req = json.loads(body)
+            self.assertEqual((req["source"], req["target"]), ("en", "de"))
+            self.assertIsInstance(req["text"], list)
+            self.assertEqual(headers.get("Content-Type"), "application/json")
+        # progress on stderr: lines done / total and a rate
+        self.assertRegex(r.stderr.decode(), r"%d/%d lines \(100%%\), [0-9.]+ lines/s" % (len(lines), len(lines)))
+
+    def test_stdin_url_with_path_and_quiet(self):
+        lines = ["one", "", "three"]
+        with Stub() as stub:
+            r = run_script([TRANSLATE_FILE, "-q", "-s", "en", "-t", "de", "-u", stub.url + "/translate/", "-"],
+                           input="one\n\nthree\n".encode())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, self.expected(lines))
+        self.assertEqual(r.stderr, b"")
+
+    def test_empty_file(self):
+        src = self.path("empty.txt")
+        write_lines(src, [])
+        with Stub() as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, src])
+        self.assertEqual((r.returncode, r.stdout, len(stub.requests)), (0, b"", 0), r.stderr)
+
+    def test_retries_503(self):
+        lines = ["line %d" % i for i in range(40)]
+        src = self.path("busy.txt")
+        write_lines(src, lines)
+        with Stub(fail_first=6) as stub:
+            t0 = time.monotonic()
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-j", "3", "-b", "5", src])
+            took = time.monotonic() - t0
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, self.expected(lines))
+        self.assertEqual(len(stub.requests), 8 + 6)
+        self.assertIn(b"HTTP 503", r.stderr)
+        self.assertGreaterEqual(took, 1.0, "Retry-After: 1 was not honoured")
+
+    def test_retries_connection_refused(self):
+        lines = ["early %d" % i for i in range(10)]
+        src = self.path("refused.txt")
+        write_lines(src, lines)
+        port = free_port()
+        err_path = self.path("refused.err")
+        with open(err_path, "wb") as err_file:
+            proc = subprocess.Popen(["bash", TRANSLATE_FILE, "-s", "en", "-t", "de", "-u",
+                                     "http://127.0.0.1:%d" % port, "-b", "4", src],
+                                    stdout=subprocess.PIPE, stderr=err_file)
+        try:
+            deadline = time.monotonic() + 60  # until it has met the refused connection
+            while time.monotonic() < deadline:
+                with open(err_path, "rb") as f:
+                    if b"connection error" in f.read():
+                        break
+                time.sleep(0.2)
+            self.assertIsNone(proc.poll(), "gave up before the server came up")
+            with Stub(port=port):
+                out, _ = proc.communicate(timeout=120)
+        finally:
+            stop(proc)
+        with open(err_path, "rb") as f:
+            err = f.read()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertEqual(out, self.expected(lines))
+        self.assertIn(b"connection error", err)
+
+    def test_400_stops_with_message(self):
+        lines = ["fine %d" % i for i in range(60)] + ["BAD LINE"] + ["fine"] * 60
+        src = self.path("bad.txt")
+        write_lines(src, lines)
+        message = "text 3 is not acceptable: unsupported language pair en->xx"
+        with Stub(reject=lambda req: message if "BAD LINE" in req["text"] else None) as stub:
+            t0 = time.monotonic()
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-j", "2", "-b", "10", src])
+            took = time.monotonic() - t0
+            bad_requests = [b for _, b in stub.requests if b"BAD LINE" in b]
+        self.assertNotEqual(r.returncode, 0)
+        err = r.stderr.decode()
+        self.assertIn(message, err)
+        self.assertIn("HTTP 400", err)
+        self.assertIn("lines 61-70", err)
+        self.assertEqual(len(bad_requests), 1, "a 400 must not be retried")
+        self.assertLess(took, 60)
+        # what was printed is a prefix of the correct output, in order
+        self.assertTrue(self.expected(lines).startswith(r.stdout))
+        self.assertLess(len(stub.requests), 12, "kept sending after the 400")
+
+    def test_4xx_on_every_chunk_stops_fast(self):
+        src = self.path("lang.txt")
+        write_lines(src, ["a", "b", "c"] * 30)
+        with Stub(reject=lambda req: "no model translates en -> xx" if req["target"] == "xx" else None) as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "xx", "-u", stub.url, "-j", "3", "-b", "3", src],
+                           timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"no model translates en -> xx", r.stderr)
+        self.assertLessEqual(len(stub.requests), 3)
+
+    def test_413_hint(self):
+        src = self.path("big.txt")
+        write_lines(src, ["a"] * 10)
+        with Stub(reject=lambda req: "too many texts: 10 (limit 4)", status=413) as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-b", "10", src])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"too many texts", r.stderr)
+        self.assertIn(b"lower -b", r.stderr)
+
+    def test_gives_up_after_retries(self):
+        src = self.path("down.txt")
+        write_lines(src, ["a", "b"])
+        with Stub(always_503=True) as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-r", "2", src], timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"giving up after 2 retries", r.stderr)
+        self.assertEqual(len(stub.requests), 3)
+
+    def test_api_key(self):
+        src = self.path("key.txt")
+        write_lines(src, ["a"])
+        with Stub() as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-k", "s3cret", src])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(stub.requests[0][0].get("Authorization"), "Bearer s3cret")
+
+    def test_translate_dir(self):
+        d = self.path("docs")
+        os.makedirs(d)
+        write_lines(os.path.join(d, "a.txt"), ["one", "", "two"])
+        write_lines(os.path.join(d, "b c.txt"), ['say "hi"\tnow'])
+        write_lines(os.path.join(d, "notes.md"), ["not translated"])
+        with Stub() as stub:
+            r = run_script([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, d])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            out = d + ".de"
+            self.assertEqual(sorted(os.listdir(out)), ["a.txt", "b c.txt"])
+            with open(os.path.join(out, "a.txt"), "rb") as f:
+                self.assertEqual(f.read(), self.expected(["one", "", "two"]))
+            with open(os.path.join(out, "b c.txt"), "rb") as f:
+                self.assertEqual(f.read(), self.expected(['say "hi"\tnow']))
+            n = len(stub.requests)
+            r = run_script([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, d])
+            self.assertEqual((r.returncode, len(stub.requests)), (0, n), "up-to-date files were redone")
+            self.assertIn(b"up to date", r.stderr)
+            r = run_script([TRANSLATE_DIR, "-f", "-q", "-s", "en", "-t", "de", "-u", stub.url, "-o",
+                            self.path("elsewhere"), d])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(os.listdir(self.path("elsewhere"))), ["a.txt", "b c.txt"])
+
+    def test_translate_dir_stops_on_failure(self):
+        d = self.path("docs2")
+        os.makedirs(d)
+        write_lines(os.path.join(d, "1.txt"), ["ok"])
+        write_lines(os.path.join(d, "2.txt"), ["BAD LINE"])
+        write_lines(os.path.join(d, "3.txt"), ["ok"])
+        with Stub(reject=lambda req: "rejected" if "BAD LINE" in req["text"] else None) as stub:
+            r = run_script([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, d])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(b"2.txt failed", r.stderr)
+        self.assertEqual(os.listdir(d + ".de"), ["1.txt"], "partial or later outputs left behind")
+
+
+class TranslateFileRealServer(unittest.TestCase):
+    """translate-file.sh through mt-server gives exactly mt-translate's output."""
+
+    def test_identical_to_cli(self):
+        require_server()
+        tmp = tempfile.mkdtemp(prefix="test_scripts_real.")
+        proc = None
+        try:
+            model = test_model(tmp)
+            lines = sample_lines(320, seed=3)
+            src = os.path.join(tmp, "input.txt")
+            write_lines(src, lines)
+            with open(src, "rb") as f:
+                expected = cli_translate(model, f.read())
+            self.assertEqual(expected.count(b"\n"), len(lines))
+            port = free_port()
+            log = os.path.join(tmp, "server.log")
+            proc = start_server(model, port, log)
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", "http://127.0.0.1:%d" % port,
+                            "-j", "3", "-b", "16", src], timeout=900)
+            self.assertEqual(r.returncode, 0, r.stderr.decode("utf-8", "replace")[-3000:] + log_tail(log))
+            if r.stdout != expected:
+                got, want = r.stdout.split(b"\n"), expected.split(b"\n")
+                bad = [i for i in range(min(len(got), len(want))) if got[i] != want[i]]
+                self.fail("output differs from mt-translate: %d vs %d lines, first difference at line %s:"
+                          "\n input %r\n  file %r\n   cli %r" % (
+                              len(got), len(want), bad[0] + 1 if bad else "end",
+                              lines[bad[0]] if bad else None, got[bad[0]] if bad else None,
+                              want[bad[0]] if bad else None))
+        finally:
+            stop(proc)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_tests(module_name):
+    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[module_name])
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
+    skipped = len(result.skipped)
+    passed = result.testsRun - failed - skipped
+    if skipped:
+        print("(%d skipped)" % skipped)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(run_tests(__name__))
