@@ -206,6 +206,8 @@ START_TEST(language_pair_and_name_come_from_the_directory)
     ck_assert_int_eq(ids[0], mt_tokenizer_source_id(mt_translator_tokenizer(por), ">>por<<"));
     free(ids);
     mt_translator_free(por);
+    ck_assert_ptr_null(mt_translator_load(dir, "en", "xyz", err, sizeof err));
+    ck_assert_str_eq(err, "target language 'xyz' is not offered by this model; valid targets: pob, por");
 }
 END_TEST
 

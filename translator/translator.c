@@ -70,11 +70,24 @@ mt_translator *mt_translator_load(const char *dir, const char *source_lang, cons
         mt_translator_free(tr);
         return NULL;
     }
-    /* Multilingual models pick their output language from a ">>xxx<<" source token. */
-    if (mt_tokenizer_language_token_count(tr->tok) > 0) {
+    /* Multilingual models pick their output language from a ">>xxx<<" source token. A
+     * target the caller names must be one of them; the directory's own default target
+     * may be a plain code ("pt" for >>por<</>>pob<<), which then selects no token. */
+    int n_langs = mt_tokenizer_language_token_count(tr->tok);
+    if (n_langs > 0) {
         char piece[64];
         snprintf(piece, sizeof piece, ">>%s<<", tr->target_lang);
         tr->target_token = mt_tokenizer_source_id(tr->tok, piece);
+        if (tr->target_token < 0 && target_lang) {
+            size_t used = (size_t)snprintf(err, errlen, "target language '%s' is not offered by this model; valid targets:",
+                                           target_lang);
+            for (int i = 0; i < n_langs && err && used < errlen; i++) {
+                const char *t = mt_tokenizer_language_token(tr->tok, i); /* ">>xxx<<" */
+                used += (size_t)snprintf(err + used, errlen - used, "%s %.*s", i ? "," : "", (int)strlen(t) - 4, t + 2);
+            }
+            mt_translator_free(tr);
+            return NULL;
+        }
     }
     return tr;
 }
