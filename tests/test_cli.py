@@ -1,0 +1,137 @@
+"""mt-translate as a user runs it: line discipline, options, and errors.
+
+Runs the real binary ($MT_BUILD_DIR/cli/mt-translate) on a small random model written by
+tools/make_test_model.py, and on broken copies of it.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BUILD = os.environ.get("MT_BUILD_DIR", "build")
+SOURCE = os.environ.get("MT_SOURCE_DIR", ".")
+CLI = os.path.join(BUILD, "cli", "mt-translate")
+
+
+def run(args, text, check=True):
+    proc = subprocess.run([CLI] + args, input=text.encode(), capture_output=True, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"mt-translate {args} failed: {proc.stderr.decode()}")
+    return proc
+
+
+class CliTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise unittest.SkipTest(f"{CLI} is not built")
+        cls.tmp = tempfile.mkdtemp(prefix="mt-test-cli-")
+        cls.model = os.path.join(cls.tmp, "model")
+        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "tools", "make_test_model.py"), cls.model,
+                        "--seed", "11", "--eos-bias", "6", "--max-length", "24"],
+                       check=True, capture_output=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_one_line_out_per_line_in_with_empty_lines_kept(self):
+        text = "A dog runs.\n\nTwo men talk. A woman listens.\n   \nLast line without newline"
+        out = run(["--model", self.model, "--beam", "2"], text).stdout.decode()
+        lines = out.split("\n")
+        self.assertEqual(lines[-1], "")  # output ends with a newline
+        lines = lines[:-1]
+        self.assertEqual(len(lines), 5)
+        self.assertEqual(lines[1], "")
+        self.assertEqual(lines[3], "   ")  # whitespace-only lines are kept verbatim
+        self.assertTrue(lines[0] and lines[2] and lines[4])
+
+    def test_order_does_not_depend_on_batching(self):
+        text = "\n".join(f"Sentence number {i} is {'very ' * (i % 7)}long." for i in range(40)) + "\n"
+        a = run(["--model", self.model, "--batch-size", "3"], text).stdout
+        b = run(["--model", self.model, "--batch-size", "64", "--threads", "2"], text).stdout
+        self.assertEqual(a, b)
+
+    def test_ids_output_and_input(self):
+        out = run(["--model", self.model, "--output", "ids"], "A dog runs.\n").stdout.decode().strip()
+        self.assertRegex(out, r"^\d+( \d+)*$")
+        out2 = run(["--model", self.model, "--input", "ids", "--output", "ids"], "5 6 7\n").stdout.decode()
+        self.assertRegex(out2.strip(), r"^\d+( \d+)*$")
+
+    def test_n_best_in_moses_format(self):
+        out = run(["--model", self.model, "--beam", "4", "--n-best", "3"], "A dog.\nA cat.\n").stdout.decode()
+        rows = [line.split(" ||| ") for line in out.strip().split("\n")]
+        self.assertEqual(len(rows), 6)
+        self.assertEqual([r[0] for r in rows], ["0", "0", "0", "1", "1", "1"])
+        scores = [float(r[2]) for r in rows[:3]]
+        self.assertEqual(scores, sorted(scores, reverse=True))
+
+    def test_bad_options_are_errors(self):
+        for args, needle in [
+            (["--beam", "0"], "--beam must be an integer >= 1"),
+            (["--output", "xml"], "--output must be 'text' or 'ids'"),
+            (["--n-best", "5", "--beam", "2"], "larger than the beam size"),
+            (["--bogus"], "usage"),
+            ([], "--model DIR is required"),
+        ]:
+            model_args = [] if args == [] else ["--model", self.model]
+            proc = run(model_args + args, "x\n", check=False)
+            self.assertNotEqual(proc.returncode, 0, args)
+            self.assertIn(needle, proc.stderr.decode(), args)
+
+    def test_invalid_utf8_input_is_an_error_naming_the_byte(self):
+        proc = subprocess.run([CLI, "--model", self.model], input=b"ok \xc3\x28 bad\n", capture_output=True,
+                              timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("invalid UTF-8 at byte 3", proc.stderr.decode())
+
+    def test_broken_model_directories_fail_cleanly(self):
+        cases = {
+            "missing.safetensors": ("model.safetensors", None, "model.safetensors"),
+            "missing.vocab": ("vocab.json", None, "vocab.json"),
+            "bad.config": ("config.json", b"{not json", "config.json: invalid JSON"),
+            "truncated": ("model.safetensors", "truncate", "past the data section"),
+        }
+        for name, (fname, content, needle) in cases.items():
+            d = os.path.join(self.tmp, name)
+            shutil.copytree(self.model, d)
+            path = os.path.join(d, fname)
+            if content is None:
+                os.remove(path)
+            elif content == "truncate":
+                size = os.path.getsize(path)
+                with open(path, "r+b") as f:
+                    f.truncate(size // 2)
+            else:
+                with open(path, "wb") as f:
+                    f.write(content)
+            proc = run(["--model", d], "x\n", check=False)
+            self.assertEqual(proc.returncode, 1, name)
+            self.assertIn("cannot load model", proc.stderr.decode(), name)
+            self.assertIn(needle, proc.stderr.decode(), name)
+        proc = run(["--model", os.path.join(self.tmp, "nonexistent")], "x\n", check=False)
+        self.assertEqual(proc.returncode, 1)
+
+    def test_avx512_kernels_are_chosen_even_when_the_environment_pins_older_ones(self):
+        env = dict(os.environ, OPENBLAS_CORETYPE="Haswell")
+        env.pop("MT_BLAS_CORETYPE", None)
+        env.pop("MT_BLAS_REEXECUTED", None)
+        proc = subprocess.run([CLI, "--model", self.model, "--verbose"], input=b"x\n", capture_output=True,
+                              env=env, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode())
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+        avx512 = all(flag in flags for flag in ("avx512f", "avx512bw", "avx512dq", "avx512vl"))
+        self.assertIn("BLAS kernels SkylakeX" if avx512 else "BLAS kernels Haswell", proc.stderr.decode())
+        env["MT_BLAS_CORETYPE"] = "keep"  # the opt-out leaves OpenBLAS's choice alone
+        proc = subprocess.run([CLI, "--model", self.model, "--verbose"], input=b"x\n", capture_output=True,
+                              env=env, timeout=120)
+        self.assertIn("BLAS kernels Haswell", proc.stderr.decode())
+
+if __name__ == "__main__":
+    result = unittest.main(exit=False, verbosity=2).result
+    failed = len(result.failures) + len(result.errors)
+    print(f"{result.testsRun - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
