@@ -268,7 +268,7 @@ static int search_all(const mt_translator *tr, mt_state *state, const mt_transla
     return rc;
 }
 
-/* Rejoins text i's segments using each sentence's k-th hypothesis (its best if it has fewer). */
+/* Rejoins text i's segments using each sentence's k-th hypothesis (its last if it has fewer). */
 static char *assemble(const char *text, const mt_segment *segs, int n_segs, sentence *sents, int k, int ids,
                       float *score)
 {

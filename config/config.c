@@ -1,0 +1,1410 @@
+/* config.c: the settings table, the strict TOML-subset reader, environment and flags. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifndef MT_VERSION
+#define MT_VERSION "0.1.0"
+#endif
+
+/* ------------------------------------------------------------------ settings table */
+
+typedef enum { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_LEVEL, K_KEYS } kind_t;
+
+typedef struct {
+    const char *section, *key; /* file: [section] key */
+    const char *flag;          /* command line: --flag VALUE or --flag=VALUE */
+    const char *alias;         /* second flag name, or NULL */
+    const char *env;           /* environment variable */
+    const char *metavar;
+    kind_t kind;
+    size_t off;                /* field in mt_config */
+    double min, max;           /* inclusive range for numbers */
+    const char *help;
+} setting;
+
+#define OFF(f) offsetof(mt_config, f)
+
+static const setting SETTINGS[] = {
+    {"server", "host", "--host", NULL, "MT_HOST", "ADDR", K_STR, OFF(host), 0, 0,
+     "listen address (0.0.0.0 for all interfaces)"},
+    {"server", "port", "--port", NULL, "MT_PORT", "N", K_INT, OFF(port), 0, 65535,
+     "listen port (0: any free port, printed at start)"},
+    {"server", "http_threads", "--http-threads", NULL, "MT_HTTP_THREADS", "N", K_INT,
+     OFF(http_threads), 1, 256, "threads serving HTTP (parsing, tokenizing, responses)"},
+    {"server", "max_connections", "--max-connections", NULL, "MT_MAX_CONNECTIONS", "N", K_INT,
+     OFF(max_connections), 1, 1000000, "concurrent client connections"},
+    {"server", "idle_timeout", "--idle-timeout", NULL, "MT_IDLE_TIMEOUT", "SEC", K_FLOAT,
+     OFF(idle_timeout), 0, 86400, "seconds an idle connection is kept open (0: forever)"},
+    {"server", "request_timeout", "--request-timeout", NULL, "MT_REQUEST_TIMEOUT", "SEC",
+     K_FLOAT, OFF(request_timeout), 0, 86400,
+     "seconds a translation may take from arrival, else 504 (0: no limit)"},
+    {"server", "drain_timeout", "--drain-timeout", NULL, "MT_DRAIN_TIMEOUT", "SEC", K_FLOAT,
+     OFF(drain_timeout), 0, 86400, "seconds to finish in-flight requests on SIGTERM/SIGINT"},
+    {"server", "api_keys", "--api-key", NULL, "MT_API_KEYS", "KEY", K_KEYS, OFF(api_keys), 0, 0,
+     "accepted API key (flag repeatable, env comma-separated); none: open access"},
+    {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,
+     "translation worker threads (0: one per CPU / threads_per_worker)"},
+    {"workers", "threads_per_worker", "--threads-per-worker", "--threads",
+     "MT_THREADS_PER_WORKER", "N", K_INT, OFF(threads_per_worker), 1, 256,
+     "BLAS threads used by each worker"},
+    {"workers", "queue_capacity", "--queue-capacity", NULL, "MT_QUEUE_CAPACITY", "N", K_INT,
+     OFF(queue_capacity), 1, 1000000, "translate requests admitted at once; beyond: 503"},
+    {"batch", "max_sentences", "--batch-max-sentences", NULL, "MT_BATCH_MAX_SENTENCES", "N",
+     K_INT, OFF(batch_max_sentences), 1, 4096, "sentences per batch"},
+    {"batch", "max_tokens", "--batch-max-tokens", NULL, "MT_BATCH_MAX_TOKENS", "N", K_INT,
+     OFF(batch_max_tokens), 1, 16777216, "padded source tokens per batch (sentences x longest)"},
+    {"batch", "max_wait_ms", "--batch-max-wait-ms", NULL, "MT_BATCH_MAX_WAIT_MS", "MS", K_INT,
+     OFF(batch_max_wait_ms), 0, 10000,
+     "milliseconds a batch waits for sentences of requests still arriving"},
+    {"limits", "max_body_bytes", "--max-body-bytes", NULL, "MT_MAX_BODY_BYTES", "N", K_LONG,
+     OFF(max_body_bytes), 1, 1073741824.0, "request body size; beyond: 413"},
+    {"limits", "max_texts", "--max-texts", NULL, "MT_MAX_TEXTS", "N", K_INT, OFF(max_texts), 1,
+     1000000, "texts per request; beyond: 413"},
+    {"limits", "max_text_chars", "--max-text-chars", NULL, "MT_MAX_TEXT_CHARS", "N", K_INT,
+     OFF(max_text_chars), 1, 100000000, "characters per text; beyond: 413"},
+    {"limits", "max_beam_size", "--max-beam-size", NULL, "MT_MAX_BEAM_SIZE", "N", K_INT,
+     OFF(max_beam_size), 1, 256, "largest beam_size (and n_best) a request may ask for"},
+    {"decoding", "beam_size", "--beam", "--beam-size", "MT_BEAM_SIZE", "N", K_INT,
+     OFF(beam_size), 0, 256, "default beam size (0: the model's num_beams, else 4)"},
+    {"decoding", "length_penalty", "--length-penalty", NULL, "MT_LENGTH_PENALTY", "A", K_FLOAT,
+     OFF(length_penalty), 0, 100, "default length penalty (unset: the model's)"},
+    {"decoding", "max_length", "--max-length", NULL, "MT_MAX_LENGTH", "N", K_INT,
+     OFF(max_length), 0, 1000000, "default max decoding steps (0: the model's)"},
+    {"log", "level", "--log-level", NULL, "MT_LOG_LEVEL", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
+     "error, warn, info or debug"},
+    {"log", "access_log", "--access-log", NULL, "MT_ACCESS_LOG", "BOOL", K_BOOL,
+     OFF(access_log), 0, 0, "one log line per request (--no-access-log to disable)"},
+};
+#define N_SETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
+
+static const char *const SECTIONS[] = {"server", "workers", "batch", "limits", "decoding", "log"};
+#define N_SECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
+
+void mt_config_init(mt_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->host, sizeof cfg->host, "127.0.0.1");
+    cfg->port = 8080;
+    cfg->http_threads = 4;
+    cfg->max_connections = 1024;
+    cfg->idle_timeout = 60;
+    cfg->request_timeout = 60;
+    cfg->drain_timeout = 30;
+    cfg->workers = 0;
+    cfg->threads_per_worker = 1;
+    cfg->queue_capacity = 256;
+    cfg->batch_max_sentences = 32;
+    cfg->batch_max_tokens = 8192;
+    cfg->batch_max_wait_ms = 5;
+    cfg->max_body_bytes = 1048576;
+    cfg->max_texts = 128;
+    cfg->max_text_chars = 20000;
+    cfg->max_beam_size = 16;
+    cfg->beam_size = 0;
+    cfg->length_penalty = -1;
+    cfg->max_length = 0;
+    cfg->log_level = MT_LOG_INFO;
+    cfg->access_log = 1;
+}
+
+static void free_keys(mt_config *cfg)
+{
+    for (int i = 0; i < cfg->n_api_keys; i++) free(cfg->api_keys[i]);
+    free(cfg->api_keys);
+    cfg->api_keys = NULL;
+    cfg->n_api_keys = 0;
+}
+
+static void free_model(mt_config_model *m)
+{
+    free(m->path);
+    free(m->source);
+    free(m->target);
+    free(m->name);
+    memset(m, 0, sizeof *m);
+}
+
+static void free_models(mt_config *cfg)
+{
+    for (int i = 0; i < cfg->n_models; i++) free_model(&cfg->models[i]);
+    free(cfg->models);
+    cfg->models = NULL;
+    cfg->n_models = 0;
+}
+
+void mt_config_free(mt_config *cfg)
+{
+    free_keys(cfg);
+    free_models(cfg);
+    free(cfg->config_path);
+    mt_config_init(cfg);
+}
+
+const char *mt_config_log_level_name(int level)
+{
+    switch (level) {
+    case MT_LOG_ERROR: return "error";
+    case MT_LOG_WARN: return "warn";
+    case MT_LOG_INFO: return "info";
+    case MT_LOG_DEBUG: return "debug";
+    default: return "?";
+    }
+}
+
+/* ------------------------------------------------------------------ small helpers */
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static char *dupn(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (!d) return NULL;
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+static char *dup(const char *s) { return dupn(s, strlen(s)); }
+
+static int push_key(mt_config *cfg, const char *key, size_t len)
+{
+    char **k = realloc(cfg->api_keys, (size_t)(cfg->n_api_keys + 1) * sizeof *k);
+    if (!k) return -1;
+    cfg->api_keys = k;
+    if (!(k[cfg->n_api_keys] = dupn(key, len))) return -1;
+    cfg->n_api_keys++;
+    return 0;
+}
+
+static int push_model(mt_config *cfg, mt_config_model *m)
+{
+    mt_config_model *ms = realloc(cfg->models, (size_t)(cfg->n_models + 1) * sizeof *ms);
+    if (!ms) return -1;
+    cfg->models = ms;
+    ms[cfg->n_models++] = *m;
+    memset(m, 0, sizeof *m);
+    return 0;
+}
+
+/* Language codes: letters, digits, '-' and '_', 1..32 bytes, starting with a letter. */
+static int valid_lang(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 32 || !isalpha((unsigned char)s[0])) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_') return 0;
+    return 1;
+}
+
+static int parse_bool_text(const char *s, int *out)
+{
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) { *out = 1; return 0; }
+        if (strcasecmp(s, no[i]) == 0) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+static int parse_level_text(const char *s, int *out)
+{
+    if (strcasecmp(s, "error") == 0) *out = MT_LOG_ERROR;
+    else if (strcasecmp(s, "warn") == 0 || strcasecmp(s, "warning") == 0) *out = MT_LOG_WARN;
+    else if (strcasecmp(s, "info") == 0) *out = MT_LOG_INFO;
+    else if (strcasecmp(s, "debug") == 0) *out = MT_LOG_DEBUG;
+    else return -1;
+    return 0;
+}
+
+/* Stores a number into the setting's field after the range check. `where` prefixes
+ * messages ("FILE:3:8: workers.count" or "--workers"). */
+static int store_number(mt_config *cfg, const setting *s, double v, int is_integer,
+                        const char *where, char *err, size_t errlen)
+{
+    char *base = (char *)cfg;
+    if ((s->kind == K_INT || s->kind == K_LONG) && !is_integer)
+        return fail(err, errlen, "%s must be an integer", where);
+    if (!(v >= s->min && v <= s->max)) {
+        if (s->kind == K_FLOAT)
+            return fail(err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
+        return fail(err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
+                    s->max);
+    }
+    if (s->kind == K_INT) *(int *)(base + s->off) = (int)v;
+    else if (s->kind == K_LONG) *(long *)(base + s->off) = (long)v;
+    else *(double *)(base + s->off) = v;
+    return 0;
+}
+
+/* Parses a number from flag/env text strictly (the whole text, no spaces). */
+static int store_number_text(mt_config *cfg, const setting *s, const char *text,
+                             const char *where, char *err, size_t errlen)
+{
+    char *end;
+    errno = 0;
+    if (s->kind == K_FLOAT) {
+        double v = strtod(text, &end);
+        if (end == text || *end || errno || !isfinite(v) || isspace((unsigned char)text[0]))
+            return fail(err, errlen, "%s: '%s' is not a number", where, text);
+        return store_number(cfg, s, v, 1, where, err, errlen);
+    }
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end || errno || isspace((unsigned char)text[0]))
+        return fail(err, errlen, "%s: '%s' is not an integer", where, text);
+    return store_number(cfg, s, (double)v, 1, where, err, errlen);
+}
+
+/* Applies a textual value (flag or environment) to a setting. */
+static int apply_text(mt_config *cfg, const setting *s, const char *text, const char *where,
+                      char *err, size_t errlen)
+{
+    char *base = (char *)cfg;
+    switch (s->kind) {
+    case K_STR:
+        if (!*text) return fail(err, errlen, "%s: empty value", where);
+        if (strlen(text) >= 256) return fail(err, errlen, "%s: value too long", where);
+        snprintf(base + s->off, 256, "%s", text);
+        return 0;
+    case K_INT:
+    case K_LONG:
+    case K_FLOAT: return store_number_text(cfg, s, text, where, err, errlen);
+    case K_BOOL: {
+        int b;
+        if (parse_bool_text(text, &b))
+            return fail(err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
+        *(int *)(base + s->off) = b;
+        return 0;
+    }
+    case K_LEVEL: {
+        int l;
+        if (parse_level_text(text, &l))
+            return fail(err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
+                        where, text);
+        *(int *)(base + s->off) = l;
+        return 0;
+    }
+    case K_KEYS: /* handled by the callers (lists) */
+        break;
+    }
+    return fail(err, errlen, "%s: internal error", where);
+}
+
+int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec || !*spec) return fail(err, errlen, "empty model directory");
+    /* DIR:SRC:TGT when the last two ':'-separated parts are language codes. */
+    const char *c2 = strrchr(spec, ':');
+    const char *c1 = NULL;
+    if (c2 && c2 > spec) {
+        for (const char *p = c2 - 1; p >= spec; p--)
+            if (*p == ':') { c1 = p; break; }
+    }
+    if (c1 && c1 > spec) {
+        char *src = dupn(c1 + 1, (size_t)(c2 - c1 - 1));
+        char *tgt = dup(c2 + 1);
+        if (!src || !tgt) {
+            free(src);
+            free(tgt);
+            return fail(err, errlen, "out of memory");
+        }
+        if (valid_lang(src) && valid_lang(tgt)) {
+            out->path = dupn(spec, (size_t)(c1 - spec));
+            out->source = src;
+            out->target = tgt;
+            if (!out->path) {
+                free_model(out);
+                return fail(err, errlen, "out of memory");
+            }
+            return 0;
+        }
+        free(src);
+        free(tgt);
+    }
+    out->path = dup(spec);
+    return out->path ? 0 : fail(err, errlen, "out of memory");
+}
+
+/* ------------------------------------------------------------------ TOML subset reader */
+
+typedef enum { V_STR, V_INT, V_FLOAT, V_BOOL, V_ARRAY } vtype;
+
+typedef struct {
+    vtype type;
+    int line, col;
+    char *s;          /* V_STR */
+    size_t slen;
+    long long i;      /* V_INT */
+    double f;         /* V_FLOAT */
+    int b;            /* V_BOOL */
+    char **items;     /* V_ARRAY (strings only) */
+    size_t *item_lens;
+    int n_items;
+} tvalue;
+
+typedef struct {
+    const char *p, *end;
+    const char *name;
+    int line, col;
+    char *err;
+    size_t errlen;
+} reader;
+
+static void tvalue_clear(tvalue *v)
+{
+    free(v->s);
+    for (int i = 0; i < v->n_items; i++) free(v->items[i]);
+    free(v->items);
+    free(v->item_lens);
+    memset(v, 0, sizeof *v);
+}
+
+static const char *vtype_name(vtype t)
+{
+    switch (t) {
+    case V_STR: return "a string";
+    case V_INT: return "an integer";
+    case V_FLOAT: return "a float";
+    case V_BOOL: return "a boolean";
+    case V_ARRAY: return "an array";
+    }
+    return "?";
+}
+
+static int rfail(reader *r, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int rfail(reader *r, int line, int col, const char *fmt, ...)
+{
+    if (r->err && r->errlen) {
+        int n = snprintf(r->err, r->errlen, "%s:%d:%d: ", r->name, line, col);
+        if (n >= 0 && (size_t)n < r->errlen) {
+            va_list ap;
+            va_start(ap, fmt);
+            vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+            va_end(ap);
+        }
+    }
+    return -1;
+}
+
+static int at_end(const reader *r) { return r->p >= r->end; }
+static int peek(const reader *r) { return at_end(r) ? -1 : (unsigned char)*r->p; }
+
+static void advance(reader *r)
+{
+    if (at_end(r)) return;
+    if (*r->p == '\n') {
+        r->line++;
+        r->col = 1;
+    } else if (((unsigned char)*r->p & 0xC0) != 0x80) {
+        r->col++; /* columns count characters, not UTF-8 continuation bytes */
+    }
+    r->p++;
+}
+
+static void skip_ws(reader *r)
+{
+    while (peek(r) == ' ' || peek(r) == '\t') advance(r);
+}
+
+/* Skips spaces and a comment; then expects end of line or end of file. */
+static int expect_eol(reader *r)
+{
+    skip_ws(r);
+    if (peek(r) == '#')
+        while (!at_end(r) && peek(r) != '\n') advance(r);
+    if (peek(r) == '\r') advance(r);
+    if (at_end(r)) return 0;
+    if (peek(r) != '\n') return rfail(r, r->line, r->col, "expected end of line, found '%c'", peek(r));
+    advance(r);
+    return 0;
+}
+
+/* Length of a valid UTF-8 sequence at s (within n bytes), or 0. */
+static int utf8_len(const unsigned char *s, size_t n)
+{
+    if (s[0] < 0x80) return 1;
+    int len;
+    uint32_t cp;
+    if ((s[0] & 0xE0) == 0xC0) { len = 2; cp = s[0] & 0x1F; }
+    else if ((s[0] & 0xF0) == 0xE0) { len = 3; cp = s[0] & 0x0F; }
+    else if ((s[0] & 0xF8) == 0xF0) { len = 4; cp = s[0] & 0x07; }
+    else return 0;
+    if ((size_t)len > n) return 0;
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return 0;
+    return len;
+}
+
+static int put_utf8(char *out, uint32_t cp)
+{
+    if (cp < 0x80) { out[0] = (char)cp; return 1; }
+    if (cp < 0x800) {
+        out[0] = (char)(0xC0 | (cp >> 6));
+        out[1] = (char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (char)(0xE0 | (cp >> 12));
+        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (cp >> 18));
+    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Reads a "basic" or 'literal' single-line string; r->p is at the quote. */
+static int read_string(reader *r, char **out, size_t *outlen)
+{
+    int line = r->line, col = r->col;
+    char q = *r->p;
+    if (r->end - r->p >= 3 && r->p[1] == q && r->p[2] == q)
+        return rfail(r, line, col, "multi-line strings are not supported");
+    advance(r);
+    size_t cap = 16, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) return rfail(r, line, col, "out of memory");
+    for (;;) {
+        if (at_end(r) || peek(r) == '\n') {
+            free(buf);
+            return rfail(r, line, col, "unterminated string");
+        }
+        if (cap - n < 8) {
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf);
+                return rfail(r, line, col, "out of memory");
+            }
+            buf = nb;
+        }
+        int c = peek(r);
+        if (c == q) {
+            advance(r);
+            break;
+        }
+        if (c < 0x20 && c != '\t') {
+            free(buf);
+            return rfail(r, r->line, r->col, "control character in string");
+        }
+        if (c == '\\' && q == '"') {
+            int el = r->line, ec = r->col;
+            advance(r);
+            int e = peek(r);
+            uint32_t cp = 0;
+            int hex = 0;
+            switch (e) {
+            case 'b': buf[n++] = '\b'; break;
+            case 't': buf[n++] = '\t'; break;
+            case 'n': buf[n++] = '\n'; break;
+            case 'f': buf[n++] = '\f'; break;
+            case 'r': buf[n++] = '\r'; break;
+            case '"': buf[n++] = '"'; break;
+            case '\\': buf[n++] = '\\'; break;
+            case 'u': hex = 4; break;
+            case 'U': hex = 8; break;
+            default:
+                free(buf);
+                return rfail(r, el, ec, "invalid escape sequence in string");
+            }
+            advance(r);
+            for (int k = 0; k < hex; k++) {
+                int h = peek(r);
+                if (!isxdigit(h)) {
+                    free(buf);
+                    return rfail(r, el, ec, "invalid \\%c escape: expected %d hex digits",
+                                 e, hex);
+                }
+                cp = cp * 16 + (uint32_t)(isdigit(h) ? h - '0' : (tolower(h) - 'a' + 10));
+                advance(r);
+            }
+            if (hex) {
+                if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+                    free(buf);
+                    return rfail(r, el, ec, "invalid code point U+%04X in escape", cp);
+                }
+                n += (size_t)put_utf8(buf + n, cp);
+            }
+            continue;
+        }
+        int l = utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p));
+        if (!l) {
+            free(buf);
+            return rfail(r, r->line, r->col, "invalid UTF-8 in string");
+        }
+        for (int k = 0; k < l; k++) {
+            buf[n++] = *r->p;
+            advance(r);
+        }
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *outlen = n;
+    return 0;
+}
+
+static int is_bare(int c) { return isalnum(c) || c == '_' || c == '-'; }
+
+/* Reads an integer, float or boolean (a bare word up to a delimiter). */
+static int read_scalar(reader *r, tvalue *v)
+{
+    v->line = r->line;
+    v->col = r->col;
+    const char *start = r->p;
+    while (!at_end(r) && (is_bare(peek(r)) || peek(r) == '.' || peek(r) == '+')) advance(r);
+    size_t n = (size_t)(r->p - start);
+    if (n == 0)
+        return rfail(r, v->line, v->col, "expected a value (string, number, boolean or array)");
+    char word[64];
+    if (n >= sizeof word) return rfail(r, v->line, v->col, "invalid value");
+    memcpy(word, start, n);
+    word[n] = '\0';
+    if (strcmp(word, "true") == 0 || strcmp(word, "false") == 0) {
+        v->type = V_BOOL;
+        v->b = word[0] == 't';
+        return 0;
+    }
+    /* Numbers: [+-] digits with single '_' between digits, optional fraction/exponent. */
+    char clean[64];
+    size_t m = 0;
+    const char *s = word;
+    int is_float = 0, digits = 0;
+    if (*s == '+' || *s == '-') clean[m++] = *s++;
+    if (!isdigit((unsigned char)*s)) goto bad;
+    if (s[0] == '0' && isdigit((unsigned char)s[1])) goto bad; /* no leading zeros */
+    for (; *s; s++) {
+        if (isdigit((unsigned char)*s)) {
+            clean[m++] = *s;
+            digits++;
+        } else if (*s == '_') {
+            if (!isdigit((unsigned char)s[-1]) || !isdigit((unsigned char)s[1])) goto bad;
+        } else if (*s == '.') {
+            if (is_float || !isdigit((unsigned char)s[-1]) || !isdigit((unsigned char)s[1]))
+                goto bad;
+            is_float = 1;
+            clean[m++] = '.';
+        } else if (*s == 'e' || *s == 'E') {
+            if (!isdigit((unsigned char)s[-1])) goto bad;
+            is_float = 2;
+            clean[m++] = 'e';
+            if (s[1] == '+' || s[1] == '-') clean[m++] = *++s;
+            if (!isdigit((unsigned char)s[1])) goto bad;
+            for (s++; *s; s++) {
+                if (!isdigit((unsigned char)*s)) goto bad;
+                clean[m++] = *s;
+            }
+            break;
+        } else {
+            goto bad;
+        }
+    }
+    clean[m] = '\0';
+    if (!digits) goto bad;
+    errno = 0;
+    if (is_float) {
+        v->type = V_FLOAT;
+        v->f = strtod(clean, NULL);
+        if (errno || !isfinite(v->f)) goto bad;
+    } else {
+        v->type = V_INT;
+        v->i = strtoll(clean, NULL, 10);
+        if (errno) return rfail(r, v->line, v->col, "integer '%s' is too large", word);
+    }
+    return 0;
+bad:
+    return rfail(r, v->line, v->col, "invalid value '%s'", word);
+}
+
+static int read_value(reader *r, tvalue *v);
+
+/* Skips whitespace, newlines and comments inside an array. */
+static void skip_array_space(reader *r)
+{
+    for (;;) {
+        int c = peek(r);
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+            advance(r);
+        } else if (c == '#') {
+            while (!at_end(r) && peek(r) != '\n') advance(r);
+        } else {
+            return;
+        }
+    }
+}
+
+static int read_array(reader *r, tvalue *v)
+{
+    v->type = V_ARRAY;
+    advance(r); /* [ */
+    for (;;) {
+        skip_array_space(r);
+        if (at_end(r)) return rfail(r, v->line, v->col, "unterminated array");
+        if (peek(r) == ']') {
+            advance(r);
+            return 0;
+        }
+        tvalue item = {0};
+        if (read_value(r, &item)) {
+            tvalue_clear(&item);
+            return -1;
+        }
+        if (item.type != V_STR) {
+            int l = item.line, c = item.col;
+            vtype t = item.type;
+            tvalue_clear(&item);
+            return rfail(r, l, c, "arrays may only hold strings here, found %s", vtype_name(t));
+        }
+        char **items = realloc(v->items, (size_t)(v->n_items + 1) * sizeof *items);
+        if (items) v->items = items;
+        size_t *lens = realloc(v->item_lens, (size_t)(v->n_items + 1) * sizeof *lens);
+        if (lens) v->item_lens = lens;
+        if (!items || !lens) {
+            tvalue_clear(&item);
+            return rfail(r, v->line, v->col, "out of memory");
+        }
+        v->items[v->n_items] = item.s;
+        v->item_lens[v->n_items] = item.slen;
+        v->n_items++;
+        item.s = NULL;
+        skip_array_space(r);
+        if (peek(r) == ',') {
+            advance(r);
+            continue;
+        }
+        if (peek(r) == ']') continue;
+        if (at_end(r)) return rfail(r, v->line, v->col, "unterminated array");
+        return rfail(r, r->line, r->col, "expected ',' or ']' in array");
+    }
+}
+
+static int read_value(reader *r, tvalue *v)
+{
+    v->line = r->line;
+    v->col = r->col;
+    int c = peek(r);
+    if (c == '"' || c == '\'') {
+        v->type = V_STR;
+        return read_string(r, &v->s, &v->slen);
+    }
+    if (c == '[') return read_array(r, v);
+    if (c == '{') return rfail(r, v->line, v->col, "inline tables are not supported");
+    return read_scalar(r, v);
+}
+
+/* Reads a key (bare or quoted) into buf. */
+static int read_key(reader *r, char *buf, size_t cap)
+{
+    int line = r->line, col = r->col;
+    if (peek(r) == '"' || peek(r) == '\'') {
+        char *s;
+        size_t n;
+        if (read_string(r, &s, &n)) return -1;
+        if (n == 0 || n >= cap) {
+            free(s);
+            return rfail(r, line, col, "invalid key");
+        }
+        memcpy(buf, s, n + 1);
+        free(s);
+    } else {
+        size_t n = 0;
+        while (!at_end(r) && is_bare(peek(r))) {
+            if (n + 1 >= cap) return rfail(r, line, col, "key too long");
+            buf[n++] = *r->p;
+            advance(r);
+        }
+        buf[n] = '\0';
+        if (n == 0) {
+            if (peek(r) < 0x20 || peek(r) >= 0x7f)
+                return rfail(r, line, col, "expected a key");
+            return rfail(r, line, col, "expected a key, found '%c'", peek(r));
+        }
+    }
+    skip_ws(r);
+    if (peek(r) == '.') return rfail(r, line, col, "dotted keys are not supported");
+    return 0;
+}
+
+/* ------------------------------------------------------------------ applying a file */
+
+typedef struct {
+    mt_config *cfg;
+    reader *r;
+    const char *base_dir;
+    char section[64];
+    int in_models;           /* current table is a [[models]] entry */
+    int models_replaced;     /* the file's first [[models]] cleared cfg's list */
+    int model_line, model_col;
+    mt_config_model model;   /* entry being read */
+    unsigned char seen_sections[N_SECTIONS];
+    unsigned char seen_keys[N_SETTINGS];
+    unsigned char seen_model_keys[4];
+} file_ctx;
+
+static const char *const MODEL_KEYS[] = {"path", "source", "target", "name"};
+
+static int finish_model(file_ctx *fc)
+{
+    if (!fc->in_models) return 0;
+    fc->in_models = 0;
+    reader *r = fc->r;
+    mt_config_model *m = &fc->model;
+    if (!m->path)
+        return rfail(r, fc->model_line, fc->model_col, "[[models]] entry has no 'path'");
+    if (!m->source != !m->target)
+        return rfail(r, fc->model_line, fc->model_col,
+                     "[[models]] entry must give both 'source' and 'target', or neither");
+    if (fc->base_dir && *fc->base_dir && m->path[0] != '/') {
+        size_t n = strlen(fc->base_dir) + strlen(m->path) + 2;
+        char *p = malloc(n);
+        if (!p) return rfail(r, fc->model_line, fc->model_col, "out of memory");
+        snprintf(p, n, "%s/%s", fc->base_dir, m->path);
+        free(m->path);
+        m->path = p;
+    }
+    if (push_model(fc->cfg, m)) return rfail(r, fc->model_line, fc->model_col, "out of memory");
+    return 0;
+}
+
+static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, tvalue *v)
+{
+    reader *r = fc->r;
+    int idx = -1;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(key, MODEL_KEYS[i]) == 0) idx = i;
+    if (idx < 0)
+        return rfail(r, kl, kc, "unknown key '%s' in [[models]] (known: path, source, target, name)",
+                     key);
+    if (fc->seen_model_keys[idx]) return rfail(r, kl, kc, "duplicate key 'models.%s'", key);
+    fc->seen_model_keys[idx] = 1;
+    if (v->type != V_STR)
+        return rfail(r, v->line, v->col, "models.%s must be a string, not %s", key,
+                     vtype_name(v->type));
+    if (v->slen == 0 || strlen(v->s) != v->slen)
+        return rfail(r, v->line, v->col, "models.%s must not be empty", key);
+    if ((idx == 1 || idx == 2) && !valid_lang(v->s))
+        return rfail(r, v->line, v->col,
+                     "models.%s: '%s' is not a language code (letters, digits, '-', '_')", key,
+                     v->s);
+    char **field = idx == 0 ? &fc->model.path
+                 : idx == 1 ? &fc->model.source
+                 : idx == 2 ? &fc->model.target
+                            : &fc->model.name;
+    free(*field);
+    *field = v->s;
+    v->s = NULL;
+    return 0;
+}
+
+static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, tvalue *v)
+{
+    reader *r = fc->r;
+    if (fc->in_models) return apply_model_key(fc, key, kl, kc, v);
+    if (!fc->section[0])
+        return rfail(r, kl, kc, "key '%s' outside a table: put it under [server], [workers], "
+                     "[batch], [limits], [decoding] or [log]", key);
+    const setting *s = NULL;
+    size_t si = 0;
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strcmp(SETTINGS[i].section, fc->section) == 0 && strcmp(SETTINGS[i].key, key) == 0) {
+            s = &SETTINGS[i];
+            si = i;
+        }
+    if (!s) {
+        char known[512];
+        size_t n = 0;
+        known[0] = '\0';
+        for (size_t i = 0; i < N_SETTINGS; i++)
+            if (strcmp(SETTINGS[i].section, fc->section) == 0 && n < sizeof known) {
+                int w = snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", SETTINGS[i].key);
+                if (w > 0) n += (size_t)w;
+            }
+        return rfail(r, kl, kc, "unknown key '%s' in [%s] (known: %s)", key, fc->section, known);
+    }
+    if (fc->seen_keys[si]) return rfail(r, kl, kc, "duplicate key '%s.%s'", s->section, key);
+    fc->seen_keys[si] = 1;
+
+    char where[128];
+    snprintf(where, sizeof where, "%s.%s", s->section, s->key);
+    char *base = (char *)fc->cfg;
+    char msg[256];
+    switch (s->kind) {
+    case K_STR:
+        if (v->type != V_STR)
+            return rfail(r, v->line, v->col, "%s must be a string, not %s", where, vtype_name(v->type));
+        if (v->slen == 0 || strlen(v->s) != v->slen)
+            return rfail(r, v->line, v->col, "%s must not be empty", where);
+        if (v->slen >= 256) return rfail(r, v->line, v->col, "%s is too long", where);
+        memcpy(base + s->off, v->s, v->slen + 1);
+        return 0;
+    case K_INT:
+    case K_LONG:
+    case K_FLOAT: {
+        double d;
+        int is_int;
+        if (v->type == V_INT) {
+            d = (double)v->i;
+            is_int = 1;
+        } else if (v->type == V_FLOAT) {
+            d = v->f;
+            is_int = 0;
+        } else {
+            return rfail(r, v->line, v->col, "%s must be %s, not %s", where,
+                         s->kind == K_FLOAT ? "a number" : "an integer", vtype_name(v->type));
+        }
+        if (s->kind != K_FLOAT && !is_int)
+            return rfail(r, v->line, v->col, "%s must be an integer, not a float", where);
+        if (store_number(fc->cfg, s, d, is_int, where, msg, sizeof msg))
+            return rfail(r, v->line, v->col, "%s", msg);
+        return 0;
+    }
+    case K_BOOL:
+        if (v->type != V_BOOL)
+            return rfail(r, v->line, v->col, "%s must be a boolean (true or false), not %s", where,
+                         vtype_name(v->type));
+        *(int *)(base + s->off) = v->b;
+        return 0;
+    case K_LEVEL: {
+        int l;
+        if (v->type != V_STR)
+            return rfail(r, v->line, v->col, "%s must be a string, not %s", where, vtype_name(v->type));
+        if (parse_level_text(v->s, &l))
+            return rfail(r, v->line, v->col, "%s: '%s' is not a log level (error, warn, info, debug)",
+                         where, v->s);
+        *(int *)(base + s->off) = l;
+        return 0;
+    }
+    case K_KEYS:
+        if (v->type != V_ARRAY)
+            return rfail(r, v->line, v->col, "%s must be an array of strings, not %s", where,
+                         vtype_name(v->type));
+        free_keys(fc->cfg);
+        for (int i = 0; i < v->n_items; i++) {
+            if (v->item_lens[i] == 0 || strlen(v->items[i]) != v->item_lens[i])
+                return rfail(r, v->line, v->col, "%s: keys must not be empty", where);
+            if (push_key(fc->cfg, v->items[i], v->item_lens[i]))
+                return rfail(r, v->line, v->col, "out of memory");
+        }
+        return 0;
+    }
+    return rfail(r, kl, kc, "internal error");
+}
+
+static int read_table_header(file_ctx *fc)
+{
+    reader *r = fc->r;
+    int line = r->line, col = r->col;
+    advance(r);
+    int array = 0;
+    if (peek(r) == '[') {
+        array = 1;
+        advance(r);
+    }
+    skip_ws(r);
+    char name[64];
+    if (read_key(r, name, sizeof name)) return -1;
+    if (peek(r) != ']') return rfail(r, r->line, r->col, "expected ']' after table name");
+    advance(r);
+    if (array) {
+        if (peek(r) != ']') return rfail(r, r->line, r->col, "expected ']]' after table name");
+        advance(r);
+    }
+    if (expect_eol(r)) return -1;
+    if (finish_model(fc)) return -1;
+    if (strcmp(name, "models") == 0) {
+        if (!array) return rfail(r, line, col, "models are an array of tables: write [[models]]");
+        if (!fc->models_replaced) {
+            free_models(fc->cfg);
+            fc->models_replaced = 1;
+        }
+        fc->in_models = 1;
+        fc->model_line = line;
+        fc->model_col = col;
+        memset(fc->seen_model_keys, 0, sizeof fc->seen_model_keys);
+        fc->section[0] = '\0';
+        return 0;
+    }
+    size_t si = N_SECTIONS;
+    for (size_t i = 0; i < N_SECTIONS; i++)
+        if (strcmp(SECTIONS[i], name) == 0) si = i;
+    if (si == N_SECTIONS)
+        return rfail(r, line, col, "unknown table [%s] (known: server, workers, batch, limits, "
+                     "decoding, log, [[models]])", name);
+    if (array) return rfail(r, line, col, "[%s] is a table, not an array of tables", name);
+    if (fc->seen_sections[si]) return rfail(r, line, col, "duplicate table [%s]", name);
+    fc->seen_sections[si] = 1;
+    snprintf(fc->section, sizeof fc->section, "%s", name);
+    return 0;
+}
+
+int mt_config_load_string(mt_config *cfg, const char *text, size_t len, const char *name,
+                          const char *base_dir, char *err, size_t errlen)
+{
+    reader r = {text, text + len, name ? name : "<config>", 1, 1, err, errlen};
+    file_ctx fc;
+    memset(&fc, 0, sizeof fc);
+    fc.cfg = cfg;
+    fc.r = &r;
+    fc.base_dir = base_dir;
+    int rc = 0;
+    /* A leading UTF-8 byte order mark is allowed. */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) r.p += 3;
+    while (!at_end(&r)) {
+        skip_ws(&r);
+        int c = peek(&r);
+        if (c == -1) break;
+        if (c == '\n' || c == '\r' || c == '#') {
+            if ((rc = expect_eol(&r))) break;
+            continue;
+        }
+        if (c == '[') {
+            if ((rc = read_table_header(&fc))) break;
+            continue;
+        }
+        int kl = r.line, kc = r.col;
+        char key[64];
+        if ((rc = read_key(&r, key, sizeof key))) break;
+        skip_ws(&r);
+        if (peek(&r) != '=') {
+            rc = rfail(&r, r.line, r.col, "expected '=' after key '%s'", key);
+            break;
+        }
+        advance(&r);
+        skip_ws(&r);
+        if (at_end(&r) || peek(&r) == '\n' || peek(&r) == '#') {
+            rc = rfail(&r, r.line, r.col, "missing value for key '%s'", key);
+            break;
+        }
+        tvalue v = {0};
+        rc = read_value(&r, &v);
+        if (!rc) rc = expect_eol(&r);
+        if (!rc) rc = apply_file_key(&fc, key, kl, kc, &v);
+        tvalue_clear(&v);
+        if (rc) break;
+    }
+    if (!rc) rc = finish_model(&fc);
+    free_model(&fc.model);
+    return rc ? -1 : 0;
+}
+
+int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return fail(err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            fclose(f);
+            return fail(err, errlen, "%s: out of memory", path);
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) break;
+        if (n == cap) {
+            if (cap >= (16u << 20)) {
+                free(buf);
+                fclose(f);
+                return fail(err, errlen, "%s: config file larger than 16 MiB", path);
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) free(buf);
+            buf = nb;
+        }
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        free(buf);
+        return fail(err, errlen, "%s: read error", path);
+    }
+    char *dir = dup(path);
+    if (!dir) {
+        free(buf);
+        return fail(err, errlen, "out of memory");
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        if (slash == dir) slash[1] = '\0';
+        else *slash = '\0';
+    } else {
+        dir[0] = '\0';
+    }
+    int rc = mt_config_load_string(cfg, buf, n, path, dir, err, errlen);
+    free(dir);
+    free(buf);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ environment */
+
+static const char *env_get(char *const *envp, const char *name)
+{
+    if (!envp) return NULL;
+    size_t n = strlen(name);
+    for (char *const *e = envp; *e; e++)
+        if (strncmp(*e, name, n) == 0 && (*e)[n] == '=') return *e + n + 1;
+    return NULL;
+}
+
+/* Calls fn for each comma-separated item (spaces around items trimmed, empty skipped). */
+static int for_each_item(const char *list, int (*fn)(void *, const char *, size_t), void *user)
+{
+    const char *p = list;
+    while (*p) {
+        const char *q = strchr(p, ',');
+        const char *e = q ? q : p + strlen(p);
+        const char *a = p, *b = e;
+        while (a < b && isspace((unsigned char)*a)) a++;
+        while (b > a && isspace((unsigned char)b[-1])) b--;
+        if (b > a && fn(user, a, (size_t)(b - a))) return -1;
+        if (!q) break;
+        p = q + 1;
+    }
+    return 0;
+}
+
+static int key_item(void *user, const char *s, size_t n) { return push_key(user, s, n); }
+
+typedef struct {
+    mt_config *cfg;
+    char *err;
+    size_t errlen;
+    const char *where;
+} model_item_ctx;
+
+static int model_item(void *user, const char *s, size_t n)
+{
+    model_item_ctx *c = user;
+    char *spec = dupn(s, n);
+    if (!spec) return fail(c->err, c->errlen, "out of memory");
+    mt_config_model m;
+    char e[256];
+    int rc = mt_config_parse_model_spec(spec, &m, e, sizeof e);
+    free(spec);
+    if (rc) return fail(c->err, c->errlen, "%s: %s", c->where, e);
+    if (push_model(c->cfg, &m)) {
+        free_model(&m);
+        return fail(c->err, c->errlen, "out of memory");
+    }
+    return 0;
+}
+
+int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t errlen)
+{
+    char where[96];
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const setting *s = &SETTINGS[i];
+        const char *v = env_get(envp, s->env);
+        if (!v || !*v) continue;
+        snprintf(where, sizeof where, "environment variable %s", s->env);
+        if (s->kind == K_KEYS) {
+            free_keys(cfg);
+            if (for_each_item(v, key_item, cfg)) return fail(err, errlen, "out of memory");
+            continue;
+        }
+        if (apply_text(cfg, s, v, where, err, errlen)) return -1;
+    }
+    const char *models = env_get(envp, "MT_MODELS");
+    if (models && *models) {
+        free_models(cfg);
+        model_item_ctx c = {cfg, err, errlen, "environment variable MT_MODELS"};
+        if (for_each_item(models, model_item, &c)) return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ flags */
+
+/* Matches argv[*i] against a flag name: "--name VALUE" or "--name=VALUE". Returns 1 and
+ * sets *value when matched, 0 when not this flag, -1 when the value is missing. */
+static int match_flag(const char *name, int argc, char *const *argv, int *i, const char **value)
+{
+    if (!name) return 0;
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return 0;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return 1;
+    }
+    if (a[n] != '\0') return 0;
+    if (*i + 1 >= argc) return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err, size_t errlen)
+{
+    int models_given = 0, keys_given = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = NULL;
+        int m;
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { cfg->show_help = 1; continue; }
+        if (strcmp(a, "--version") == 0) { cfg->show_version = 1; continue; }
+        if (strcmp(a, "--print-config") == 0) { cfg->print_config = 1; continue; }
+        if ((m = match_flag("--config", argc, argv, &i, &v))) {
+            if (m < 0) return fail(err, errlen, "--config needs a value");
+            continue; /* loaded by mt_config_resolve */
+        }
+        if ((m = match_flag("--model", argc, argv, &i, &v))) {
+            if (m < 0) return fail(err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
+            if (!models_given++) free_models(cfg);
+            model_item_ctx c = {cfg, err, errlen, "--model"};
+            if (model_item(&c, v, strlen(v))) return -1;
+            continue;
+        }
+        if (strcmp(a, "--no-access-log") == 0) { cfg->access_log = 0; continue; }
+        const setting *hit = NULL;
+        for (size_t k = 0; k < N_SETTINGS && !hit; k++) {
+            const setting *s = &SETTINGS[k];
+            const char *names[2] = {s->flag, s->alias};
+            for (int j = 0; j < 2 && !hit; j++) {
+                if (!names[j]) continue;
+                if (s->kind == K_BOOL && strcmp(a, names[j]) == 0) {
+                    *(int *)((char *)cfg + s->off) = 1; /* bare boolean flag */
+                    hit = s;
+                    v = NULL;
+                    break;
+                }
+                m = match_flag(names[j], argc, argv, &i, &v);
+                if (m < 0) return fail(err, errlen, "%s needs a value (%s)", names[j], s->metavar);
+                if (m > 0) hit = s;
+            }
+        }
+        if (!hit) {
+            if (a[0] == '-') return fail(err, errlen, "unknown option '%s' (see --help)", a);
+            return fail(err, errlen, "unexpected argument '%s' (see --help)", a);
+        }
+        if (!v) continue;
+        char where[64];
+        snprintf(where, sizeof where, "%s", hit->flag);
+        if (hit->kind == K_KEYS) {
+            if (!*v) return fail(err, errlen, "%s: empty value", hit->flag);
+            if (!keys_given++) free_keys(cfg);
+            if (push_key(cfg, v, strlen(v))) return fail(err, errlen, "out of memory");
+            continue;
+        }
+        if (apply_text(cfg, hit, v, where, err, errlen)) return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ validate, resolve */
+
+int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
+{
+    if (cfg->n_models == 0)
+        return fail(err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
+                    "in a config file (--config FILE)");
+    for (int i = 0; i < cfg->n_models; i++) {
+        const mt_config_model *m = &cfg->models[i];
+        if (!m->path || !*m->path) return fail(err, errlen, "model %d has no directory", i + 1);
+        if (!m->source != !m->target)
+            return fail(err, errlen, "model %s: give both source and target, or neither", m->path);
+        if ((m->source && !valid_lang(m->source)) || (m->target && !valid_lang(m->target)))
+            return fail(err, errlen, "model %s: invalid language code", m->path);
+    }
+    if (cfg->beam_size > cfg->max_beam_size)
+        return fail(err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
+                    cfg->beam_size, cfg->max_beam_size);
+    for (int i = 0; i < cfg->n_api_keys; i++)
+        if (!cfg->api_keys[i][0]) return fail(err, errlen, "empty API key");
+    return 0;
+}
+
+int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *envp,
+                      char *err, size_t errlen)
+{
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        int m = match_flag("--config", argc, argv, &i, &v);
+        if (m < 0) return fail(err, errlen, "--config needs a value");
+        if (m > 0) path = v;
+    }
+    if (!path) {
+        path = env_get(envp, "MT_CONFIG");
+        if (path && !*path) path = NULL;
+    }
+    /* --help and --version win over any error in the other settings. */
+    int help = 0, version = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) help = 1;
+        if (strcmp(argv[i], "--version") == 0) version = 1;
+    }
+    if (help || version) {
+        cfg->show_help = help;
+        cfg->show_version = version;
+        return 0;
+    }
+    if (path) {
+        if (mt_config_load_file(cfg, path, err, errlen)) return -1;
+        free(cfg->config_path);
+        if (!(cfg->config_path = dup(path))) return fail(err, errlen, "out of memory");
+    }
+    if (mt_config_apply_env(cfg, envp, err, errlen)) return -1;
+    if (mt_config_apply_args(cfg, argc, argv, err, errlen)) return -1;
+    return mt_config_validate(cfg, err, errlen);
+}
+
+/* ------------------------------------------------------------------ help and dump */
+
+static void write_default(FILE *f, const setting *s)
+{
+    mt_config d;
+    mt_config_init(&d);
+    const char *base = (const char *)&d;
+    switch (s->kind) {
+    case K_STR: fprintf(f, "%s", base + s->off); break;
+    case K_INT: fprintf(f, "%d", *(const int *)(base + s->off)); break;
+    case K_LONG: fprintf(f, "%ld", *(const long *)(base + s->off)); break;
+    case K_FLOAT: {
+        double v = *(const double *)(base + s->off);
+        if (v < 0) fprintf(f, "model");
+        else fprintf(f, "%g", v);
+        break;
+    }
+    case K_BOOL: fprintf(f, "%s", *(const int *)(base + s->off) ? "true" : "false"); break;
+    case K_LEVEL: fprintf(f, "%s", mt_config_log_level_name(*(const int *)(base + s->off))); break;
+    case K_KEYS: fprintf(f, "none"); break;
+    }
+}
+
+void mt_config_write_help(FILE *f, const char *prog)
+{
+    fprintf(f,
+            "Usage: %s [--config FILE] --model DIR[:SRC:TGT] [--model ...] [options]\n"
+            "\n"
+            "HTTP translation server: POST /translate (native and LibreTranslate JSON or form),\n"
+            "GET /languages, /health, /metrics.\n"
+            "\n"
+            "Every setting can be given as a flag, an environment variable or a config file\n"
+            "key; precedence: flag > environment > file > default.\n"
+            "\n"
+            "  --config FILE            [MT_CONFIG] config file (TOML subset, see config/examples)\n"
+            "  --model DIR[:SRC:TGT]    [MT_MODELS, comma-separated] [[models]] path/source/target;\n"
+            "                           repeatable; languages default to tokenizer_config.json\n",
+            prog);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const setting *s = &SETTINGS[i];
+        char flag[64];
+        snprintf(flag, sizeof flag, "%s %s", s->flag, s->metavar);
+        fprintf(f, "  %-24s [%s] %s.%s: %s (default ", flag, s->env, s->section, s->key, s->help);
+        write_default(f, s);
+        fprintf(f, ")\n");
+        if (s->alias) fprintf(f, "  %-24s same as %s\n", s->alias, s->flag);
+    }
+    fprintf(f,
+            "  --print-config           print the effective configuration and exit\n"
+            "  --version                print the version and exit\n"
+            "  -h, --help               this help\n");
+}
+
+static void write_toml_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04X", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+void mt_config_write(const mt_config *cfg, FILE *f)
+{
+    const char *base = (const char *)cfg;
+    const char *section = "";
+    fprintf(f, "# mt-server %s effective configuration\n", MT_VERSION);
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const setting *s = &SETTINGS[i];
+        if (strcmp(section, s->section) != 0) {
+            section = s->section;
+            fprintf(f, "\n[%s]\n", section);
+        }
+        switch (s->kind) {
+        case K_STR:
+            fprintf(f, "%s = ", s->key);
+            write_toml_string(f, base + s->off);
+            break;
+        case K_INT: fprintf(f, "%s = %d", s->key, *(const int *)(base + s->off)); break;
+        case K_LONG: fprintf(f, "%s = %ld", s->key, *(const long *)(base + s->off)); break;
+        case K_FLOAT: {
+            double v = *(const double *)(base + s->off);
+            if (v < 0) fprintf(f, "# %s: the model's default", s->key);
+            else fprintf(f, "%s = %.17g", s->key, v);
+            break;
+        }
+        case K_BOOL:
+            fprintf(f, "%s = %s", s->key, *(const int *)(base + s->off) ? "true" : "false");
+            break;
+        case K_LEVEL:
+            fprintf(f, "%s = \"%s\"", s->key, mt_config_log_level_name(*(const int *)(base + s->off)));
+            break;
+        case K_KEYS:
+            fprintf(f, "%s = [", s->key);
+            for (int k = 0; k < cfg->n_api_keys; k++) {
+                if (k) fputs(", ", f);
+                write_toml_string(f, cfg->api_keys[k]);
+            }
+            fputc(']', f);
+            break;
+        }
+        fputc('\n', f);
+    }
+    for (int i = 0; i < cfg->n_models; i++) {
+        const mt_config_model *m = &cfg->models[i];
+        fprintf(f, "\n[[models]]\npath = ");
+        write_toml_string(f, m->path ? m->path : "");
+        fputc('\n', f);
+        if (m->source) {
+            fputs("source = ", f);
+            write_toml_string(f, m->source);
+            fputc('\n', f);
+        }
+        if (m->target) {
+            fputs("target = ", f);
+            write_toml_string(f, m->target);
+            fputc('\n', f);
+        }
+        if (m->name) {
+            fputs("name = ", f);
+            write_toml_string(f, m->name);
+            fputc('\n', f);
+        }
+    }
+}

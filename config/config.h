@@ -1,0 +1,106 @@
+/* config.h: mt-server settings: defaults, the config file, environment variables and
+ * command-line flags, merged with the precedence flag > environment > file > default.
+ *
+ * The config file is a strict subset of TOML (see config/examples/): [tables] and
+ * [[models]] arrays of tables, `key = value` with basic/literal strings, integers,
+ * floats, booleans and arrays of strings; `#` comments. Unknown keys, duplicate keys,
+ * wrong types and out-of-range values are errors naming the key and FILE:LINE:COLUMN.
+ * Relative model paths in a file are resolved against the file's directory.
+ *
+ * Every setting has one entry in a table (config.c) that gives its file key, its flag
+ * and its environment variable; `mt-server --help` prints that table.
+ *
+ * Thread-safety: an mt_config is plain data; fill it in one thread, then read it from
+ * any number of threads. Errors: calls return 0 on success or -1 with a message.
+ */
+#ifndef MT_CONFIG_H
+#define MT_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+enum { MT_LOG_ERROR = 0, MT_LOG_WARN = 1, MT_LOG_INFO = 2, MT_LOG_DEBUG = 3 };
+
+/* One model to serve. source/target NULL: read from the model's tokenizer_config.json. */
+typedef struct {
+    char *path;   /* model directory */
+    char *source; /* source language code, or NULL */
+    char *target; /* target language code, or NULL */
+    char *name;   /* name reported in responses, or NULL for the directory basename */
+} mt_config_model;
+
+typedef struct {
+    /* [server] */
+    char host[256];         /* listen address (default 127.0.0.1; Docker uses 0.0.0.0) */
+    int port;               /* listen port (default 8080; 0 = any free port) */
+    int http_threads;       /* threads serving HTTP connections (parsing, encoding) */
+    int max_connections;    /* concurrent connections accepted */
+    double idle_timeout;    /* seconds an idle keep-alive connection is kept */
+    double request_timeout; /* seconds a translation may take from arrival; 0 = none */
+    double drain_timeout;   /* seconds to finish in-flight requests on SIGTERM/SIGINT */
+    char **api_keys;        /* accepted API keys; none = no key needed */
+    int n_api_keys;
+    /* [workers] */
+    int workers;            /* translation worker threads (one model state each) */
+    int threads_per_worker; /* BLAS threads used by each worker */
+    int queue_capacity;     /* translate requests admitted at once; beyond: 503 */
+    /* [batch] */
+    int batch_max_sentences; /* sentences per batch */
+    int batch_max_tokens;    /* padded source tokens per batch (sentences x longest) */
+    int batch_max_wait_ms;   /* how long a batch waits for more sentences */
+    /* [limits] */
+    long max_body_bytes;    /* request body size; beyond: 413 */
+    int max_texts;          /* texts per request; beyond: 413 */
+    int max_text_chars;     /* characters (code points) per text; beyond: 413 */
+    int max_beam_size;      /* largest beam_size a request may ask for */
+    /* [decoding]: 0 (or a negative length_penalty) = the model's own default */
+    int beam_size;          /* default beam size */
+    double length_penalty;  /* default length penalty; < 0: model default */
+    int max_length;         /* default max decoding steps */
+    /* [log] */
+    int log_level;          /* MT_LOG_* */
+    int access_log;         /* 1: one line per request */
+    /* [[models]] */
+    mt_config_model *models;
+    int n_models;
+
+    /* set by mt_config_resolve() */
+    char *config_path;      /* file that was loaded, or NULL */
+    int show_help, show_version, print_config;
+} mt_config;
+
+/* Fills cfg with the defaults (no models). */
+void mt_config_init(mt_config *cfg);
+/* Frees every string and list in cfg and re-initialises it to the defaults. */
+void mt_config_free(mt_config *cfg);
+
+/* Applies a config file over cfg (settings it names replace cfg's; [[models]] and
+ * api_keys replace the lists). */
+int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errlen);
+/* The same for text already in memory; `name` is used in messages and `base_dir`
+ * (may be NULL) resolves relative model paths. */
+int mt_config_load_string(mt_config *cfg, const char *text, size_t len, const char *name,
+                          const char *base_dir, char *err, size_t errlen);
+/* Applies MT_* variables from envp (NULL-terminated "NAME=value" list); empty = unset. */
+int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t errlen);
+/* Applies command-line flags (argv[1..argc-1]); --config is accepted and skipped. */
+int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err, size_t errlen);
+/* Cross-field checks for serving: at least one model, sane batch limits. */
+int mt_config_validate(const mt_config *cfg, char *err, size_t errlen);
+
+/* Everything in order: defaults, the file from --config or MT_CONFIG (if any), the
+ * environment, the flags, then validation (skipped for --help/--version). */
+int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *envp,
+                      char *err, size_t errlen);
+
+/* Parses a model spec "DIR" or "DIR:SRC:TGT" (as --model and MT_MODELS take). */
+int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen);
+
+/* Writes the flags / environment / file keys with their defaults (for --help). */
+void mt_config_write_help(FILE *f, const char *prog);
+/* Writes cfg as a config file that mt_config_load_file() reads back (--print-config). */
+void mt_config_write(const mt_config *cfg, FILE *f);
+
+const char *mt_config_log_level_name(int level);
+
+#endif

@@ -1,0 +1,551 @@
+/* batcher.c: bounded job queue, dynamic batching across requests, worker threads. */
+#include "batcher.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RING 256
+
+typedef struct {
+    struct mt_batcher *b;
+    pthread_t thread;
+    int started;
+    mt_state **states;      /* one per model */
+    mt_item **cand;         /* scan window: 4 x max_sentences */
+    mt_item **batch;        /* max_sentences */
+    const int32_t **src;
+    int *lens;
+    mt_result *results;
+} worker;
+
+struct mt_batcher {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;    /* queue changed, arrivals changed, or stopping */
+    mt_batcher_config cfg;
+    const mt_model *const *models;
+    int n_models;
+    mt_metrics *metrics;
+    worker *workers;
+    int n_workers;
+    mt_item *head, *tail;   /* queued sentences, oldest first */
+    int n_queued;
+    mt_job *jobs;           /* admitted, unfinished jobs */
+    int n_jobs;
+    int arriving, busy, stopping;
+    int scan_cap;
+    /* Recent job completions and submissions (ring buffers of times): a client whose
+     * request just finished is likely to send the next one, so a batch that is not
+     * full waits a little for those expected arrivals. */
+    double done_times[RING], submit_times[RING];
+    int done_pos, submit_pos;
+};
+
+double mt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void mt_job_clear_results(mt_job *job)
+{
+    for (int i = 0; i < job->n_items; i++) {
+        mt_item *it = &job->items[i];
+        for (int k = 0; k < it->n_hyps; k++) free(it->hyp_ids[k]);
+        free(it->hyp_ids);
+        free(it->hyp_lens);
+        free(it->scores);
+        it->hyp_ids = NULL;
+        it->hyp_lens = NULL;
+        it->scores = NULL;
+        it->n_hyps = 0;
+    }
+}
+
+/* ------------------------------------------------------------------ queue helpers (locked) */
+
+static void unlink_item(mt_batcher *b, mt_item *it)
+{
+    if (it->prev) it->prev->next = it->next;
+    else b->head = it->next;
+    if (it->next) it->next->prev = it->prev;
+    else b->tail = it->prev;
+    it->next = it->prev = NULL;
+    b->n_queued--;
+}
+
+/* Has the job been cancelled, or has its deadline passed (then it is marked)? */
+static int job_stopped(mt_job *job, double now)
+{
+    if (atomic_load(&job->cancel) != MT_JOB_RUNNING) return 1;
+    if (job->deadline > 0 && now > job->deadline) {
+        int expected = MT_JOB_RUNNING;
+        atomic_compare_exchange_strong(&job->cancel, &expected, MT_JOB_DEADLINE);
+        return 1;
+    }
+    return 0;
+}
+
+/* Counts one item of its job as done; a finished job leaves the admitted list and joins
+ * *chain, whose on_done callbacks run after the lock is released. */
+static void finish_item_locked(mt_batcher *b, mt_item *it, mt_job **chain)
+{
+    mt_job *job = it->job;
+    if (atomic_fetch_sub(&job->remaining, 1) != 1) return;
+    if (job->jprev) job->jprev->jnext = job->jnext;
+    else b->jobs = job->jnext;
+    if (job->jnext) job->jnext->jprev = job->jprev;
+    job->jprev = NULL;
+    b->n_jobs--;
+    job->t_done = mt_now();
+    b->done_times[b->done_pos] = job->t_done;
+    b->done_pos = (b->done_pos + 1) % RING;
+    job->jnext = *chain;
+    *chain = job;
+}
+
+static void run_callbacks(mt_job *chain)
+{
+    while (chain) {
+        mt_job *next = chain->jnext; /* read before on_done: the job may be freed after it */
+        chain->jnext = NULL;
+        chain->on_done(chain, chain->user);
+        chain = next;
+    }
+}
+
+/* Drops every queued item whose job is cancelled or expired. */
+static long purge_locked(mt_batcher *b, mt_job **chain)
+{
+    double now = mt_now();
+    long dropped = 0;
+    for (mt_item *it = b->head, *next; it; it = next) {
+        next = it->next;
+        if (!job_stopped(it->job, now)) continue;
+        unlink_item(b, it);
+        it->status = MT_ERR_CANCELLED;
+        finish_item_locked(b, it, chain);
+        dropped++;
+    }
+    return dropped;
+}
+
+static int same_options(const mt_job *a, const mt_job *b)
+{
+    const mt_search_options *x = &a->opts, *y = &b->opts;
+    return a->model == b->model && x->beam_size == y->beam_size &&
+           x->length_penalty == y->length_penalty && x->max_length == y->max_length &&
+           x->max_length_factor == y->max_length_factor && x->n_best == y->n_best &&
+           x->n_bad_ids == y->n_bad_ids && x->bad_ids == y->bad_ids;
+}
+
+static int by_length(const void *pa, const void *pb)
+{
+    const mt_item *a = *(const mt_item *const *)pa, *b = *(const mt_item *const *)pb;
+    if (a->len != b->len) return a->len < b->len ? -1 : 1;
+    if (a->t_queued != b->t_queued) return a->t_queued < b->t_queued ? -1 : 1;
+    return a < b ? -1 : a > b;
+}
+
+static void add_ms(struct timespec *ts, double seconds)
+{
+    double whole = (double)(long)seconds;
+    ts->tv_sec = (time_t)whole;
+    ts->tv_nsec = (long)((seconds - whole) * 1e9);
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Requests expected within the wait window: requests being prepared now, plus clients
+ * whose requests finished recently and have not sent their next one yet. */
+static int expected_arrivals(const mt_batcher *b, double now)
+{
+    double window = 2.0 * b->cfg.max_wait_ms / 1000.0;
+    if (window < 0.002) window = 0.002;
+    int done = 0, submitted = 0;
+    for (int i = 0; i < RING; i++) {
+        done += b->done_times[i] > now - window;
+        submitted += b->submit_times[i] > now - window;
+    }
+    int recent = done - submitted;
+    return b->arriving + (recent > 0 ? recent : 0);
+}
+
+/* Picks the next batch into w->batch. Returns its size; 0 when stopping with nothing
+ * queued; -1 when finished jobs are waiting in *chain for their callbacks. */
+static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
+{
+    for (;;) {
+        double now = mt_now();
+        mt_item *head = NULL;
+        int n = 0;
+        long tokens = 0;
+        for (mt_item *it = b->head, *next; it; it = next) {
+            next = it->next;
+            if (job_stopped(it->job, now)) {
+                unlink_item(b, it);
+                it->status = MT_ERR_CANCELLED;
+                finish_item_locked(b, it, chain);
+                if (b->metrics) mt_metrics_cancelled(b->metrics, 1);
+                continue;
+            }
+            if (!head) head = it;
+            if (same_options(head->job, it->job)) {
+                w->cand[n++] = it;
+                tokens += it->len;
+                if (n == b->scan_cap) break;
+            }
+        }
+        if (*chain) return -1;
+        if (!head) {
+            if (b->stopping) return 0;
+            pthread_cond_wait(&b->cond, &b->mu);
+            continue;
+        }
+        /* Wait for sentences of requests still being prepared, unless the batch is full. */
+        int full = n >= b->cfg.max_sentences || tokens >= b->cfg.max_tokens;
+        double until = head->t_queued + b->cfg.max_wait_ms / 1000.0;
+        if (!full && !b->stopping && now < until && expected_arrivals(b, now) > 0) {
+            struct timespec ts;
+            add_ms(&ts, until);
+            pthread_cond_timedwait(&b->cond, &b->mu, &ts);
+            continue;
+        }
+        /* Around the oldest sentence, take the ones closest to its length. */
+        qsort(w->cand, (size_t)n, sizeof *w->cand, by_length);
+        int h = 0;
+        while (w->cand[h] != head) h++;
+        int lo = h, hi = h, count = 1, maxlen = head->len;
+        while (count < b->cfg.max_sentences) {
+            mt_item *l = lo > 0 ? w->cand[lo - 1] : NULL;
+            mt_item *r = hi + 1 < n ? w->cand[hi + 1] : NULL;
+            if (l && (long)(count + 1) * (maxlen > l->len ? maxlen : l->len) > b->cfg.max_tokens)
+                l = NULL;
+            if (r && (long)(count + 1) * (maxlen > r->len ? maxlen : r->len) > b->cfg.max_tokens)
+                r = NULL;
+            if (!l && !r) break;
+            int take_left;
+            if (!r) take_left = 1;
+            else if (!l) take_left = 0;
+            else {
+                int dl = head->len - l->len, dr = r->len - head->len;
+                take_left = dl < dr || (dl == dr && l->t_queued <= r->t_queued);
+            }
+            if (take_left) {
+                lo--;
+                if (l->len > maxlen) maxlen = l->len;
+            } else {
+                hi++;
+                if (r->len > maxlen) maxlen = r->len;
+            }
+            count++;
+        }
+        for (int i = 0; i < count; i++) {
+            mt_item *it = w->cand[lo + i];
+            unlink_item(b, it);
+            w->batch[i] = it;
+            if (it->job->t_started == 0) {
+                it->job->t_started = now;
+                if (b->metrics) mt_metrics_queue_wait(b->metrics, now - it->job->t_submitted);
+            }
+        }
+        return count;
+    }
+}
+
+typedef struct {
+    mt_item **batch;
+} cancel_ctx;
+
+/* Called by the engine between decoding steps. */
+static int cancel_cb(void *user, int index)
+{
+    cancel_ctx *c = user;
+    mt_job *job = c->batch[index]->job;
+    if (atomic_load(&job->cancel) != MT_JOB_RUNNING) return 1;
+    if (job->deadline > 0 && mt_now() > job->deadline) {
+        int expected = MT_JOB_RUNNING;
+        atomic_compare_exchange_strong(&job->cancel, &expected, MT_JOB_DEADLINE);
+        return 1;
+    }
+    return 0;
+}
+
+static void copy_result(mt_item *it, const mt_result *r)
+{
+    it->status = r->status;
+    it->n_hyps = 0;
+    if (r->status != MT_OK || r->n_hyps <= 0) return;
+    it->hyp_ids = calloc((size_t)r->n_hyps, sizeof *it->hyp_ids);
+    it->hyp_lens = calloc((size_t)r->n_hyps, sizeof *it->hyp_lens);
+    it->scores = calloc((size_t)r->n_hyps, sizeof *it->scores);
+    if (!it->hyp_ids || !it->hyp_lens || !it->scores) {
+        it->status = MT_ERR_NOMEM;
+        return;
+    }
+    for (int k = 0; k < r->n_hyps; k++) {
+        const mt_hypothesis *h = &r->hyps[k];
+        it->hyp_ids[k] = malloc(sizeof(int32_t) * (size_t)(h->length > 0 ? h->length : 1));
+        if (!it->hyp_ids[k]) {
+            it->status = MT_ERR_NOMEM;
+            return;
+        }
+        if (h->length > 0) memcpy(it->hyp_ids[k], h->ids, sizeof(int32_t) * (size_t)h->length);
+        it->hyp_lens[k] = h->length;
+        it->scores[k] = h->score;
+        it->n_hyps = k + 1;
+    }
+}
+
+static void run_batch(mt_batcher *b, worker *w, int n)
+{
+    mt_job *first = w->batch[0]->job;
+    mt_search_options opts = first->opts;
+    cancel_ctx cc = {w->batch};
+    opts.cancel = cancel_cb;
+    opts.cancel_user = &cc;
+    int maxlen = 0;
+    for (int i = 0; i < n; i++) {
+        w->src[i] = w->batch[i]->ids;
+        w->lens[i] = w->batch[i]->len;
+        if (w->lens[i] > maxlen) maxlen = w->lens[i];
+    }
+    mt_state *st = w->states[first->model];
+    double t0 = mt_now();
+    int rc = mt_translate_ids(st, &opts, n, w->src, w->lens, w->results);
+    double t1 = mt_now();
+    char msg[256] = "";
+    if (rc < 0 && rc != MT_ERR_CANCELLED) {
+        snprintf(msg, sizeof msg, "%s", mt_state_error(st));
+        for (int i = 0; i < n; i++) w->batch[i]->status = rc;
+    } else {
+        for (int i = 0; i < n; i++) copy_result(w->batch[i], &w->results[i]);
+    }
+    if (b->metrics) {
+        mt_metrics_batch(b->metrics, n, (long)n * maxlen, t1 - t0);
+        long cancelled = 0;
+        for (int i = 0; i < n; i++) cancelled += w->batch[i]->status == MT_ERR_CANCELLED;
+        if (cancelled) mt_metrics_cancelled(b->metrics, cancelled);
+    }
+    mt_job *chain = NULL;
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < n; i++) {
+        mt_item *it = w->batch[i];
+        if (it->status != MT_OK && it->status != MT_ERR_CANCELLED && !it->job->error) {
+            it->job->error = 1;
+            snprintf(it->job->error_text, sizeof it->job->error_text, "%s",
+                     msg[0] ? msg : "out of memory");
+        }
+        finish_item_locked(b, it, &chain);
+    }
+    pthread_mutex_unlock(&b->mu);
+    run_callbacks(chain);
+}
+
+static void *worker_main(void *arg)
+{
+    worker *w = arg;
+    mt_batcher *b = w->b;
+    pthread_mutex_lock(&b->mu);
+    for (;;) {
+        mt_job *chain = NULL;
+        int n = form_batch_locked(b, w, &chain);
+        if (n < 0) {
+            pthread_mutex_unlock(&b->mu);
+            run_callbacks(chain);
+            pthread_mutex_lock(&b->mu);
+            continue;
+        }
+        if (n == 0) break;
+        b->busy++;
+        pthread_mutex_unlock(&b->mu);
+        run_batch(b, w, n);
+        pthread_mutex_lock(&b->mu);
+        b->busy--;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ public */
+
+static void free_workers(mt_batcher *b)
+{
+    for (int i = 0; b->workers && i < b->n_workers; i++) {
+        worker *w = &b->workers[i];
+        for (int m = 0; w->states && m < b->n_models; m++) mt_state_free(w->states[m]);
+        free(w->states);
+        free(w->cand);
+        free(w->batch);
+        free(w->src);
+        free(w->lens);
+        free(w->results);
+    }
+    free(b->workers);
+    b->workers = NULL;
+}
+
+mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
+                              const mt_batcher_config *cfg, mt_metrics *metrics, char *err,
+                              size_t errlen)
+{
+    mt_batcher *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    b->cfg = *cfg;
+    if (b->cfg.workers < 1) b->cfg.workers = 1;
+    if (b->cfg.max_sentences < 1) b->cfg.max_sentences = 1;
+    if (b->cfg.capacity < 1) b->cfg.capacity = 1;
+    b->models = models;
+    b->n_models = n_models;
+    b->metrics = metrics;
+    b->scan_cap = 4 * b->cfg.max_sentences;
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&b->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    b->n_workers = b->cfg.workers;
+    b->workers = calloc((size_t)b->n_workers, sizeof *b->workers);
+    if (!b->workers) goto nomem;
+    size_t ms = (size_t)b->cfg.max_sentences;
+    for (int i = 0; i < b->n_workers; i++) {
+        worker *w = &b->workers[i];
+        w->b = b;
+        w->states = calloc((size_t)n_models, sizeof *w->states);
+        w->cand = calloc((size_t)b->scan_cap, sizeof *w->cand);
+        w->batch = calloc(ms, sizeof *w->batch);
+        w->src = calloc(ms, sizeof *w->src);
+        w->lens = calloc(ms, sizeof *w->lens);
+        w->results = calloc(ms, sizeof *w->results);
+        if (!w->states || !w->cand || !w->batch || !w->src || !w->lens || !w->results) goto nomem;
+        for (int m = 0; m < n_models; m++) {
+            w->states[m] = mt_state_create(models[m], cfg->threads_per_worker, err, errlen);
+            if (!w->states[m]) goto fail;
+        }
+    }
+    for (int i = 0; i < b->n_workers; i++) {
+        if (pthread_create(&b->workers[i].thread, NULL, worker_main, &b->workers[i]) != 0) {
+            snprintf(err, errlen, "cannot start worker thread %d", i);
+            goto fail;
+        }
+        b->workers[i].started = 1;
+    }
+    return b;
+nomem:
+    snprintf(err, errlen, "out of memory");
+fail:
+    mt_batcher_free(b);
+    return NULL;
+}
+
+void mt_batcher_free(mt_batcher *b)
+{
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    b->stopping = 1;
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->mu);
+    mt_batcher_abort(b, MT_JOB_SHUTDOWN);
+    for (int i = 0; b->workers && i < b->n_workers; i++)
+        if (b->workers[i].started) pthread_join(b->workers[i].thread, NULL);
+    free_workers(b);
+    pthread_cond_destroy(&b->cond);
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+}
+
+int mt_batcher_submit(mt_batcher *b, mt_job *job)
+{
+    if (job->n_items < 1) return -1;
+    pthread_mutex_lock(&b->mu);
+    if (b->stopping || b->n_jobs >= b->cfg.capacity) {
+        pthread_mutex_unlock(&b->mu);
+        return -1;
+    }
+    double now = mt_now();
+    job->t_submitted = now;
+    b->submit_times[b->submit_pos] = now;
+    b->submit_pos = (b->submit_pos + 1) % RING;
+    job->t_started = 0;
+    job->t_done = 0;
+    job->error = 0;
+    job->error_text[0] = '\0';
+    atomic_store(&job->remaining, job->n_items);
+    job->jprev = NULL;
+    job->jnext = b->jobs;
+    if (b->jobs) b->jobs->jprev = job;
+    b->jobs = job;
+    b->n_jobs++;
+    for (int i = 0; i < job->n_items; i++) {
+        mt_item *it = &job->items[i];
+        it->job = job;
+        it->status = MT_OK;
+        it->n_hyps = 0;
+        it->t_queued = now;
+        it->next = NULL;
+        it->prev = b->tail;
+        if (b->tail) b->tail->next = it;
+        else b->head = it;
+        b->tail = it;
+        b->n_queued++;
+    }
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->mu);
+    return 0;
+}
+
+void mt_batcher_arriving(mt_batcher *b, int delta)
+{
+    pthread_mutex_lock(&b->mu);
+    b->arriving += delta;
+    if (b->arriving <= 0) {
+        b->arriving = 0;
+        pthread_cond_broadcast(&b->cond);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+void mt_batcher_purge(mt_batcher *b)
+{
+    mt_job *chain = NULL;
+    pthread_mutex_lock(&b->mu);
+    long dropped = purge_locked(b, &chain);
+    pthread_mutex_unlock(&b->mu);
+    if (dropped && b->metrics) mt_metrics_cancelled(b->metrics, dropped);
+    run_callbacks(chain);
+}
+
+void mt_batcher_abort(mt_batcher *b, int reason)
+{
+    mt_job *chain = NULL;
+    pthread_mutex_lock(&b->mu);
+    for (mt_job *j = b->jobs; j; j = j->jnext) {
+        int expected = MT_JOB_RUNNING;
+        atomic_compare_exchange_strong(&j->cancel, &expected, reason);
+    }
+    long dropped = purge_locked(b, &chain);
+    pthread_cond_broadcast(&b->cond);
+    pthread_mutex_unlock(&b->mu);
+    if (dropped && b->metrics) mt_metrics_cancelled(b->metrics, dropped);
+    run_callbacks(chain);
+}
+
+void mt_batcher_gauges(mt_batcher *b, int *queued_sentences, int *jobs, int *busy_workers,
+                       int *workers)
+{
+    pthread_mutex_lock(&b->mu);
+    *queued_sentences = b->n_queued;
+    *jobs = b->n_jobs;
+    *busy_workers = b->busy;
+    *workers = b->n_workers;
+    pthread_mutex_unlock(&b->mu);
+}

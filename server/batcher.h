@@ -1,0 +1,108 @@
+/* batcher.h: the bounded translation queue, dynamic batching across requests, and the
+ * worker threads that run the model.
+ *
+ * A job is one HTTP request's work: its encoded sentences, the model and the search
+ * options. Jobs are admitted up to a capacity (beyond it submit fails: answer 503).
+ * Sentences of all admitted jobs wait in one FIFO; a worker takes the oldest sentence
+ * and fills a batch with queued sentences that use the same model and options, those
+ * closest in length first, within max_sentences and max_tokens (padded). While more
+ * requests are expected (being prepared, see mt_batcher_arriving, or from clients whose
+ * previous request just finished) and the batch is not full, it waits up to max_wait_ms
+ * (from the oldest sentence's arrival) for them; a lone client never waits. Each result goes back to its own sentence; when a job's last
+ * sentence is done its on_done callback runs (on a worker thread, or in
+ * mt_batcher_purge/mt_batcher_abort): it must not block.
+ *
+ * Cancellation: set job->cancel (MT_JOB_*). Queued sentences of cancelled jobs, or of jobs
+ * whose deadline passed, are dropped without compute; sentences in a running batch stop
+ * at the next decoding step (mt_search_options.cancel).
+ *
+ * Thread-safety: every function may be called from any thread. The job belongs to the
+ * batcher from mt_batcher_submit() until on_done; its owner may only set job->cancel.
+ */
+#ifndef MT_SERVER_BATCHER_H
+#define MT_SERVER_BATCHER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "metrics.h"
+
+/* Why a job stopped early (job->cancel). */
+enum { MT_JOB_RUNNING = 0, MT_JOB_CLIENT_GONE = 1, MT_JOB_DEADLINE = 2, MT_JOB_SHUTDOWN = 3 };
+
+typedef struct mt_job mt_job;
+typedef struct mt_item mt_item;
+
+struct mt_item {
+    mt_job *job;
+    const int32_t *ids;   /* source ids ending in eos (owned by the job's owner) */
+    int len;
+    /* filled by the batcher */
+    int status;           /* MT_OK, MT_ERR_CANCELLED or an engine error */
+    int n_hyps;
+    int32_t **hyp_ids;    /* n_hyps arrays (malloc'd; mt_job_clear_results frees) */
+    int *hyp_lens;
+    float *scores;
+    /* private to the batcher */
+    double t_queued;
+    mt_item *next, *prev; /* queue links */
+};
+
+struct mt_job {
+    int model;                 /* index into the batcher's models */
+    mt_search_options opts;    /* cancel / cancel_user are set by the batcher */
+    int n_items;
+    mt_item *items;
+    double deadline;           /* CLOCK_MONOTONIC seconds, 0 = none */
+    atomic_int cancel;         /* MT_JOB_* */
+    void (*on_done)(mt_job *job, void *user);
+    void *user;
+    /* filled by the batcher */
+    atomic_int remaining;      /* items not finished */
+    int error;                 /* 1: a batch failed; error_text says why */
+    char error_text[256];
+    double t_submitted, t_started, t_done; /* monotonic seconds; t_started: first batch */
+    /* private to the batcher */
+    mt_job *jnext, *jprev;     /* admitted jobs; jnext also chains finished jobs */
+};
+
+typedef struct {
+    int workers;             /* threads */
+    int threads_per_worker;  /* BLAS threads of each worker's states */
+    int capacity;            /* jobs admitted at once */
+    int max_sentences;       /* per batch */
+    int max_tokens;          /* padded source tokens per batch */
+    int max_wait_ms;
+} mt_batcher_config;
+
+typedef struct mt_batcher mt_batcher;
+
+/* Creates one state per (worker, model) and starts the workers. */
+mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
+                              const mt_batcher_config *cfg, mt_metrics *metrics, char *err,
+                              size_t errlen);
+/* Cancels what is queued or running (MT_JOB_SHUTDOWN), joins the workers, frees. */
+void mt_batcher_free(mt_batcher *b);
+
+/* Queues a job with at least one item. Returns 0, or -1 when at capacity or stopping. */
+int mt_batcher_submit(mt_batcher *b, mt_job *job);
+/* Requests being prepared that will be submitted soon (+1 before parsing, -1 after):
+ * batches wait for them up to max_wait_ms. */
+void mt_batcher_arriving(mt_batcher *b, int delta);
+/* Drops queued sentences of cancelled or expired jobs now (not waiting for a worker). */
+void mt_batcher_purge(mt_batcher *b);
+/* Cancels every admitted job with `reason` and drops their queued sentences. */
+void mt_batcher_abort(mt_batcher *b, int reason);
+
+/* Current numbers for /metrics. */
+void mt_batcher_gauges(mt_batcher *b, int *queued_sentences, int *jobs, int *busy_workers,
+                       int *workers);
+
+/* Frees the hypotheses the batcher attached to a finished job's items. */
+void mt_job_clear_results(mt_job *job);
+
+/* CLOCK_MONOTONIC in seconds. */
+double mt_now(void);
+
+#endif

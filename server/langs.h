@@ -1,0 +1,49 @@
+/* langs.h: the language table: which loaded model serves which (source, target) pair,
+ * "auto" source resolution, language names, and the LibreTranslate /languages list.
+ *
+ * A route is one pair served by one model. A plain bilingual model gives one route; a
+ * multilingual model (source vocabulary with ">>xxx<<" tokens) gives one more route per
+ * target token, whose id is prepended to each source sentence to select that target.
+ *
+ * Thread-safety: filled once at load, then read-only and shared by all threads.
+ */
+#ifndef MT_SERVER_LANGS_H
+#define MT_SERVER_LANGS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    char source[33], target[33]; /* language codes as configured */
+    int model;                   /* index of the serving model */
+    int32_t target_token;        /* source id of ">>target<<" to prepend, or -1 */
+} mt_route;
+
+typedef struct mt_langs mt_langs;
+
+mt_langs *mt_langs_create(void);
+void mt_langs_free(mt_langs *l);
+
+/* Adds a route; a pair already routed keeps its first model. Returns 0 or -1 (no memory). */
+int mt_langs_add(mt_langs *l, const char *source, const char *target, int model,
+                 int32_t target_token);
+
+int mt_langs_count(const mt_langs *l);
+const mt_route *mt_langs_get(const mt_langs *l, int i);
+
+/* Finds the route for a request. source NULL or "auto": the one route into target (if
+ * exactly one), *detected = 1. target NULL: allowed when only one route exists (or one
+ * from the given source). Codes compare case-insensitively. Returns the route index, or
+ * -1 with a 400 message that lists the supported pairs. */
+int mt_langs_resolve(const mt_langs *l, const char *source, const char *target, int *detected,
+                     char *err, size_t errlen);
+
+/* LibreTranslate's GET /languages: [{"code", "name", "targets"}], one entry for every
+ * language that is a source or a target, sorted by code. New reference. */
+json_t *mt_langs_json(const mt_langs *l);
+
+/* English name of an ISO 639-1/639-3 code ("de" -> "German"), or the code itself. */
+const char *mt_lang_name(const char *code);
+
+#endif

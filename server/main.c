@@ -1,0 +1,144 @@
+/* main.c: mt-server: settings, signals, start, serve until SIGTERM/SIGINT, drain, exit. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+
+#ifndef MT_VERSION
+#define MT_VERSION "0.1.0"
+#endif
+
+extern char **environ;
+
+/* Self-pipe: the SIGTERM/SIGINT handler writes the signal number, main() reads it.
+ * (Blocking the signals and using sigwait() is not enough: threads that libraries start
+ * before main(), such as OpenBLAS's, do not block them, and a signal delivered to one of
+ * them would kill the process with the default action.) Written once before any thread
+ * starts, then only read. */
+static int signal_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t w = write(signal_pipe[1], &b, 1);
+    (void)w;
+    errno = saved;
+}
+
+/* Waits up to timeout_ms (-1: forever) for a signal; returns it or 0. */
+static int wait_signal(int timeout_ms)
+{
+    struct pollfd p = {signal_pipe[0], POLLIN, 0};
+    int r = poll(&p, 1, timeout_ms);
+    if (r <= 0) return 0;
+    unsigned char b = 0;
+    return read(signal_pipe[0], &b, 1) == 1 ? b : 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    mt_config cfg;
+    mt_config_init(&cfg);
+    char err[1024];
+    if (mt_config_resolve(&cfg, argc, argv, environ, err, sizeof err)) {
+        fprintf(stderr, "mt-server: %s\n", err);
+        mt_config_free(&cfg);
+        return 2;
+    }
+    if (cfg.show_help) {
+        mt_config_write_help(stdout, "mt-server");
+        mt_config_free(&cfg);
+        return 0;
+    }
+    if (cfg.show_version) {
+        printf("mt-server %s\n", MT_VERSION);
+        mt_config_free(&cfg);
+        return 0;
+    }
+    if (cfg.print_config) {
+        mt_config_write(&cfg, stdout);
+        mt_config_free(&cfg);
+        return 0;
+    }
+
+    if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+        perror("mt-server: pipe");
+        mt_config_free(&cfg);
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    json_object_seed(0); /* jansson's hash seed, before threads (its thread-safety note) */
+
+    int rc = 1;
+    mt_log *log = mt_log_create(stderr, cfg.log_level);
+    mt_metrics *metrics = mt_metrics_create();
+    mt_server *srv = NULL;
+    if (!log || !metrics) {
+        fprintf(stderr, "mt-server: out of memory\n");
+        goto out;
+    }
+    mt_log_write(log, MT_LOG_INFO, "starting", "version=%s config=%s models=%d", MT_VERSION,
+                 cfg.config_path ? cfg.config_path : "-", cfg.n_models);
+    srv = mt_server_create(&cfg, log, metrics, err, sizeof err);
+    if (!srv) {
+        char q[1100];
+        mt_log_write(log, MT_LOG_ERROR, "fatal", "msg=%s", mt_log_quote(q, sizeof q, err));
+        goto out;
+    }
+    mt_log_write(log, MT_LOG_INFO, "listening", "host=%s port=%d", cfg.host, mt_server_port(srv));
+    if (mt_server_load(srv, err, sizeof err)) {
+        char q[1100];
+        mt_log_write(log, MT_LOG_ERROR, "fatal", "msg=%s", mt_log_quote(q, sizeof q, err));
+        goto out;
+    }
+
+    int sig;
+    while (!(sig = wait_signal(-1))) {}
+    mt_log_write(log, MT_LOG_INFO, "draining", "signal=%s in_flight=%d drain_timeout_s=%g",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT", mt_server_in_flight(srv), cfg.drain_timeout);
+    mt_server_begin_drain(srv);
+    double until = now_s() + cfg.drain_timeout;
+    while (mt_server_in_flight(srv) > 0 && now_s() < until) {
+        if (wait_signal(20)) {
+            mt_log_write(log, MT_LOG_WARN, "second_signal", "msg=\"stopping without waiting\"");
+            break;
+        }
+    }
+    if (mt_server_in_flight(srv) > 0)
+        mt_log_write(log, MT_LOG_WARN, "drain_incomplete", "cancelled=%d", mt_server_in_flight(srv));
+    rc = 0;
+out:
+    mt_server_free(srv);
+    if (log) mt_log_write(log, rc == 0 ? MT_LOG_INFO : MT_LOG_ERROR, "stopped", "exit_code=%d", rc);
+    mt_metrics_free(metrics);
+    mt_log_free(log);
+    mt_config_free(&cfg);
+    close(signal_pipe[0]);
+    close(signal_pipe[1]);
+    return rc;
+}

@@ -1,0 +1,588 @@
+/* request.c: POST /translate bodies -> mt_request (see request.h). */
+#include "request.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static int fail(int status, char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(int status, char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+/* ------------------------------------------------------------------ UTF-8 */
+
+int mt_request_utf8_valid(const char *str, size_t len, size_t *bad_at)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        size_t n;
+        uint32_t cp;
+        if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
+        else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
+        else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
+        else goto bad;
+        if (i + n > len) goto bad;
+        for (size_t k = 1; k < n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) goto bad;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+            (cp >= 0xD800 && cp <= 0xDFFF))
+            goto bad;
+        i += n;
+    }
+    return 1;
+bad:
+    if (bad_at) *bad_at = i;
+    return 0;
+}
+
+size_t mt_request_utf8_chars(const char *s, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)s[i] & 0xC0) != 0x80) n++;
+    return n;
+}
+
+/* ------------------------------------------------------------------ content type */
+
+static int ieq_n(const char *a, size_t an, const char *b)
+{
+    return an == strlen(b) && strncasecmp(a, b, an) == 0;
+}
+
+mt_content_type mt_request_content_type(const char *header, char *boundary, size_t cap,
+                                        char *err, size_t errlen)
+{
+    if (boundary && cap) boundary[0] = '\0';
+    if (!header) return MT_CT_JSON; /* no Content-Type: assume JSON */
+    const char *p = header;
+    while (*p == ' ' || *p == '\t') p++;
+    const char *semi = strchr(p, ';');
+    const char *end = semi ? semi : p + strlen(p);
+    while (end > p && (end[-1] == ' ' || end[-1] == '\t')) end--;
+    size_t n = (size_t)(end - p);
+    mt_content_type type;
+    if (ieq_n(p, n, "application/json") || ieq_n(p, n, "text/json") ||
+        (n > 5 && strncasecmp(p, "application/", 12) == 0 && strncasecmp(end - 5, "+json", 5) == 0))
+        type = MT_CT_JSON;
+    else if (ieq_n(p, n, "application/x-www-form-urlencoded"))
+        type = MT_CT_FORM;
+    else if (ieq_n(p, n, "multipart/form-data"))
+        type = MT_CT_MULTIPART;
+    else {
+        char shown[64];
+        snprintf(shown, sizeof shown, "%.*s", (int)(n < 60 ? n : 60), p);
+        for (char *c = shown; *c; c++)
+            if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f || *c == '"') *c = '?';
+        fail(0, err, errlen, "unsupported content type '%s': send application/json "
+             "(or application/x-www-form-urlencoded, multipart/form-data)", shown);
+        return MT_CT_UNSUPPORTED;
+    }
+    /* Parameters: charset must be UTF-8; multipart needs its boundary. */
+    while (semi) {
+        p = semi + 1;
+        semi = strchr(p, ';');
+        end = semi ? semi : p + strlen(p);
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        const char *eq = memchr(p, '=', (size_t)(end - p));
+        if (!eq) continue;
+        const char *k = p, *ke = eq;
+        while (ke > k && (ke[-1] == ' ' || ke[-1] == '\t')) ke--;
+        const char *v = eq + 1, *ve = end;
+        while (v < ve && (*v == ' ' || *v == '\t')) v++;
+        while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t')) ve--;
+        if (ve - v >= 2 && *v == '"' && ve[-1] == '"') {
+            v++;
+            ve--;
+        }
+        size_t vn = (size_t)(ve - v);
+        if (ieq_n(k, (size_t)(ke - k), "charset")) {
+            if (!ieq_n(v, vn, "utf-8") && !ieq_n(v, vn, "utf8") && !ieq_n(v, vn, "us-ascii")) {
+                fail(0, err, errlen, "unsupported charset '%.*s': send UTF-8",
+                     (int)(vn < 40 ? vn : 40), v);
+                return MT_CT_UNSUPPORTED;
+            }
+        } else if (ieq_n(k, (size_t)(ke - k), "boundary") && type == MT_CT_MULTIPART) {
+            if (vn == 0 || vn > 70 || !boundary || vn >= cap) {
+                fail(0, err, errlen, "invalid multipart boundary");
+                return MT_CT_UNSUPPORTED;
+            }
+            memcpy(boundary, v, vn);
+            boundary[vn] = '\0';
+        }
+    }
+    if (type == MT_CT_MULTIPART && (!boundary || !boundary[0])) {
+        fail(0, err, errlen, "multipart/form-data without a boundary parameter");
+        return MT_CT_UNSUPPORTED;
+    }
+    return type;
+}
+
+/* ------------------------------------------------------------------ form bodies */
+
+/* Adds a field to obj: the first value is a string, repeated names become an array. */
+static int add_field(json_t *obj, const char *name, size_t nlen, const char *val, size_t vlen,
+                     char *err, size_t errlen)
+{
+    size_t bad;
+    if (!mt_request_utf8_valid(name, nlen, &bad) || memchr(name, '\0', nlen))
+        return fail(400, err, errlen, "form field name is not valid UTF-8 text");
+    char key[128];
+    if (nlen >= sizeof key) return 0; /* no field we read has a long name: ignore it */
+    memcpy(key, name, nlen);
+    key[nlen] = '\0';
+    if (!mt_request_utf8_valid(val, vlen, &bad))
+        return fail(400, err, errlen, "form field '%s' is not valid UTF-8 (byte %zu)", key, bad);
+    if (memchr(val, '\0', vlen))
+        return fail(400, err, errlen, "form field '%s' contains a NUL character", key);
+    json_t *s = json_stringn(val, vlen);
+    if (!s) return fail(500, err, errlen, "out of memory");
+    json_t *old = json_object_get(obj, key);
+    if (!old) {
+        if (json_object_set_new(obj, key, s)) return fail(500, err, errlen, "out of memory");
+        return 0;
+    }
+    if (json_is_array(old)) {
+        if (json_array_append_new(old, s)) return fail(500, err, errlen, "out of memory");
+        return 0;
+    }
+    json_t *arr = json_array();
+    if (!arr || json_array_append(arr, old) || json_array_append_new(arr, s) ||
+        json_object_set_new(obj, key, arr)) {
+        json_decref(arr);
+        return fail(500, err, errlen, "out of memory");
+    }
+    return 0;
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes s[0, n) ('+' is a space) into out; returns the length or -1. */
+static long url_decode(const char *s, size_t n, char *out, size_t *bad_at)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '+') {
+            out[o++] = ' ';
+        } else if (s[i] == '%') {
+            int a = i + 1 < n ? hexval((unsigned char)s[i + 1]) : -1;
+            int b = i + 2 < n ? hexval((unsigned char)s[i + 2]) : -1;
+            if (a < 0 || b < 0) {
+                *bad_at = i;
+                return -1;
+            }
+            out[o++] = (char)(a * 16 + b);
+            i += 2;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    return (long)o;
+}
+
+static int decode_urlencoded(const char *body, size_t len, json_t *obj, char *err, size_t errlen)
+{
+    char *buf = malloc(len + 1);
+    if (!buf) return fail(500, err, errlen, "out of memory");
+    size_t i = 0;
+    int rc = 0;
+    while (i < len && !rc) {
+        size_t j = i;
+        while (j < len && body[j] != '&') j++;
+        if (j > i) {
+            const char *eq = memchr(body + i, '=', j - i);
+            size_t kend = eq ? (size_t)(eq - body) : j;
+            size_t bad = 0;
+            long kl = url_decode(body + i, kend - i, buf, &bad);
+            if (kl < 0) {
+                rc = fail(400, err, errlen, "invalid percent-encoding in form body at byte %zu",
+                          i + bad);
+                break;
+            }
+            /* The value is decoded after the key, in the same buffer behind it. */
+            char *vbuf = buf + kl;
+            long vl = 0;
+            if (eq) {
+                vl = url_decode(eq + 1, j - kend - 1, vbuf, &bad);
+                if (vl < 0) {
+                    rc = fail(400, err, errlen,
+                              "invalid percent-encoding in form body at byte %zu",
+                              kend + 1 + bad);
+                    break;
+                }
+            }
+            rc = add_field(obj, buf, (size_t)kl, vbuf, (size_t)vl, err, errlen);
+        }
+        i = j + 1;
+    }
+    free(buf);
+    return rc;
+}
+
+static const char *find_mem(const char *h, size_t hn, const char *n, size_t nn)
+{
+    if (nn == 0 || hn < nn) return NULL;
+    return memmem(h, hn, n, nn);
+}
+
+static int decode_multipart(const char *boundary, const char *body, size_t len, json_t *obj,
+                            char *err, size_t errlen)
+{
+    char delim[80];
+    int dl = snprintf(delim, sizeof delim, "--%s", boundary);
+    if (dl <= 2 || (size_t)dl >= sizeof delim)
+        return fail(400, err, errlen, "invalid multipart boundary");
+    /* The first delimiter: at the start or after a CRLF (a preamble may precede). */
+    const char *p = NULL;
+    if (len >= (size_t)dl && memcmp(body, delim, (size_t)dl) == 0) {
+        p = body;
+    } else {
+        char crd[84];
+        int cl = snprintf(crd, sizeof crd, "\r\n%s", delim);
+        const char *f = find_mem(body, len, crd, (size_t)cl);
+        if (f) p = f + 2;
+    }
+    if (!p) return fail(400, err, errlen, "malformed multipart body: boundary not found");
+    const char *end = body + len;
+    char crd[84];
+    int cl = snprintf(crd, sizeof crd, "\r\n%s", delim);
+    for (;;) {
+        p += dl;
+        if (end - p >= 2 && p[0] == '-' && p[1] == '-') return 0; /* closing delimiter */
+        while (p < end && (*p == ' ' || *p == '\t')) p++;
+        if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
+            return fail(400, err, errlen, "malformed multipart body: bad delimiter line");
+        p += 2;
+        const char *hend = find_mem(p, (size_t)(end - p), "\r\n\r\n", 4);
+        const char *content;
+        if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') {
+            hend = p - 2; /* no headers at all */
+            content = p + 2;
+        } else {
+            if (!hend) return fail(400, err, errlen, "malformed multipart body: unterminated part headers");
+            content = hend + 4;
+        }
+        /* Content-Disposition: form-data; name="field" */
+        const char *name = NULL;
+        size_t nlen = 0;
+        for (const char *h = p; h < hend;) {
+            const char *le = find_mem(h, (size_t)(hend + 2 - h), "\r\n", 2);
+            if (!le) le = hend;
+            size_t hl = (size_t)(le - h);
+            if (hl > 20 && strncasecmp(h, "content-disposition:", 20) == 0) {
+                const char *q = h + 20, *qe = le;
+                while (q < qe) {
+                    while (q < qe && (*q == ' ' || *q == ';' || *q == '\t')) q++;
+                    if (qe - q > 5 && strncasecmp(q, "name=", 5) == 0) {
+                        q += 5;
+                        if (q < qe && *q == '"') {
+                            const char *cq = memchr(q + 1, '"', (size_t)(qe - q - 1));
+                            if (!cq) return fail(400, err, errlen, "malformed multipart body: unterminated name");
+                            name = q + 1;
+                            nlen = (size_t)(cq - q - 1);
+                            q = cq + 1;
+                        } else {
+                            name = q;
+                            while (q < qe && *q != ';' && *q != ' ') q++;
+                            nlen = (size_t)(q - name);
+                        }
+                    } else {
+                        while (q < qe && *q != ';') q++;
+                    }
+                }
+            }
+            h = le + 2;
+        }
+        const char *next = find_mem(content, (size_t)(end - content), crd, (size_t)cl);
+        if (!next) return fail(400, err, errlen, "malformed multipart body: missing closing boundary");
+        if (!name)
+            return fail(400, err, errlen, "malformed multipart body: part without a form-data name");
+        int rc = add_field(obj, name, nlen, content, (size_t)(next - content), err, errlen);
+        if (rc) return rc;
+        p = next + 2;
+    }
+}
+
+int mt_request_decode(mt_content_type type, const char *boundary, const char *body, size_t len,
+                      json_t **out, int *from_form, char *err, size_t errlen)
+{
+    *out = NULL;
+    *from_form = 0;
+    if (type == MT_CT_UNSUPPORTED) return fail(415, err, errlen, "unsupported content type");
+    size_t i = 0;
+    while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')) i++;
+    if (i == len) return fail(400, err, errlen, "request body is empty: send a JSON object such as "
+                              "{\"text\": \"Hello\", \"source\": \"en\", \"target\": \"de\"}");
+    /* `curl -d '{...}'` sends JSON labelled as a form: take it for what it is. */
+    if (type == MT_CT_FORM && body[i] == '{') type = MT_CT_JSON;
+    if (type == MT_CT_JSON) {
+        size_t bad;
+        if (!mt_request_utf8_valid(body, len, &bad))
+            return fail(400, err, errlen, "request body is not valid UTF-8 (byte %zu)", bad);
+        json_error_t je;
+        json_t *j = json_loadb(body, len, 0, &je);
+        if (!j)
+            return fail(400, err, errlen, "invalid JSON at line %d, column %d: %s", je.line,
+                        je.column, je.text);
+        if (!json_is_object(j)) {
+            json_decref(j);
+            return fail(400, err, errlen, "request body must be a JSON object");
+        }
+        *out = j;
+        return 0;
+    }
+    *from_form = 1;
+    json_t *obj = json_object();
+    if (!obj) return fail(500, err, errlen, "out of memory");
+    int rc = type == MT_CT_FORM ? decode_urlencoded(body, len, obj, err, errlen)
+                                : decode_multipart(boundary ? boundary : "", body, len, obj, err, errlen);
+    if (rc) {
+        json_decref(obj);
+        return rc;
+    }
+    *out = obj;
+    return 0;
+}
+
+const char *mt_request_api_key(const json_t *obj)
+{
+    const json_t *k = json_object_get(obj, "api_key");
+    if (json_is_array(k)) k = json_array_get(k, 0);
+    return json_string_value(k);
+}
+
+/* ------------------------------------------------------------------ fields */
+
+void mt_request_clear(mt_request *req)
+{
+    for (int i = 0; req->texts && i < req->n_texts; i++) free(req->texts[i]);
+    free(req->texts);
+    free(req->lens);
+    free(req->source);
+    free(req->target);
+    memset(req, 0, sizeof *req);
+}
+
+/* Reads an optional integer field into *out (untouched when absent or null). */
+static int get_int(const json_t *obj, const char *key, int from_form, long lo, long hi, int *out,
+                   char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return 0;
+    if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
+    long long x;
+    if (json_is_integer(v)) {
+        x = json_integer_value(v);
+    } else if (from_form && json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *e;
+        while (*s == ' ') s++;
+        if (!*s) return 0; /* an empty form field counts as absent */
+        x = strtoll(s, &e, 10);
+        while (*e == ' ') e++;
+        if (*e || e == s)
+            return fail(400, err, errlen, "field '%s' must be an integer between %ld and %ld",
+                        key, lo, hi);
+    } else {
+        return fail(400, err, errlen, "field '%s' must be an integer between %ld and %ld", key,
+                    lo, hi);
+    }
+    if (x < lo || x > hi)
+        return fail(400, err, errlen, "field '%s' must be an integer between %ld and %ld (got %lld)",
+                    key, lo, hi, x);
+    *out = (int)x;
+    return 0;
+}
+
+static int get_number(const json_t *obj, const char *key, int from_form, double lo, double hi,
+                      double *out, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return 0;
+    if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
+    double x;
+    if (json_is_number(v)) {
+        x = json_number_value(v);
+    } else if (from_form && json_is_string(v)) {
+        const char *s = json_string_value(v);
+        char *e;
+        if (!*s) return 0;
+        x = strtod(s, &e);
+        if (*e || e == s)
+            return fail(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
+    } else {
+        return fail(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
+    }
+    if (!isfinite(x) || x < lo || x > hi)
+        return fail(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
+    *out = x;
+    return 0;
+}
+
+/* Language codes: ASCII letters, digits, '-' and '_', at most 32 bytes. */
+static int get_lang(const json_t *obj, const char *key, int from_form, char **out, char *err,
+                    size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return 0;
+    if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
+    if (!json_is_string(v)) return fail(400, err, errlen, "field '%s' must be a string", key);
+    const char *s = json_string_value(v);
+    size_t n = json_string_length(v);
+    if (n == 0) {
+        if (from_form) return 0;
+        return fail(400, err, errlen, "field '%s' must not be empty", key);
+    }
+    int ok = n <= 32;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_';
+    if (!ok) return fail(400, err, errlen, "field '%s' is not a language code (such as \"en\")", key);
+    if (!(*out = strdup(s))) return fail(500, err, errlen, "out of memory");
+    return 0;
+}
+
+static int add_text(mt_request *req, const json_t *s, int index, const mt_request_limits *lim,
+                    char *err, size_t errlen)
+{
+    const char *t = json_string_value(s);
+    size_t n = json_string_length(s);
+    if (memchr(t, '\0', n)) return fail(400, err, errlen, "text contains a NUL character");
+    size_t bad;
+    if (!mt_request_utf8_valid(t, n, &bad))
+        return fail(400, err, errlen, "text is not valid UTF-8 (byte %zu)", bad);
+    size_t chars = mt_request_utf8_chars(t, n);
+    if (chars > (size_t)lim->max_text_chars) {
+        if (req->text_is_array)
+            return fail(413, err, errlen, "text %d has %zu characters (limit %d)", index, chars,
+                        lim->max_text_chars);
+        return fail(413, err, errlen, "text has %zu characters (limit %d)", chars,
+                    lim->max_text_chars);
+    }
+    char *d = malloc(n + 1);
+    if (!d) return fail(500, err, errlen, "out of memory");
+    memcpy(d, t, n + 1);
+    req->texts[req->n_texts] = d;
+    req->lens[req->n_texts] = n;
+    req->n_texts++;
+    return 0;
+}
+
+int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *lim,
+                     mt_request *req, char *err, size_t errlen)
+{
+    memset(req, 0, sizeof *req);
+    req->length_penalty = -1;
+    const char *field = "text";
+    const json_t *t = json_object_get(obj, "q");
+    if (t && !json_is_null(t)) {
+        req->form = MT_FORM_LIBRE;
+        field = "q";
+    } else {
+        t = json_object_get(obj, "text");
+    }
+    if (!t || json_is_null(t))
+        return fail(400, err, errlen, "missing field 'text' (or 'q' as LibreTranslate clients "
+                    "send): the text to translate");
+    int rc = 0;
+    size_t n;
+    if (json_is_string(t)) {
+        n = 1;
+    } else if (json_is_array(t)) {
+        n = json_array_size(t);
+        req->text_is_array = 1;
+        for (size_t i = 0; i < n; i++)
+            if (!json_is_string(json_array_get(t, i)))
+                return fail(400, err, errlen,
+                            "field '%s' must be a string or an array of strings (element %zu is not a string)",
+                            field, i);
+    } else {
+        return fail(400, err, errlen, "field '%s' must be a string or an array of strings", field);
+    }
+    if (n > (size_t)lim->max_texts)
+        return fail(413, err, errlen, "too many texts: %zu (limit %d)", n, lim->max_texts);
+    req->texts = calloc(n + 1, sizeof *req->texts);
+    req->lens = calloc(n + 1, sizeof *req->lens);
+    if (!req->texts || !req->lens) {
+        rc = fail(500, err, errlen, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = add_text(req, json_is_string(t) ? t : json_array_get(t, i), (int)i, lim, err, errlen);
+    if (rc) goto out;
+
+    if ((rc = get_lang(obj, "source", from_form, &req->source, err, errlen))) goto out;
+    if ((rc = get_lang(obj, "target", from_form, &req->target, err, errlen))) goto out;
+
+    const json_t *fmt = json_object_get(obj, "format");
+    if (from_form && json_is_array(fmt)) fmt = json_array_get(fmt, 0);
+    if (fmt && !json_is_null(fmt)) {
+        const char *f = json_string_value(fmt);
+        if (!f) {
+            rc = fail(400, err, errlen, "field 'format' must be \"text\"");
+            goto out;
+        }
+        if (strcasecmp(f, "html") == 0) {
+            rc = fail(400, err, errlen, "format \"html\" is not supported yet: send plain text "
+                      "with \"format\": \"text\"");
+            goto out;
+        }
+        if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
+            rc = fail(400, err, errlen, "field 'format' must be \"text\" (or \"html\", not supported yet)");
+            goto out;
+        }
+    }
+
+    int maxb = lim->max_beam_size;
+    if (req->form == MT_FORM_LIBRE) {
+        int alternatives = 0;
+        /* LibreTranslate accepts "3" as well as 3 here. */
+        if ((rc = get_int(obj, "alternatives", 1, 0, maxb - 1, &alternatives, err, errlen)))
+            goto out;
+        req->n_best = alternatives + 1;
+    } else {
+        if ((rc = get_int(obj, "beam_size", from_form, 1, maxb, &req->beam_size, err, errlen)))
+            goto out;
+        if ((rc = get_int(obj, "n_best", from_form, 1, maxb, &req->n_best, err, errlen))) goto out;
+        if ((rc = get_number(obj, "length_penalty", from_form, 0, 10, &req->length_penalty, err,
+                             errlen)))
+            goto out;
+        if ((rc = get_int(obj, "max_length", from_form, 1, 1000000, &req->max_length, err, errlen)))
+            goto out;
+        if (req->beam_size && req->n_best > req->beam_size) {
+            rc = fail(400, err, errlen, "n_best (%d) must not exceed beam_size (%d)", req->n_best,
+                      req->beam_size);
+            goto out;
+        }
+    }
+out:
+    if (rc) mt_request_clear(req);
+    return rc;
+}

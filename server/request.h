@@ -1,0 +1,76 @@
+/* request.h: POST /translate bodies, parsed without any model: content type, JSON /
+ * form-encoded / multipart decoding, the native and LibreTranslate field sets, types and
+ * limits. Every failure comes with the HTTP status to answer and a message saying what
+ * and where. Pure functions of their inputs (fuzzed by tests/fuzz_request.c).
+ *
+ * Three steps, so that the API key is checked before field errors are reported:
+ *   mt_request_decode()  body -> JSON object (form fields become strings / arrays)
+ *   mt_request_api_key() the "api_key" field, if any
+ *   mt_request_parse()   object -> mt_request (types, ranges, limits)
+ *
+ * Thread-safety: no shared state; call from any thread.
+ */
+#ifndef MT_SERVER_REQUEST_H
+#define MT_SERVER_REQUEST_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+typedef enum { MT_FORM_NATIVE = 0, MT_FORM_LIBRE = 1 } mt_request_form;
+
+typedef struct {
+    mt_request_form form; /* native ("text") or LibreTranslate ("q") */
+    int text_is_array;    /* the text field was an array: answer with an array */
+    int n_texts;
+    char **texts;         /* UTF-8, NUL-terminated, lens[i] bytes */
+    size_t *lens;
+    char *source;         /* requested source language, "auto", or NULL (not given) */
+    char *target;         /* requested target language or NULL (not given) */
+    int beam_size;        /* 0: default */
+    int n_best;           /* 0: default (1); LibreTranslate: alternatives + 1 */
+    double length_penalty;/* < 0: default */
+    int max_length;       /* 0: default */
+} mt_request;
+
+typedef struct {
+    int max_texts;       /* texts per request (413 beyond) */
+    int max_text_chars;  /* code points per text (413 beyond) */
+    int max_beam_size;   /* largest beam_size / n_best (400 beyond) */
+} mt_request_limits;
+
+typedef enum {
+    MT_CT_JSON = 0,
+    MT_CT_FORM = 1,      /* application/x-www-form-urlencoded */
+    MT_CT_MULTIPART = 2, /* multipart/form-data */
+    MT_CT_UNSUPPORTED = -1
+} mt_content_type;
+
+/* Classifies a Content-Type header (NULL: missing). For multipart, copies the boundary
+ * into boundary[cap]. Returns MT_CT_UNSUPPORTED with a message for anything else. */
+mt_content_type mt_request_content_type(const char *header, char *boundary, size_t cap,
+                                        char *err, size_t errlen);
+
+/* Decodes a body to a JSON object (new reference in *out). A form body's fields become
+ * strings, repeated fields arrays of strings, and *from_form is set (a form-labelled body
+ * that starts with '{' is read as JSON, as `curl -d '{...}'` sends it). Returns 0, or an
+ * HTTP status (400, 415) with a message. */
+int mt_request_decode(mt_content_type type, const char *boundary, const char *body,
+                      size_t len, json_t **out, int *from_form, char *err, size_t errlen);
+
+/* The request's "api_key" field when it is a string, else NULL (borrowed from obj). */
+const char *mt_request_api_key(const json_t *obj);
+
+/* Reads the fields of a decoded body. `from_form`: numbers may be given as text.
+ * Unknown fields are ignored. Returns 0, or an HTTP status (400, 413) with a message;
+ * on success free req with mt_request_clear(). */
+int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *lim,
+                     mt_request *req, char *err, size_t errlen);
+void mt_request_clear(mt_request *req);
+
+/* 1 when s[0, len) is valid UTF-8; else 0 and *bad_at is the offset of the first bad byte. */
+int mt_request_utf8_valid(const char *s, size_t len, size_t *bad_at);
+
+/* Number of code points in valid UTF-8 text. */
+size_t mt_request_utf8_chars(const char *s, size_t len);
+
+#endif

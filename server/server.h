@@ -1,0 +1,45 @@
+/* server.h: the HTTP translation service (libmicrohttpd) on top of the translator.
+ *
+ * Endpoints: POST /translate (native {"text": ...} and LibreTranslate {"q": ...} forms,
+ * JSON, form-encoded or multipart), GET /languages, GET /health, GET /metrics.
+ * Life cycle: mt_server_create() opens the port (/health answers 503 "loading"),
+ * mt_server_load() loads the models and starts the workers (then /health is 200),
+ * mt_server_begin_drain() stops accepting connections, mt_server_free() cancels what
+ * is left, stops the HTTP threads and the workers, and frees the models.
+ *
+ * Threads: libmicrohttpd's pool parses requests, segments and encodes texts, and writes
+ * responses; worker threads (batcher.h) run the model; a watcher thread cancels work of
+ * clients that disconnected or whose deadline passed. Connections wait suspended while
+ * their sentences are queued or translated, so HTTP threads never wait for a worker.
+ *
+ * Thread-safety: create, load, begin_drain and free from one controlling thread; the
+ * query functions from any thread.
+ */
+#ifndef MT_SERVER_SERVER_H
+#define MT_SERVER_SERVER_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+
+typedef struct mt_server mt_server;
+
+/* Opens the listening socket and starts serving (not ready yet). cfg, log and metrics
+ * are borrowed and must outlive the server. */
+mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metrics, char *err,
+                            size_t errlen);
+/* The port actually bound (useful with port 0). */
+int mt_server_port(const mt_server *s);
+/* Loads every configured model, builds the language table, starts the workers and
+ * marks the server ready. Returns 0 or -1 with a message. */
+int mt_server_load(mt_server *s, char *err, size_t errlen);
+/* Stops accepting new connections; /health answers 503 "draining". */
+void mt_server_begin_drain(mt_server *s);
+/* HTTP requests currently being served (received and not yet fully answered). */
+int mt_server_in_flight(const mt_server *s);
+/* Cancels remaining work (503 "shutting down"), stops everything and frees. */
+void mt_server_free(mt_server *s);
+
+#endif

@@ -1,0 +1,113 @@
+/* fuzz_request.c: fuzz target for mt-server's request parser: the Content-Type header,
+ * JSON / form-encoded / multipart body decoding, the field checks (server/request.c)
+ * and language-pair resolution (server/langs.c). The first input byte picks the part.
+ *
+ * With clang: -fsanitize=fuzzer,address -DMT_LIBFUZZER (libFuzzer's main). Without: the
+ * program replays the files named on the command line (or stdin) once each. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "langs.h"
+#include "request.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_request(const mt_request *r, const mt_request_limits *lim)
+{
+    if (r->n_texts < 0 || r->n_texts > lim->max_texts) abort();
+    for (int i = 0; i < r->n_texts; i++) {
+        if (strlen(r->texts[i]) != r->lens[i]) abort();
+        size_t bad;
+        if (!mt_request_utf8_valid(r->texts[i], r->lens[i], &bad)) abort();
+        if (mt_request_utf8_chars(r->texts[i], r->lens[i]) > (size_t)lim->max_text_chars) abort();
+    }
+    if (r->beam_size < 0 || r->beam_size > lim->max_beam_size) abort();
+    if (r->n_best < 0 || r->n_best > lim->max_beam_size) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1) return 0;
+    static const mt_content_type types[] = {MT_CT_JSON, MT_CT_FORM, MT_CT_MULTIPART};
+    char err[512], boundary[80];
+    const char *body = (const char *)data + 1;
+    size_t len = size - 1;
+    if ((data[0] & 3) == 3) {
+        char *header = malloc(len + 1);
+        if (!header) return 0;
+        memcpy(header, body, len);
+        header[len] = '\0';
+        mt_content_type t = mt_request_content_type(header, boundary, sizeof boundary, err, sizeof err);
+        if (t == MT_CT_MULTIPART && (!boundary[0] || strlen(boundary) > 70)) abort();
+        free(header);
+        return 0;
+    }
+    mt_content_type type = types[data[0] & 3];
+    json_t *obj = NULL;
+    int from_form = 0;
+    int st = mt_request_decode(type, "XyZ", body, len, &obj, &from_form, err, sizeof err);
+    if (st) {
+        if (obj || (st != 400 && st != 415 && st != 500)) abort();
+        return 0;
+    }
+    if (!json_is_object(obj)) abort();
+    (void)mt_request_api_key(obj);
+    mt_request_limits lim = {8, 64, 8};
+    mt_request req;
+    st = mt_request_parse(obj, from_form, &lim, &req, err, sizeof err);
+    if (st == 0) {
+        check_request(&req, &lim);
+        mt_langs *l = mt_langs_create();
+        if (l) {
+            mt_langs_add(l, "en", "de", 0, -1);
+            mt_langs_add(l, "de", "en", 1, -1);
+            mt_langs_add(l, "fr", "de", 2, 7);
+            int detected;
+            int r = mt_langs_resolve(l, req.source, req.target, &detected, err, sizeof err);
+            if (r >= mt_langs_count(l)) abort();
+            json_t *j = mt_langs_json(l);
+            json_decref(j);
+            mt_langs_free(l);
+        }
+        mt_request_clear(&req);
+    } else if (st != 400 && st != 413 && st != 500) {
+        abort();
+    }
+    json_decref(obj);
+    return 0;
+}
+
+#ifndef MT_LIBFUZZER
+static int run_file(FILE *f)
+{
+    size_t cap = 1 << 16, n = 0, got;
+    uint8_t *buf = malloc(cap);
+    if (!buf) return 1;
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            uint8_t *nb = realloc(buf, cap *= 2);
+            if (!nb) { free(buf); return 1; }
+            buf = nb;
+        }
+    }
+    LLVMFuzzerTestOneInput(buf, n);
+    free(buf);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) return run_file(stdin);
+    for (int i = 1; i < argc; i++) {
+        FILE *f = fopen(argv[i], "rb");
+        if (!f) { perror(argv[i]); return 1; }
+        int rc = run_file(f);
+        fclose(f);
+        if (rc) return rc;
+    }
+    return 0;
+}
+#endif
