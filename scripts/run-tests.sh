@@ -2,8 +2,8 @@
 # README's second command: the whole test suite, as CI runs it.
 #   1. release build with warnings as errors: unit, reference (C vs PyTorch),
 #      integration and script tests;
-#   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the same C units and the
-#      server/CLI integration tests;
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the C unit tests and the CLI
+#      and server integration tests (the server's includes its 2,000-request load test);
 #   3. valgrind memcheck over the C unit tests;
 #   4. clang + libFuzzer build: every fuzz target for a bounded time.
 # Ends with one summary line "N passed, M failed".
@@ -54,7 +54,7 @@ fi
 if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=false --buildtype=debugoptimized; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_step sanitizers meson test -C build-asan --no-rebuild --print-errorlogs \
-      --suite unit --suite integration
+      model translator tokenizer config cli server
 fi
 
 if [ -d build ]; then
