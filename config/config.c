@@ -1193,9 +1193,14 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
             for (int j = 0; j < 2 && !hit; j++) {
                 if (!names[j]) continue;
                 if (s->kind == K_BOOL && strcmp(a, names[j]) == 0) {
-                    *(int *)((char *)cfg + s->off) = 1; /* bare boolean flag */
                     hit = s;
-                    v = NULL;
+                    /* "--flag true|false" as the help shows, or a bare "--flag" meaning true */
+                    if (i + 1 < argc && (!strcmp(argv[i + 1], "true") || !strcmp(argv[i + 1], "false"))) {
+                        v = argv[++i];
+                    } else {
+                        *(int *)((char *)cfg + s->off) = 1;
+                        v = NULL;
+                    }
                     break;
                 }
                 m = match_flag(names[j], argc, argv, &i, &v);

@@ -360,6 +360,16 @@ START_TEST(test_args)
     ck_assert_double_eq(cfg.length_penalty, 1.5);
     mt_config_free(&cfg);
 
+    /* booleans: "--flag false" as --help shows, "--flag=false", and a bare "--flag" */
+    char *bools[] = {"mt-server", "--no-access-log", "--access-log", "false", NULL};
+    mt_config_init(&cfg);
+    ck_assert_int_eq(mt_config_apply_args(&cfg, 4, bools, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.access_log, 0);
+    bools[3] = NULL;
+    ck_assert_int_eq(mt_config_apply_args(&cfg, 3, bools, err, sizeof err), 0);
+    ck_assert_int_eq(cfg.access_log, 1);
+    mt_config_free(&cfg);
+
     struct { char *args[4]; const char *want; } cases[] = {
         {{"mt-server", "--prot", "1", NULL}, "unknown option '--prot'"},
         {{"mt-server", "--port", NULL}, "--port needs a value (N)"},
