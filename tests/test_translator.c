@@ -88,6 +88,8 @@ START_TEST(splits_sentences_by_rule)
     ck_assert_str_eq(segments("Wait... what? Yes!", 200), "Wait... what?[ ]Yes!");
     ck_assert_str_eq(segments("Use e.g. this one. Or i.e. that.", 200), "Use e.g. this one.[ ]Or i.e. that.");
     ck_assert_str_eq(segments("J. R. Tolkien wrote it.", 200), "J. R. Tolkien wrote it.");
+    ck_assert_str_eq(segments("A sign says E.S.E. Electronics. It is red.", 200),
+                     "A sign says E.S.E. Electronics.[ ]It is red.");
     ck_assert_str_eq(segments("Am 3. Oktober kam er.", 200), "Am 3. Oktober kam er.");
     ck_assert_str_eq(segments("version 2.0 is out. see notes", 200), "version 2.0 is out. see notes");
     ck_assert_str_eq(segments("\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82\xe4\xb8\x96\xe7\x95\x8c\xe3\x80\x82", 200),

@@ -7,7 +7,8 @@
  * day-of-month ordinal ("3."); CJK full stops end a sentence even without a space.
  * Decimals ("3.5") never split because no whitespace follows the period. A sentence that
  * still encodes to more tokens than allowed is cut again at the safest boundary nearest
- * its middle: after ; or :, else after a comma, else at a space, else between characters. */
+ * its middle: after ; or :, else after a comma, else at a space, else between characters.
+ * Acronyms written with periods ("U.S.A.", "E.S.E.") do not end a sentence either. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,9 +82,15 @@ static int period_is_not_an_end(const char *text, size_t line_start, size_t dot)
         return 0;
     if (len == 1 && ((text[w] >= 'A' && text[w] <= 'Z')))
         return 1; /* an initial: "J. Smith" */
-    int digits = 1;
-    for (size_t i = w; i < dot; i++)
+    int digits = 1, initials = len >= 3;
+    for (size_t i = w; i < dot; i++) {
         digits &= text[i] >= '0' && text[i] <= '9';
+        /* "E.S.E" / "U.S.A": single letters joined by periods */
+        int letter = (text[i] >= 'A' && text[i] <= 'Z') || (text[i] >= 'a' && text[i] <= 'z');
+        initials &= (i - w) % 2 == 0 ? letter : text[i] == '.';
+    }
+    if (initials && len % 2 == 1)
+        return 1;
     if (digits && len <= 2)
         return 1; /* "am 3. Oktober" */
     for (size_t k = 0; k < COUNT(abbreviations); k++)
