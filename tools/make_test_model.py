@@ -83,7 +83,8 @@ def parse_args(argv):
     p.add_argument("--max-positions", type=int, default=256)
     p.add_argument("--max-length", type=int, default=128, help="written to the configs")
     p.add_argument("--save-embed-names", choices=["shared", "encoder-decoder"], default="shared",
-                   help="model.shared.weight, or model.{encoder,decoder}.embed_tokens.weight")
+                   help="model.shared.weight, or model.{encoder,decoder}.embed_tokens.weight "
+                        "(separate vocabularies always get the latter)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
     if args.d_model % args.heads or args.d_model % 2:

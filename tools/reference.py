@@ -17,7 +17,7 @@ empty output line. --input ids: space-separated source ids without eos (eos is
 appended). --output ids: generated ids without the start token and eos. With
 --n-best N > 1 each input gives (up to) N lines "INDEX ||| translation ||| score"
 (INDEX counts input lines from 0, score has 6 decimals); an empty input line
-still gives one empty line.
+then gives N lines "INDEX |||  ||| 0.000000", as mt-translate prints.
 
 --hf-clean-up: text output gets Hugging Face's clean_up_tokenization too (drops
 the space before . , ! ? and in some English contractions) when
@@ -151,19 +151,21 @@ class Reference:
         outputs, margins = [], []
         for index in range(len(lines)):
             result = results.get(index)
-            outputs.append(self.format(index, result.hyps, args) if result else [""])
+            outputs.append(self.format(index, result, args))
             margins.append(result.margin if result else None)
         return outputs, margins
 
-    def format(self, index, hyps, args):
-        """The output line(s) of one input line."""
+    def format(self, index, result, args):
+        """The output line(s) of one input line; result is None for an empty line."""
         def render(hyp):
             if args.output == "ids":
                 return " ".join(str(i) for i in hyp.ids)
             return self.tokenizer.decode(hyp.ids)
         if args.n_best == 1:
-            return [render(hyps[0]) if hyps else ""]
-        return [f"{index} ||| {render(h)} ||| {h.score:.6f}" for h in hyps]
+            return [render(result.hyps[0]) if result and result.hyps else ""]
+        if result is None:  # nothing to translate: n_best empty entries, as mt-translate
+            return [f"{index} |||  ||| {0.0:.6f}"] * args.n_best
+        return [f"{index} ||| {render(h)} ||| {h.score:.6f}" for h in result.hyps]
 
 
 def main(argv=None):

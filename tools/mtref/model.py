@@ -49,7 +49,7 @@ def _activation(name):
     if name == "relu":
         return F.relu
     if name == "gelu":
-        return lambda x: F.gelu(x)  # exact erf form, as HF's "gelu"
+        return F.gelu   # exact erf form, as HF's "gelu"
     return F.silu                   # "swish" and "silu": x * sigmoid(x)
 
 
@@ -99,7 +99,6 @@ class MarianModel:
     """A MarianMT checkpoint loaded into float32 torch tensors."""
 
     def __init__(self, model_dir):
-        self.dir = model_dir
         self.cfg = cfg = load_config(model_dir)
         w = {name: torch.from_numpy(arr) for name, arr in safetensors_file.read(
             os.path.join(model_dir, "model.safetensors"),
