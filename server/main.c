@@ -12,6 +12,7 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "model.h"
 #include "server.h"
 
 #ifndef MT_VERSION
@@ -55,6 +56,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
+    mt_blas_select_kernels(argv); /* before anything else: it may re-execute the program */
     mt_config cfg;
     mt_config_init(&cfg);
     char err[1024];

@@ -256,6 +256,17 @@ class TestEndpoints(unittest.TestCase):
         self.assertIn("error", body)
         self.assertIn(fragment, body["error"])
 
+    def test_avx512_blas_kernels_without_configuration(self):
+        # The environment may pin OPENBLAS_CORETYPE to an older family; the server picks
+        # the AVX-512 kernels by itself where the CPU has them, and logs its choice.
+        with open("/proc/cpuinfo") as f:
+            flags = f.read()
+        avx512 = all(flag in flags for flag in ("avx512f", "avx512bw", "avx512dq", "avx512vl"))
+        m = re.search(r"event=ready .*blas=(\S+)", self.srv.log())
+        self.assertIsNotNone(m, self.srv.log())
+        if avx512:
+            self.assertIn(m.group(1), ("SkylakeX", "Cooperlake", "SapphireRapids"))
+
     def test_health(self):
         st, hd, body = self.srv.request("GET", "/health")
         self.assertEqual(st, 200)
