@@ -18,14 +18,17 @@ Environment: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR (set by meson). The last
 line printed is "N passed, M failed"; the exit status is non-zero on failure.
 """
 import atexit
+import http.client
 import json
 import math
 import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -386,6 +389,53 @@ class MarianConversion(ComparesWithReference):
         self.assertNotEqual(outputs["deu"], outputs["fra"])
         self.assertEqual(engine(hf, texts, "--beam", "1"), outputs["deu"])  # the converted default
         self.assertEqual(load_json(os.path.join(hf, "tokenizer_config.json"))["target_lang"], "deu")
+        self.check_server_selects_targets(hf, texts)
+
+    def check_server_selects_targets(self, hf, texts):
+        """The same model through mt-server: the request's target picks the >>xxx<< token."""
+        server = os.path.join(BUILD_DIR, "server", "mt-server")
+        log_path = os.path.join(work_dir(), "multi-server.log")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([server, "--model", hf, "--host", "127.0.0.1", "--port", "0",
+                                     "--max-length", str(MAX_LENGTH), "--workers", "1"],
+                                    stdout=log, stderr=subprocess.STDOUT)
+        try:
+            port = None
+            deadline = time.time() + 60
+            while port is None and time.time() < deadline:
+                with open(log_path) as f:
+                    m = re.search(r"event=listening host=\S+ port=(\d+)", f.read())
+                port = int(m.group(1)) if m else None
+                time.sleep(0.05)
+            self.assertIsNotNone(port, "mt-server did not start")
+
+            def call(method, path, body=None):
+                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                conn.request(method, path, body=json.dumps(body) if body else None,
+                             headers={"Content-Type": "application/json"})
+                r = conn.getresponse()
+                return r.status, json.loads(r.read())
+
+            while time.time() < deadline and call("GET", "/health")[0] != 200:
+                time.sleep(0.05)
+            status, langs = call("GET", "/languages")
+            self.assertEqual(status, 200)
+            targets = {t for entry in langs for t in entry["targets"]}
+            self.assertTrue({"deu", "fra"} <= targets, langs)
+            for lang in ("deu", "fra"):
+                p = run([CLI, "--model", hf, "--target-lang", lang, "--beam", "1", "--max-length", str(MAX_LENGTH)],
+                        "".join(t + "\n" for t in texts))
+                status, body = call("POST", "/translate", {"text": texts, "source": "auto", "target": lang,
+                                                           "beam_size": 1})
+                self.assertEqual(status, 200, body)
+                self.assertEqual(body["translations"], p.stdout.splitlines(), lang)
+            status, body = call("POST", "/translate", {"text": "x", "source": "auto", "target": "ita"})
+            self.assertEqual(status, 400, body)
+            self.assertIn("deu", body["error"])
+            self.assertIn("fra", body["error"])
+        finally:
+            proc.terminate()
+            self.assertEqual(proc.wait(timeout=60), 0)
 
 
 # ---- refused inputs ---------------------------------------------------------------------------
