@@ -24,7 +24,7 @@ typedef struct {
     int encoder_ffn_dim, decoder_ffn_dim;
     int src_vocab_size;       /* rows of the encoder embedding */
     int tgt_vocab_size;       /* rows of the decoder embedding and of the logits */
-    int pad_id, eos_id, decoder_start_id, unk_id; /* unk_id is -1 when unknown here */
+    int pad_id, eos_id, decoder_start_id;
     int max_positions;        /* max_position_embeddings */
     int scale_embedding;      /* 1: embeddings are multiplied by sqrt(d_model) */
     int default_beam_size;    /* num_beams from generation_config.json/config.json, else 4 */

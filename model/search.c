@@ -33,12 +33,12 @@ typedef struct {
 typedef struct {
     const mt_model *model;
     float *logits;
-    int rows, vocab, step, k_max;
+    int rows, vocab, step;
     const int *row_sent;
     const mt_sentence *sents;
     const float *cum;
     int beam;
-    candidate *best; /* (rows, k_max) */
+    candidate *best; /* (rows, beam) */
     float *scratch;  /* (tasks, vocab) */
     int *n_best;     /* per row */
 } rank_job;
@@ -71,7 +71,7 @@ static void rank_task(void *p, int task, int n_tasks)
         for (int b = 0; b < m->n_bad_ids; b++)
             lp[m->bad_ids[b]] = -INFINITY;
         int k = j->beam - s->n_fin;
-        candidate *best = j->best + (size_t)r * (size_t)j->k_max;
+        candidate *best = j->best + (size_t)r * (size_t)j->beam;
         int n = 0;
         float cum = j->cum[r];
         if (j->step == s->limit - 1) { /* forced eos */
@@ -230,7 +230,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         if ((rc = mt_decoder_step(st, &din, &logits)))
             return fail(st, rc, "out of memory in the decoder");
         slot_base += (size_t)rows;
-        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t, .k_max = K,
+        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
                        .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand,
                        .scratch = scratch};
         mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
