@@ -345,53 +345,6 @@ static void free_translation(req_ctx *c)
     mt_request_clear(&c->req);
 }
 
-/* Rejoins text t's segments with each sentence's k-th hypothesis (its last one when it
- * has fewer), the way mt_translator_translate does; score: mean over its sentences. */
-static char *assemble(req_ctx *c, int t, int first_item, char ***hyps, int k, float *score)
-{
-    const char *text = c->req.texts[t];
-    size_t len = 1;
-    int n_scored = 0;
-    *score = 0.0f;
-    for (int pass = 0; pass < 2; pass++) {
-        char *out = NULL, *p = NULL;
-        if (pass == 1) {
-            if (!(out = p = malloc(len))) return NULL;
-        }
-        for (int j = 0, item = first_item; j < c->n_segs[t]; j++) {
-            const mt_segment *sg = &c->segs[t][j];
-            if (!sg->translate) {
-                if (pass == 0) len += sg->len;
-                else {
-                    memcpy(p, text + sg->start, sg->len);
-                    p += sg->len;
-                }
-                continue;
-            }
-            mt_item *it = &c->job.items[item];
-            int h = k < it->n_hyps ? k : it->n_hyps - 1;
-            if (h >= 0) {
-                size_t l = strlen(hyps[item][h]);
-                if (pass == 0) {
-                    len += l;
-                    *score += it->scores[h];
-                    n_scored++;
-                } else {
-                    memcpy(p, hyps[item][h], l);
-                    p += l;
-                }
-            }
-            item++;
-        }
-        if (pass == 1) {
-            *p = '\0';
-            if (n_scored) *score /= (float)n_scored;
-            return out;
-        }
-    }
-    return NULL;
-}
-
 static double round3(double x) { return floor(x * 1000.0 + 0.5) / 1000.0; }
 
 static json_t *detected_json(const char *lang)
@@ -405,7 +358,7 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
     const mt_route *route = mt_langs_get(s->langs, c->route);
     mt_translator *tr = s->trs[route->model];
     int n_items = c->job.n_items, n_texts = c->req.n_texts, n_best = c->job.opts.n_best;
-    char ***hyps = calloc((size_t)n_items + 1, sizeof *hyps);
+    mt_sentence_hyps *hyps = calloc((size_t)n_items + 1, sizeof *hyps);
     json_t *texts = json_array(), *scores = json_array(), *nbest = json_array();
     json_t *alts = json_array(), *detected = json_array();
     enum MHD_Result ret;
@@ -416,18 +369,21 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
         mt_item *it = &c->job.items[i];
         src_tokens += it->len;
         if (it->n_hyps > 0) tgt_tokens += it->hyp_lens[0];
-        hyps[i] = calloc((size_t)it->n_hyps + 1, sizeof **hyps);
-        if (!hyps[i]) ok = 0;
+        hyps[i].texts = calloc((size_t)it->n_hyps + 1, sizeof *hyps[i].texts);
+        hyps[i].scores = it->scores;
+        if (!hyps[i].texts) ok = 0;
         for (int k = 0; ok && k < it->n_hyps; k++) {
-            hyps[i][k] = mt_translator_decode(tr, it->hyp_ids[k], it->hyp_lens[k], err, sizeof err);
-            if (!hyps[i][k]) ok = 0;
+            hyps[i].texts[k] = mt_translator_decode(tr, it->hyp_ids[k], it->hyp_lens[k], err, sizeof err);
+            if (!hyps[i].texts[k]) ok = 0;
+            else hyps[i].n = k + 1;
         }
     }
     for (int t = 0, first = 0; ok && t < n_texts; t++) {
         json_t *list = json_array(), *alt = json_array();
         for (int k = 0; list && alt && k < n_best; k++) {
             float score;
-            char *str = assemble(c, t, first, hyps, k, &score);
+            char *str = mt_translator_join(c->req.texts[t], c->segs[t], c->n_segs[t], hyps + first, k,
+                                           NULL, &score);
             if (!str) {
                 ok = 0;
                 break;
@@ -447,8 +403,8 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
         for (int j = 0; j < c->n_segs[t]; j++) first += c->segs[t][j].translate;
     }
     for (int i = 0; hyps && i < n_items; i++) {
-        for (int k = 0; hyps[i] && k < c->job.items[i].n_hyps; k++) free(hyps[i][k]);
-        free(hyps[i]);
+        for (int k = 0; k < hyps[i].n; k++) free(hyps[i].texts[k]);
+        free(hyps[i].texts);
     }
     free(hyps);
     if (!ok) {

@@ -168,13 +168,12 @@ char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n, c
 
 /* ---- the whole pipeline ---- */
 
+/* A sentence to translate; its hypotheses are in a parallel array (mt_sentence_hyps),
+ * so that each text's run of them can be handed to mt_translator_join as it is. */
 typedef struct {
     int text, segment;
     int32_t *ids;
     int len;
-    char **hyps;    /* n_best strings */
-    float *scores;
-    int n_hyps;
 } sentence;
 
 static int by_length_desc(const void *a, const void *b)
@@ -185,16 +184,18 @@ static int by_length_desc(const void *a, const void *b)
     return (x->text - y->text) ? x->text - y->text : x->segment - y->segment;
 }
 
-static void free_sentences(sentence *s, int n)
+static void free_sentences(sentence *s, mt_sentence_hyps *hyps, int n)
 {
-    for (int i = 0; s && i < n; i++) {
+    for (int i = 0; s && i < n; i++)
         free(s[i].ids);
-        for (int k = 0; k < s[i].n_hyps; k++)
-            free(s[i].hyps[k]);
-        free(s[i].hyps);
-        free(s[i].scores);
+    for (int i = 0; hyps && i < n; i++) {
+        for (int k = 0; k < hyps[i].n; k++)
+            free(hyps[i].texts[k]);
+        free(hyps[i].texts);
+        free(hyps[i].scores);
     }
     free(s);
+    free(hyps);
 }
 
 /* Searches the sentences (sorted by length) in batches and decodes their hypotheses. */
@@ -210,7 +211,8 @@ static char *format_ids(const int32_t *ids, int n)
 }
 
 static int search_all(const mt_translator *tr, mt_state *state, const mt_translate_options *topts,
-                      sentence **order, int n, char *err, size_t errlen)
+                      const sentence *sents, sentence **order, mt_sentence_hyps *hyps, int n, char *err,
+                      size_t errlen)
 {
     const mt_search_options *opts = &topts->search;
     int max_batch = topts->max_batch > 0 ? topts->max_batch : 1;
@@ -239,26 +241,26 @@ static int search_all(const mt_translator *tr, mt_state *state, const mt_transla
                 rc = -1;
             }
         for (int i = 0; i < nb && !rc; i++) {
-            sentence *s = order[b + i];
-            s->hyps = calloc((size_t)res[i].n_hyps + 1, sizeof *s->hyps);
+            mt_sentence_hyps *s = &hyps[order[b + i] - sents];
+            s->texts = calloc((size_t)res[i].n_hyps + 1, sizeof *s->texts);
             s->scores = calloc((size_t)res[i].n_hyps + 1, sizeof *s->scores);
-            if (!s->hyps || !s->scores) {
+            if (!s->texts || !s->scores) {
                 tr_error(err, errlen, "out of memory");
                 rc = -1;
                 break;
             }
             for (int k = 0; k < res[i].n_hyps; k++) {
                 const mt_hypothesis *h = &res[i].hyps[k];
-                s->hyps[k] = topts->output_ids ? format_ids(h->ids, h->length)
-                                               : mt_translator_decode(tr, h->ids, h->length, err, errlen);
-                if (!s->hyps[k]) {
+                s->texts[k] = topts->output_ids ? format_ids(h->ids, h->length)
+                                                : mt_translator_decode(tr, h->ids, h->length, err, errlen);
+                if (!s->texts[k]) {
                     if (topts->output_ids)
                         tr_error(err, errlen, "out of memory");
                     rc = -1;
                     break;
                 }
                 s->scores[k] = res[i].hyps[k].score;
-                s->n_hyps = k + 1;
+                s->n = k + 1;
             }
         }
     }
@@ -268,22 +270,24 @@ static int search_all(const mt_translator *tr, mt_state *state, const mt_transla
     return rc;
 }
 
-/* Rejoins text i's segments using each sentence's k-th hypothesis (its last if it has fewer). */
-static char *assemble(const char *text, const mt_segment *segs, int n_segs, sentence *sents, int k, int ids,
-                      float *score)
+char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
+                         const mt_sentence_hyps *sentences, int k, const char *separator,
+                         float *score)
 {
-    size_t len = 1 + (size_t)n_segs;
+    size_t sep_len = separator ? strlen(separator) : 0, len = 1;
     int n_scored = 0;
     *score = 0.0f;
     for (int j = 0, si = 0; j < n_segs; j++) {
         if (!segs[j].translate) {
-            len += segs[j].len;
+            if (!separator)
+                len += segs[j].len;
             continue;
         }
-        sentence *s = &sents[si++];
-        int h = k < s->n_hyps ? k : s->n_hyps - 1;
+        const mt_sentence_hyps *s = &sentences[si++];
+        int h = k < s->n ? k : s->n - 1;
+        len += sep_len;
         if (h >= 0) {
-            len += strlen(s->hyps[h]);
+            len += strlen(s->texts[h]);
             *score += s->scores[h];
             n_scored++;
         }
@@ -295,19 +299,21 @@ static char *assemble(const char *text, const mt_segment *segs, int n_segs, sent
         return NULL;
     for (int j = 0, si = 0; j < n_segs; j++) {
         if (!segs[j].translate) {
-            if (!ids) {
+            if (!separator) {
                 memcpy(p, text + segs[j].start, segs[j].len);
                 p += segs[j].len;
             }
             continue;
         }
-        sentence *s = &sents[si++];
-        int h = k < s->n_hyps ? k : s->n_hyps - 1;
-        if (ids && si > 1)
-            *p++ = ' ';
+        const mt_sentence_hyps *s = &sentences[si++];
+        int h = k < s->n ? k : s->n - 1;
+        if (separator && si > 1) {
+            memcpy(p, separator, sep_len);
+            p += sep_len;
+        }
         if (h >= 0) {
-            size_t l = strlen(s->hyps[h]);
-            memcpy(p, s->hyps[h], l);
+            size_t l = strlen(s->texts[h]);
+            memcpy(p, s->texts[h], l);
             p += l;
         }
     }
@@ -363,6 +369,7 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
     int *n_segs = calloc((size_t)n + 1, sizeof *n_segs), *first = calloc((size_t)n + 1, sizeof *first);
     sentence *sents = NULL;
     sentence **order = NULL;
+    mt_sentence_hyps *hyps = NULL;
     int n_sents = 0, rc = -1, max_tokens = mt_translator_max_source_tokens(tr);
     int n_best = opts->search.n_best;
     if (!segs || !n_segs || !first) {
@@ -389,7 +396,8 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
     }
     sents = calloc((size_t)n_sents + 1, sizeof *sents);
     order = calloc((size_t)n_sents + 1, sizeof *order);
-    if (!sents || !order) {
+    hyps = calloc((size_t)n_sents + 1, sizeof *hyps);
+    if (!sents || !order || !hyps) {
         tr_error(err, errlen, "out of memory");
         goto done;
     }
@@ -409,7 +417,7 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
         }
     /* Similar lengths batch together: less padding work in attention, fewer idle rows. */
     qsort(order, (size_t)n_sents, sizeof *order, by_length_desc);
-    if (search_all(tr, state, opts, order, n_sents, err, errlen))
+    if (search_all(tr, state, opts, sents, order, hyps, n_sents, err, errlen))
         goto done;
     for (int i = 0; i < n; i++) {
         out[i].n_best = n_best;
@@ -420,8 +428,8 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
             goto done;
         }
         for (int k = 0; k < n_best; k++) {
-            out[i].texts[k] = assemble(texts[i], segs[i], n_segs[i], sents + first[i], k, opts->output_ids,
-                                       &out[i].scores[k]);
+            out[i].texts[k] = mt_translator_join(texts[i], segs[i], n_segs[i], hyps + first[i], k,
+                                                 opts->output_ids ? " " : NULL, &out[i].scores[k]);
             if (!out[i].texts[k]) {
                 tr_error(err, errlen, "out of memory");
                 goto done;
@@ -438,7 +446,7 @@ done:
     free(segs);
     free(n_segs);
     free(first);
-    free_sentences(sents, n_sents);
+    free_sentences(sents, hyps, n_sents);
     free(order);
     return rc;
 }

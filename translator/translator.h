@@ -60,6 +60,25 @@ int mt_translator_encode(const mt_translator *tr, const char *sentence, size_t l
 char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n,
                            char *err, size_t errlen);
 
+/* ---- rejoining: a text's translation from its sentences' hypotheses ---- */
+
+/* One translated sentence: its hypotheses, best first, and their scores. */
+typedef struct {
+    char **texts;
+    float *scores;
+    int n;
+} mt_sentence_hyps;
+
+/* The k-th translation of a segmented text (the one rule every caller rejoins by):
+ * verbatim segments are copied and the j-th segment to translate becomes sentences[j]'s
+ * k-th hypothesis, or its last when it has fewer. With a separator (id output), verbatim
+ * segments are dropped and the hypotheses joined by it instead. *score: the mean of the
+ * used hypotheses' scores (0 when none). Returns a malloc'd string (caller frees), or
+ * NULL when out of memory. */
+char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
+                         const mt_sentence_hyps *sentences, int k, const char *separator,
+                         float *score);
+
 /* ---- the whole pipeline, for callers that do not batch across requests ---- */
 
 typedef struct {
