@@ -213,6 +213,42 @@ START_TEST(language_pair_and_name_come_from_the_directory)
 }
 END_TEST
 
+START_TEST(join_uses_the_kth_hypothesis_or_the_last_and_the_mean_score)
+{
+    /* "One. Two.\n" -> [One.][ ][Two.][\n]; the first sentence has 2 hypotheses, the
+     * second 1, so its only one stands in the second-best translation too. */
+    const char *text = "One. Two.\n";
+    mt_segment segs[] = {{0, 4, 1}, {4, 1, 0}, {5, 4, 1}, {9, 1, 0}};
+    char *a[] = {"Eins.", "Ein."}, *b[] = {"Zwei."};
+    float sa[] = {-0.5f, -1.5f}, sb[] = {-0.25f};
+    mt_sentence_hyps hyps[] = {{a, sa, 2}, {b, sb, 1}};
+    float score;
+    char *out = mt_translator_join(text, segs, 4, hyps, 0, NULL, &score);
+    ck_assert_str_eq(out, "Eins. Zwei.\n");
+    ck_assert_float_eq_tol(score, -0.375f, 1e-6f);
+    free(out);
+    out = mt_translator_join(text, segs, 4, hyps, 1, NULL, &score);
+    ck_assert_str_eq(out, "Ein. Zwei.\n");
+    ck_assert_float_eq_tol(score, -0.875f, 1e-6f);
+    free(out);
+    /* ids output: verbatim segments are dropped, sentences joined by the separator */
+    out = mt_translator_join(text, segs, 4, hyps, 0, " ", &score);
+    ck_assert_str_eq(out, "Eins. Zwei.");
+    free(out);
+    /* a sentence without hypotheses contributes nothing, not even to the score */
+    hyps[1].n = 0;
+    out = mt_translator_join(text, segs, 4, hyps, 0, NULL, &score);
+    ck_assert_str_eq(out, "Eins. \n");
+    ck_assert_float_eq_tol(score, -0.5f, 1e-6f);
+    free(out);
+    /* only verbatim segments: the text comes back as it was, score 0 */
+    out = mt_translator_join("\n\n", (mt_segment[]){{0, 2, 0}}, 1, NULL, 0, NULL, &score);
+    ck_assert_str_eq(out, "\n\n");
+    ck_assert_float_eq(score, 0.0f);
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("translator");
@@ -225,6 +261,7 @@ int main(void)
     tcase_add_test(tc, invalid_utf8_is_rejected_with_position);
     tcase_add_test(tc, pipeline_keeps_order_lines_and_n_best);
     tcase_add_test(tc, language_pair_and_name_come_from_the_directory);
+    tcase_add_test(tc, join_uses_the_kth_hypothesis_or_the_last_and_the_mean_score);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
