@@ -23,7 +23,8 @@ static void usage(FILE *f)
             "  --n-best N              print N hypotheses per line as 'INDEX ||| text ||| score'\n"
             "  --threads N             threads for the matrix products (default 1)\n"
             "  --batch-size N          sentences per batch (default 32)\n"
-            "  --input text|ids        ids: lines are space-separated source ids (eos appended)\n"
+            "  --input text|ids|html   ids: lines are space-separated source ids (eos appended);\n"
+            "                          html: each line is an HTML fragment (markup kept, text translated)\n"
             "  --output text|ids       ids: print generated target ids instead of text\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
             "  --verbose               print the model and BLAS kernel in use to stderr\n");
@@ -57,7 +58,7 @@ static int parse_float(const char *name, const char *v, float *out)
 
 typedef struct {
     const char *model, *source_lang, *target_lang;
-    int beam, n_best, max_length, threads, batch, input_ids, output_ids, verbose;
+    int beam, n_best, max_length, threads, batch, input_ids, input_html, output_ids, verbose;
     float length_penalty, max_length_factor;
     int have_lp, have_factor;
 } cli_args;
@@ -86,16 +87,20 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 'T': a->target_lang = optarg; break;
         case 'v': a->verbose = 1; break;
         case 'i':
-        case 'o': {
-            int ids = !strcmp(optarg, "ids");
-            if (!ids && strcmp(optarg, "text")) {
-                fprintf(stderr, "mt-translate: --%s must be 'text' or 'ids', got '%s'\n",
-                        c == 'i' ? "input" : "output", optarg);
+            a->input_ids = !strcmp(optarg, "ids");
+            a->input_html = !strcmp(optarg, "html");
+            if (!a->input_ids && !a->input_html && strcmp(optarg, "text")) {
+                fprintf(stderr, "mt-translate: --input must be 'text', 'ids' or 'html', got '%s'\n", optarg);
                 return -1;
             }
-            *(c == 'i' ? &a->input_ids : &a->output_ids) = ids;
             break;
-        }
+        case 'o':
+            a->output_ids = !strcmp(optarg, "ids");
+            if (!a->output_ids && strcmp(optarg, "text")) {
+                fprintf(stderr, "mt-translate: --output must be 'text' or 'ids', got '%s'\n", optarg);
+                return -1;
+            }
+            break;
         case 'h': usage(stdout); exit(0);
         default: usage(stderr); return -1;
         }
@@ -168,6 +173,7 @@ int main(int argc, char **argv)
     opts.search.n_best = a.n_best ? a.n_best : 1;
     opts.max_batch = a.batch;
     opts.input_ids = a.input_ids;
+    opts.html = a.input_html;
     opts.output_ids = a.output_ids;
     if (opts.search.n_best > opts.search.beam_size) {
         fprintf(stderr, "mt-translate: --n-best %d is larger than the beam size %d\n", opts.search.n_best,

@@ -546,16 +546,13 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
     if (fmt && !json_is_null(fmt)) {
         const char *f = json_string_value(fmt);
         if (!f) {
-            rc = fail(400, err, errlen, "field 'format' must be \"text\"");
+            rc = fail(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
             goto out;
         }
         if (strcasecmp(f, "html") == 0) {
-            rc = fail(400, err, errlen, "format \"html\" is not supported yet: send plain text "
-                      "with \"format\": \"text\"");
-            goto out;
-        }
-        if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
-            rc = fail(400, err, errlen, "field 'format' must be \"text\" (or \"html\", not supported yet)");
+            req->html = 1;
+        } else if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
+            rc = fail(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
             goto out;
         }
     }

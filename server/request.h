@@ -30,6 +30,7 @@ typedef struct {
     int n_best;           /* 0: default (1); LibreTranslate: alternatives + 1 */
     double length_penalty;/* < 0: default */
     int max_length;       /* 0: default */
+    int html;             /* "format": "html": texts are HTML fragments */
 } mt_request;
 
 typedef struct {

@@ -383,7 +383,7 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
         for (int k = 0; list && alt && k < n_best; k++) {
             float score;
             char *str = mt_translator_join(c->req.texts[t], c->segs[t], c->n_segs[t], hyps + first, k,
-                                           NULL, &score);
+                                           c->req.html ? MT_JOIN_HTML : MT_JOIN_TEXT, &score);
             if (!str) {
                 ok = 0;
                 break;
@@ -533,8 +533,8 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     c->n_segs = calloc((size_t)n + 1, sizeof *c->n_segs);
     if (!c->segs || !c->n_segs) return send_error(c, 500, "out of memory");
     for (int t = 0; t < n; t++) {
-        c->n_segs[t] = mt_translator_segment(tr, c->req.texts[t], c->req.lens[t],
-                                             s->max_src_tokens[model], &c->segs[t], err, sizeof err);
+        c->n_segs[t] = (c->req.html ? mt_translator_segment_html : mt_translator_segment)(
+            tr, c->req.texts[t], c->req.lens[t], s->max_src_tokens[model], &c->segs[t], err, sizeof err);
         if (c->n_segs[t] < 0) {
             c->n_segs[t] = 0;
             return send_error(c, 400, err);
@@ -548,8 +548,8 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
         for (int j = 0; j < c->n_segs[t]; j++) {
             const mt_segment *sg = &c->segs[t][j];
             if (!sg->translate) continue;
-            int len = mt_translator_encode(tr, c->req.texts[t] + sg->start, sg->len, &c->ids[i],
-                                           err, sizeof err);
+            int len = (c->req.html ? mt_translator_encode_html : mt_translator_encode)(
+                tr, c->req.texts[t] + sg->start, sg->len, &c->ids[i], err, sizeof err);
             if (len >= 0) len = set_language_token(s, route, &c->ids[i], len);
             c->job.n_items = i + 1; /* so that cleanup frees ids[0..i] */
             if (len < 0) return send_error(c, 400, err);

@@ -32,6 +32,9 @@ static int replay_file(FILE *f)
 
 int main(int argc, char **argv)
 {
+#ifdef MT_FUZZ_INITIALIZE /* the target defines LLVMFuzzerInitialize */
+    LLVMFuzzerInitialize(&argc, &argv);
+#endif
     if (argc < 2)
         return replay_file(stdin);
     for (int i = 1; i < argc; i++) {

@@ -72,6 +72,7 @@ class CliTest(unittest.TestCase):
         for args, needle in [
             (["--beam", "0"], "--beam must be an integer >= 1"),
             (["--output", "xml"], "--output must be 'text' or 'ids'"),
+            (["--input", "xml"], "--input must be 'text', 'ids' or 'html'"),
             (["--n-best", "5", "--beam", "2"], "larger than the beam size"),
             (["--bogus"], "usage"),
             ([], "--model DIR is required"),
@@ -80,6 +81,13 @@ class CliTest(unittest.TestCase):
             proc = run(model_args + args, "x\n", check=False)
             self.assertNotEqual(proc.returncode, 0, args)
             self.assertIn(needle, proc.stderr.decode(), args)
+
+    def test_html_input_keeps_markup(self):
+        plain = run(["--model", self.model], "A dog runs.\nA cat & a dog.\n").stdout.decode().split("\n")
+        html = run(["--model", self.model, "--input", "html"],
+                   "<p>A dog runs.</p><script>x = 1;</script>\n<i>A cat &amp; a dog.</i>\n").stdout.decode()
+        esc = [p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for p in plain]
+        self.assertEqual(html, "<p>%s</p><script>x = 1;</script>\n<i>%s</i>\n" % (esc[0], esc[1]))
 
     def test_invalid_utf8_input_is_an_error_naming_the_byte(self):
         proc = subprocess.run([CLI, "--model", self.model], input=b"ok \xc3\x28 bad\n", capture_output=True,

@@ -349,6 +349,29 @@ class TestEndpoints(unittest.TestCase):
         st, _, body = self.srv.post_json({"text": texts[0], "n_best": 3, "beam_size": 2})
         self.error(st, body, 400, "n_best")
 
+    def test_html_format(self):
+        """format html: markup verbatim, each text node translated like plain text, escaped;
+        the same as mt-translate --input html, in both request forms."""
+        texts = corpus_lines(3, seed=21)
+        html = ('<p class="a">%s %s</p>\n<ul><li>%s &amp; more</li><li>&nbsp;|&nbsp;</li></ul>'
+                '<script>var s = "%s";</script> <b translate="no">Brand</b>' % (texts[0], texts[1], texts[2], texts[0]))
+        want = cli_text(MODEL, html, ["--input", "html"])
+        st, _, body = self.srv.post_json({"text": html, "format": "html"})
+        self.assertEqual(st, 200, body)
+        got = body["translations"][0]
+        self.assertEqual(got, want)
+        plain = cli_translate(MODEL, [texts[2] + " & more"])[0]
+        escaped = plain.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        self.assertIn("<ul><li>%s</li><li>&nbsp;|&nbsp;</li></ul>" % escaped, got)
+        self.assertTrue(got.startswith('<p class="a">'), got)
+        self.assertTrue(got.endswith('<script>var s = "%s";</script> <b translate="no">Brand</b>' % texts[0]), got)
+        st, _, body = self.srv.post_json({"q": [html], "source": "en", "target": "de", "format": "html"})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["translatedText"], [want])
+        # the same text as "text" is translated as plain text: the markup is not kept apart
+        st, _, body = self.srv.post_json({"text": "<b>A dog.</b>", "format": "text"})
+        self.assertEqual(body["translations"], cli_translate(MODEL, ["<b>A dog.</b>"]))
+
     def test_libretranslate_json(self):
         texts = corpus_lines(3, seed=4)
         want = cli_translate(MODEL, texts)
@@ -494,8 +517,8 @@ class TestEndpoints(unittest.TestCase):
             ({"text": "a", "source": 1}, "'source' must be a string"),
             ({"text": "a", "target": "d e"}, "language code"),
             ({"q": "a", "source": "en", "target": "de", "alternatives": "many"}, "alternatives"),
-            ({"q": "a", "source": "en", "target": "de", "format": "html"}, "html"),
-            ({"q": "a", "source": "en", "target": "de", "format": "pdf"}, "format"),
+            ({"q": "a", "source": "en", "target": "de", "format": "pdf"}, "'format' must be \"text\" or \"html\""),
+            ({"q": "a", "source": "en", "target": "de", "format": 1}, "'format' must be"),
         ]
         for req, fragment in cases:
             st, _, body = self.srv.post_json(req)

@@ -53,12 +53,13 @@ static void teardown(void)
 
 /* Segments text; checks the pieces concatenate back to it; returns the translatable pieces
  * joined by '|' and the verbatim ones shown as [..] (static buffer). */
-static const char *segments(const char *text, int max_tokens)
+static const char *segments_as(int html, const char *text, int max_tokens)
 {
     static char out[8192];
     mt_segment *segs;
     char err[256];
-    int n = mt_translator_segment(tr, text, strlen(text), max_tokens, &segs, err, sizeof err);
+    int n = (html ? mt_translator_segment_html : mt_translator_segment)(tr, text, strlen(text), max_tokens,
+                                                                       &segs, err, sizeof err);
     ck_assert_msg(n >= 0, "%s", err);
     char joined[8192] = "";
     out[0] = 0;
@@ -78,6 +79,9 @@ static const char *segments(const char *text, int max_tokens)
     ck_assert_str_eq(joined, text);
     return out;
 }
+
+static const char *segments(const char *text, int max_tokens) { return segments_as(0, text, max_tokens); }
+static const char *html_segments(const char *text) { return segments_as(1, text, 200); }
 
 START_TEST(splits_sentences_by_rule)
 {
@@ -223,29 +227,134 @@ START_TEST(join_uses_the_kth_hypothesis_or_the_last_and_the_mean_score)
     float sa[] = {-0.5f, -1.5f}, sb[] = {-0.25f};
     mt_sentence_hyps hyps[] = {{a, sa, 2}, {b, sb, 1}};
     float score;
-    char *out = mt_translator_join(text, segs, 4, hyps, 0, NULL, &score);
+    char *out = mt_translator_join(text, segs, 4, hyps, 0, MT_JOIN_TEXT, &score);
     ck_assert_str_eq(out, "Eins. Zwei.\n");
     ck_assert_float_eq_tol(score, -0.375f, 1e-6f);
     free(out);
-    out = mt_translator_join(text, segs, 4, hyps, 1, NULL, &score);
+    out = mt_translator_join(text, segs, 4, hyps, 1, MT_JOIN_TEXT, &score);
     ck_assert_str_eq(out, "Ein. Zwei.\n");
     ck_assert_float_eq_tol(score, -0.875f, 1e-6f);
     free(out);
     /* ids output: verbatim segments are dropped, sentences joined by the separator */
-    out = mt_translator_join(text, segs, 4, hyps, 0, " ", &score);
+    out = mt_translator_join(text, segs, 4, hyps, 0, MT_JOIN_IDS, &score);
     ck_assert_str_eq(out, "Eins. Zwei.");
     free(out);
     /* a sentence without hypotheses contributes nothing, not even to the score */
     hyps[1].n = 0;
-    out = mt_translator_join(text, segs, 4, hyps, 0, NULL, &score);
+    out = mt_translator_join(text, segs, 4, hyps, 0, MT_JOIN_TEXT, &score);
     ck_assert_str_eq(out, "Eins. \n");
     ck_assert_float_eq_tol(score, -0.5f, 1e-6f);
     free(out);
     /* only verbatim segments: the text comes back as it was, score 0 */
-    out = mt_translator_join("\n\n", (mt_segment[]){{0, 2, 0}}, 1, NULL, 0, NULL, &score);
+    out = mt_translator_join("\n\n", (mt_segment[]){{0, 2, 0}}, 1, NULL, 0, MT_JOIN_TEXT, &score);
     ck_assert_str_eq(out, "\n\n");
     ck_assert_float_eq(score, 0.0f);
     free(out);
+}
+END_TEST
+
+START_TEST(html_keeps_markup_and_translates_text_nodes)
+{
+    ck_assert_str_eq(html_segments("<p>A dog runs. A cat sleeps.</p>"), "[<p>]A dog runs.[ ]A cat sleeps.[</p>]");
+    /* inline markup separates text nodes; spacing around them stays verbatim */
+    ck_assert_str_eq(html_segments("<li>A <b>big</b> dog.</li>"), "[<li>]A[ <b>]big[</b> ]dog.[</li>]");
+    /* a newline inside a text node is a space, not a line break */
+    ck_assert_str_eq(html_segments("<p>\n  A dog\n  runs. It\nsleeps.\n</p>"),
+                     "[<p>\n  ]A dog\n  runs.[ ]It\nsleeps.[\n</p>]");
+    /* quoted attributes may hold '>'; void and self-closing elements have no content */
+    ck_assert_str_eq(html_segments("<a title=\"x > y\" href=/z>Link.</a><img src=a.png alt=\"A dog.\"/><br>Next"),
+                     "[<a title=\"x > y\" href=/z>]Link.[</a><img src=a.png alt=\"A dog.\"/><br>]Next");
+    /* comments, declarations, CDATA and processing instructions are markup */
+    ck_assert_str_eq(html_segments("<!DOCTYPE html><!-- A <b>note</b>. -->Hi.<![CDATA[ x ]]><?xml v?>"),
+                     "[<!DOCTYPE html><!-- A <b>note</b>. -->]Hi.[<![CDATA[ x ]]><?xml v?>]");
+    /* raw text elements and translate="no" / notranslate content are never translated */
+    ck_assert_str_eq(html_segments("<SCRIPT>var a = \"<p>No.</p>\";</script>Yes."),
+                     "[<SCRIPT>var a = \"<p>No.</p>\";</script>]Yes.");
+    ck_assert_str_eq(html_segments("<style>p { x: 1 }</style><textarea>Keep.</textarea>Go."),
+                     "[<style>p { x: 1 }</style><textarea>Keep.</textarea>]Go.");
+    ck_assert_str_eq(html_segments("<span translate=\"no\">Brand <span>Name</span> here</span> sells."),
+                     "[<span translate=\"no\">Brand <span>Name</span> here</span> ]sells.");
+    ck_assert_str_eq(html_segments("<div class='big notranslate'>Keep <div>it</div></div>Go."),
+                     "[<div class='big notranslate'>Keep <div>it</div></div>]Go.");
+    ck_assert_str_eq(html_segments("<span translate=\"yes\">Go.</span>"), "[<span translate=\"yes\">]Go.[</span>]");
+    /* a '<' that cannot start a tag is text; an unterminated tag is kept to the end */
+    ck_assert_str_eq(html_segments("a < b is true. <b"), "a < b is true.[ <b]");
+    /* nodes without words are layout */
+    ck_assert_str_eq(html_segments("<td>&nbsp;|&nbsp;</td><td> \xc2\xbb </td><td>&amp;</td>"),
+                     "[<td>&nbsp;|&nbsp;</td><td> \xc2\xbb </td><td>&amp;</td>]");
+    ck_assert_str_eq(html_segments("<td>Tom &amp; Jerry</td>"), "[<td>]Tom &amp; Jerry[</td>]");
+    ck_assert_str_eq(html_segments(""), "");
+    mt_segment *segs;
+    char err[256];
+    ck_assert_int_eq(mt_translator_segment_html(tr, "<p>\xc3\x28</p>", 8, 200, &segs, err, sizeof err), -1);
+    ck_assert_str_eq(err, "invalid UTF-8 at byte 3");
+}
+END_TEST
+
+START_TEST(html_text_is_decoded_for_encoding_and_escaped_when_joined)
+{
+    char err[256];
+    int32_t *a, *b;
+    const char *html = "Tom &amp; Jerry &lt;3 &#233;&#xE9;&eacute; &euro; &bogus; &#; &amp";
+    const char *plain = "Tom & Jerry <3 \xc3\xa9\xc3\xa9\xc3\xa9 \xe2\x82\xac &bogus; &#; &amp";
+    int na = mt_translator_encode_html(tr, html, strlen(html), &a, err, sizeof err);
+    int nb = mt_translator_encode(tr, plain, strlen(plain), &b, err, sizeof err);
+    ck_assert_int_eq(na, nb);
+    ck_assert_int_eq(memcmp(a, b, sizeof *a * (size_t)na), 0);
+    free(a);
+    free(b);
+    /* invalid code points decode to U+FFFD, as browsers do */
+    na = mt_translator_encode_html(tr, "&#0;&#xD800;&#99999999;", 23, &a, err, sizeof err);
+    nb = mt_translator_encode(tr, "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd", 9, &b, err, sizeof err);
+    ck_assert_int_eq(na, nb);
+    ck_assert_int_eq(memcmp(a, b, sizeof *a * (size_t)na), 0);
+    free(a);
+    free(b);
+
+    const char *text = "<b>x</b>";
+    mt_segment segs[] = {{0, 3, 0}, {3, 1, 1}, {4, 4, 0}};
+    char *h[] = {"a < b & c > d"};
+    float sc[] = {-1.0f}, score;
+    mt_sentence_hyps hyps[] = {{h, sc, 1}};
+    char *out = mt_translator_join(text, segs, 3, hyps, 0, MT_JOIN_HTML, &score);
+    ck_assert_str_eq(out, "<b>a &lt; b &amp; c &gt; d</b>");
+    free(out);
+}
+END_TEST
+
+START_TEST(html_pipeline_translates_each_text_node_as_plain_text_would)
+{
+    char err[512];
+    mt_state *st = mt_state_create(mt_translator_model(tr), 1, err, sizeof err);
+    mt_translate_options o;
+    mt_translate_options_default(tr, &o);
+    o.search.max_length = 6;
+    const char *nodes[] = {"A dog runs.", "It & a cat sleep.", "Hello"};
+    size_t lens[3];
+    for (int i = 0; i < 3; i++)
+        lens[i] = strlen(nodes[i]);
+    mt_translation plain[3];
+    ck_assert_msg(mt_translator_translate(tr, st, &o, 3, nodes, lens, plain, err, sizeof err) == 0, "%s", err);
+    char want[2048];
+    size_t n = 0;
+    n += (size_t)snprintf(want + n, sizeof want - n, "<p class=\"x\">");
+    for (int i = 0; i < 2; i++) { /* the two sentences of the paragraph, escaped */
+        for (const char *p = plain[i].texts[0]; *p; p++)
+            n += (size_t)snprintf(want + n, sizeof want - n, "%s",
+                                  *p == '&' ? "&amp;" : *p == '<' ? "&lt;" : *p == '>' ? "&gt;" : (char[]){*p, 0});
+        n += (size_t)snprintf(want + n, sizeof want - n, i == 0 ? " " : "</p>\n<code translate=no>A dog.</code> ");
+    }
+    snprintf(want + n, sizeof want - n, "%s<br/>", plain[2].texts[0]);
+    const char *html = "<p class=\"x\">A dog runs. It &amp; a cat sleep.</p>\n<code translate=no>A dog.</code> Hello<br/>";
+    size_t html_len = strlen(html);
+    o.html = 1;
+    mt_translation got;
+    ck_assert_msg(mt_translator_translate(tr, st, &o, 1, &html, &html_len, &got, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(got.texts[0], want);
+    mt_translation_clear(&got);
+    for (int i = 0; i < 3; i++)
+        mt_translation_clear(&plain[i]);
+    mt_state_free(st);
 }
 END_TEST
 
@@ -262,6 +371,9 @@ int main(void)
     tcase_add_test(tc, pipeline_keeps_order_lines_and_n_best);
     tcase_add_test(tc, language_pair_and_name_come_from_the_directory);
     tcase_add_test(tc, join_uses_the_kth_hypothesis_or_the_last_and_the_mean_score);
+    tcase_add_test(tc, html_keeps_markup_and_translates_text_nodes);
+    tcase_add_test(tc, html_text_is_decoded_for_encoding_and_escaped_when_joined);
+    tcase_add_test(tc, html_pipeline_translates_each_text_node_as_plain_text_would);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

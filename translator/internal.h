@@ -13,6 +13,14 @@ struct mt_translator {
 
 #include <stdio.h>
 
+/* html.c. End of the markup starting at s[i] (after any content it keeps from
+ * translation: script, style, translate="no" ...), or i when s[i] starts text. */
+size_t mt_html_markup_end(const char *s, size_t len, size_t i);
+/* s[0, len) with character references decoded (malloc'd, NUL-terminated); NULL: no memory. */
+char *mt_html_unescape(const char *s, size_t len, size_t *out_len);
+/* Writes s with & < > escaped to out (when not NULL); returns the length. */
+size_t mt_html_escape(const char *s, char *out);
+
 /* Error text into a caller buffer that may be NULL. */
 #define tr_error(buf, len, ...) ((buf) && (len) ? (void)snprintf((buf), (len), __VA_ARGS__) : (void)0)
 

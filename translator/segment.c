@@ -52,7 +52,11 @@ static int push(seg_list *l, size_t start, size_t len, int translate)
     return 0;
 }
 
-static int is_blank(unsigned char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+/* '\n' never occurs inside a line of plain text; inside an HTML text node it is a space. */
+static int is_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v' || c == '\n';
+}
 
 /* Length of the UTF-8 sequence starting at s[i] if it is one of the listed code points. */
 static size_t match_any(const char *s, size_t i, size_t end, const char *const *list, size_t n)
@@ -230,6 +234,20 @@ static int enforce_length(const mt_translator *tr, const char *text, seg_list *l
     return enforce_length(tr, text, l, at, max_tokens, err, errlen);
 }
 
+/* Cuts every translatable segment that is still too long, and hands the list over. */
+static int finish(const mt_translator *tr, const char *text, seg_list *l, int max_tokens, mt_segment **out,
+                  char *err, size_t errlen)
+{
+    for (int i = 0; i < l->count; i++) {
+        if (l->items[i].translate && enforce_length(tr, text, l, i, max_tokens, err, errlen)) {
+            free(l->items);
+            return -1;
+        }
+    }
+    *out = l->items;
+    return l->count;
+}
+
 int mt_translator_segment(const mt_translator *tr, const char *text, size_t len, int max_tokens,
                           mt_segment **out, char *err, size_t errlen)
 {
@@ -255,14 +273,64 @@ int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
         }
         line = nl + 1;
     }
-    for (int i = 0; i < l.count; i++) {
-        if (l.items[i].translate && enforce_length(tr, text, &l, i, max_tokens, err, errlen)) {
-            free(l.items);
-            return -1;
+    return finish(tr, text, &l, max_tokens, out, err, errlen);
+}
+
+/* Does an HTML text node hold words? Nodes of only spaces, punctuation, symbols and
+ * character references ("&nbsp;", " | ", "&raquo;") are layout, kept as they are. */
+static int has_words(const char *s, size_t start, size_t end)
+{
+    for (size_t i = start; i < end; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '&') { /* a reference is not a word; "&" alone is punctuation */
+            size_t j = i + 1;
+            while (j < end && j - i <= 32 && s[j] != ';' && !is_blank((unsigned char)s[j]))
+                j++;
+            if (j < end && s[j] == ';') {
+                i = j;
+                continue;
+            }
         }
+        if ((c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'))
+            return 1;
+        /* non-ASCII: letters, except U+00A0..U+00BF (C2 A0..BF) and U+2000..U+20FF
+         * (E2 80..83 xx), which are spaces, punctuation and symbols */
+        if (c >= 0xC3 && !(c == 0xE2 && i + 1 < end && ((unsigned char)s[i + 1] & 0xFC) == 0x80))
+            return 1;
     }
-    *out = l.items;
-    return l.count;
+    return 0;
+}
+
+int mt_translator_segment_html(const mt_translator *tr, const char *html, size_t len, int max_tokens,
+                               mt_segment **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!mt_utf8_valid(html, len, err, errlen))
+        return -1;
+    seg_list l = {0};
+    int failed = 0;
+    for (size_t i = 0, node = 0; i <= len && !failed; i++) {
+        size_t markup = i < len && html[i] == '<' ? mt_html_markup_end(html, len, i) : i;
+        if (i < len && markup == i)
+            continue;
+        /* the text node [node, i) ends here: trim it, then its sentences */
+        size_t a = node, b = i;
+        while (a < b && is_blank((unsigned char)html[a]))
+            a++;
+        while (b > a && is_blank((unsigned char)html[b - 1]))
+            b--;
+        int words = b > a && has_words(html, a, b);
+        failed = push(&l, node, words ? a - node : i - node, 0) || (words && split_sentences(html, a, b, &l)) ||
+                 (words && push(&l, b, i - b, 0)) || push(&l, i, markup - i, 0);
+        node = markup;
+        i = markup - 1 + (markup == i); /* the loop's i++ moves to markup's end */
+    }
+    if (failed) {
+        free(l.items);
+        tr_error(err, errlen, "out of memory");
+        return -1;
+    }
+    return finish(tr, html, &l, max_tokens, out, err, errlen);
 }
 
 int mt_utf8_valid(const char *s, size_t len, char *err, size_t errlen)

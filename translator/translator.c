@@ -145,6 +145,21 @@ int mt_translator_encode(const mt_translator *tr, const char *sentence, size_t l
     }
 }
 
+int mt_translator_encode_html(const mt_translator *tr, const char *sentence, size_t len, int32_t **ids,
+                              char *err, size_t errlen)
+{
+    size_t plain_len;
+    char *plain = mt_html_unescape(sentence, len, &plain_len);
+    if (!plain) {
+        *ids = NULL;
+        tr_error(err, errlen, "out of memory");
+        return -1;
+    }
+    int n = mt_translator_encode(tr, plain, plain_len, ids, err, errlen);
+    free(plain);
+    return n;
+}
+
 char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n, char *err, size_t errlen)
 {
     size_t cap = 256;
@@ -271,23 +286,22 @@ static int search_all(const mt_translator *tr, mt_state *state, const mt_transla
 }
 
 char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
-                         const mt_sentence_hyps *sentences, int k, const char *separator,
-                         float *score)
+                         const mt_sentence_hyps *sentences, int k, mt_join_mode mode, float *score)
 {
-    size_t sep_len = separator ? strlen(separator) : 0, len = 1;
+    size_t len = 1;
     int n_scored = 0;
     *score = 0.0f;
     for (int j = 0, si = 0; j < n_segs; j++) {
         if (!segs[j].translate) {
-            if (!separator)
+            if (mode != MT_JOIN_IDS)
                 len += segs[j].len;
             continue;
         }
         const mt_sentence_hyps *s = &sentences[si++];
         int h = k < s->n ? k : s->n - 1;
-        len += sep_len;
+        len += mode == MT_JOIN_IDS; /* the space before it */
         if (h >= 0) {
-            len += strlen(s->texts[h]);
+            len += mode == MT_JOIN_HTML ? mt_html_escape(s->texts[h], NULL) : strlen(s->texts[h]);
             *score += s->scores[h];
             n_scored++;
         }
@@ -299,7 +313,7 @@ char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
         return NULL;
     for (int j = 0, si = 0; j < n_segs; j++) {
         if (!segs[j].translate) {
-            if (!separator) {
+            if (mode != MT_JOIN_IDS) {
                 memcpy(p, text + segs[j].start, segs[j].len);
                 p += segs[j].len;
             }
@@ -307,11 +321,11 @@ char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
         }
         const mt_sentence_hyps *s = &sentences[si++];
         int h = k < s->n ? k : s->n - 1;
-        if (separator && si > 1) {
-            memcpy(p, separator, sep_len);
-            p += sep_len;
-        }
-        if (h >= 0) {
+        if (mode == MT_JOIN_IDS && si > 1)
+            *p++ = ' ';
+        if (h >= 0 && mode == MT_JOIN_HTML) {
+            p += mt_html_escape(s->texts[h], p);
+        } else if (h >= 0) {
             size_t l = strlen(s->texts[h]);
             memcpy(p, s->texts[h], l);
             p += l;
@@ -385,6 +399,8 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
                 goto done;
             }
             segs[i][0] = (mt_segment){0, lens[i], 1};
+        } else if (opts->html) {
+            n_segs[i] = mt_translator_segment_html(tr, texts[i], lens[i], max_tokens, &segs[i], err, errlen);
         } else {
             n_segs[i] = mt_translator_segment(tr, texts[i], lens[i], max_tokens, &segs[i], err, errlen);
         }
@@ -411,7 +427,8 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
             s->segment = j;
             s->len = opts->input_ids
                          ? parse_source_ids(tr, texts[i], lens[i], &s->ids, err, errlen)
-                         : mt_translator_encode(tr, texts[i] + segs[i][j].start, segs[i][j].len, &s->ids, err, errlen);
+                         : (opts->html ? mt_translator_encode_html : mt_translator_encode)(
+                               tr, texts[i] + segs[i][j].start, segs[i][j].len, &s->ids, err, errlen);
             if (s->len < 0)
                 goto done;
         }
@@ -428,8 +445,9 @@ int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_t
             goto done;
         }
         for (int k = 0; k < n_best; k++) {
-            out[i].texts[k] = mt_translator_join(texts[i], segs[i], n_segs[i], hyps + first[i], k,
-                                                 opts->output_ids ? " " : NULL, &out[i].scores[k]);
+            mt_join_mode mode = opts->output_ids ? MT_JOIN_IDS : opts->html ? MT_JOIN_HTML : MT_JOIN_TEXT;
+            out[i].texts[k] = mt_translator_join(texts[i], segs[i], n_segs[i], hyps + first[i], k, mode,
+                                                 &out[i].scores[k]);
             if (!out[i].texts[k]) {
                 tr_error(err, errlen, "out of memory");
                 goto done;

@@ -51,10 +51,22 @@ typedef struct {
 int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
                           int max_tokens, mt_segment **out, char *err, size_t errlen);
 
+/* The same for an HTML fragment (format "html"): tags, comments and the content of
+ * script, style, textarea and translate="no" / class="notranslate" elements are
+ * verbatim segments; each text node is split into sentences as above (a newline inside
+ * one is a space), and a node without words ("&nbsp;", " | ") stays verbatim. */
+int mt_translator_segment_html(const mt_translator *tr, const char *html, size_t len,
+                               int max_tokens, mt_segment **out, char *err, size_t errlen);
+
 /* Encodes one sentence for this model (target-language token prepended when the
  * model is multilingual). ids: malloc'd, caller frees. Returns the count or -1. */
 int mt_translator_encode(const mt_translator *tr, const char *sentence, size_t len,
                          int32_t **ids, char *err, size_t errlen);
+
+/* Encodes a sentence of an HTML text node: character references ("&amp;", "&#233;")
+ * are decoded first. */
+int mt_translator_encode_html(const mt_translator *tr, const char *sentence, size_t len,
+                              int32_t **ids, char *err, size_t errlen);
 
 /* Decodes target ids to a malloc'd NUL-terminated string (caller frees); NULL on error. */
 char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n,
@@ -69,14 +81,19 @@ typedef struct {
     int n;
 } mt_sentence_hyps;
 
+typedef enum {
+    MT_JOIN_TEXT = 0,  /* hypotheses are inserted as they are */
+    MT_JOIN_HTML = 1,  /* hypotheses are escaped (& < >) for an HTML text node */
+    MT_JOIN_IDS = 2,   /* id lists: verbatim segments dropped, sentences joined by a space */
+} mt_join_mode;
+
 /* The k-th translation of a segmented text (the one rule every caller rejoins by):
  * verbatim segments are copied and the j-th segment to translate becomes sentences[j]'s
- * k-th hypothesis, or its last when it has fewer. With a separator (id output), verbatim
- * segments are dropped and the hypotheses joined by it instead. *score: the mean of the
- * used hypotheses' scores (0 when none). Returns a malloc'd string (caller frees), or
- * NULL when out of memory. */
+ * k-th hypothesis, or its last when it has fewer. *score: the mean of the used
+ * hypotheses' scores (0 when none). Returns a malloc'd string (caller frees), or NULL
+ * when out of memory. */
 char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
-                         const mt_sentence_hyps *sentences, int k, const char *separator,
+                         const mt_sentence_hyps *sentences, int k, mt_join_mode mode,
                          float *score);
 
 /* ---- the whole pipeline, for callers that do not batch across requests ---- */
@@ -86,6 +103,7 @@ typedef struct {
     int max_batch;   /* sentences per search batch */
     int input_ids;   /* 1: each text is space-separated source ids (eos is appended), no splitting */
     int output_ids;  /* 1: results are the generated target ids ("12 7 9"), sentences joined by a space */
+    int html;        /* 1: each text is an HTML fragment: markup kept, text nodes translated */
 } mt_translate_options;
 
 /* Defaults: the model's search defaults, batches of 32 sentences, text in and out. */
