@@ -33,6 +33,10 @@ static void apply_bias_act(float *y, int rows, int ld, int cols, const float *b,
                 v = 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
             else if (act == MT_ACT_SWISH + 1)
                 v = v / (1.0f + expf(-v));
+            else if (act == MT_ACT_QUICK_GELU + 1)
+                v = v / (1.0f + expf(-1.702f * v));
+            else if (act == MT_ACT_GELU_TANH + 1)
+                v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
             r[j] = v;
         }
     }

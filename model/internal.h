@@ -9,7 +9,9 @@
 #include "model.h"
 #include "pool.h"
 
-enum { MT_ACT_RELU, MT_ACT_GELU, MT_ACT_SWISH };
+/* relu; gelu (erf); swish = silu = x sigmoid(x); quick_gelu = x sigmoid(1.702 x) (Marian's
+ * "gelu"); gelu_new = the tanh approximation (also "gelu_pytorch_tanh"). */
+enum { MT_ACT_RELU, MT_ACT_GELU, MT_ACT_SWISH, MT_ACT_QUICK_GELU, MT_ACT_GELU_TANH };
 
 typedef struct {
     const float *weight, *bias; /* LayerNorm (d) */

@@ -179,7 +179,7 @@ static int read_hparams(mt_model *m, config_reader *r)
         in->default_length_penalty = (float)json_number_value(lp);
     }
     json_t *act = json_object_get(r->cfg, "activation_function");
-    const char *a = act ? json_string_value(act) : "swish";
+    const char *a = act ? json_string_value(act) : "gelu"; /* MarianConfig's default */
     if (!a)
         return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
     if (!strcmp(a, "relu")) {
@@ -188,12 +188,17 @@ static int read_hparams(mt_model *m, config_reader *r)
         m->activation = MT_ACT_GELU;
     } else if (!strcmp(a, "swish") || !strcmp(a, "silu")) {
         m->activation = MT_ACT_SWISH;
+    } else if (!strcmp(a, "quick_gelu")) {
+        m->activation = MT_ACT_QUICK_GELU;
+    } else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
+        m->activation = MT_ACT_GELU_TANH;
     } else {
         return mt_format(r->err, r->errlen,
-                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu)", a), -1;
+                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
+                         "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
     }
-    snprintf(in->activation, sizeof in->activation, "%s", m->activation == MT_ACT_RELU ? "relu"
-             : m->activation == MT_ACT_GELU ? "gelu" : "swish");
+    static const char *const names[] = {"relu", "gelu", "swish", "quick_gelu", "gelu_new"};
+    snprintf(in->activation, sizeof in->activation, "%s", names[m->activation]);
 
     if (!static_pos)
         return mt_format(r->err, r->errlen, "config.json: static_position_embeddings=false (learned positions) is not supported"), -1;

@@ -30,7 +30,7 @@ typedef struct {
     int default_beam_size;    /* num_beams from generation_config.json/config.json, else 4 */
     int default_max_length;   /* max_length from generation_config.json/config.json, else 256 */
     float default_length_penalty; /* length_penalty from the same files, else 1.0 */
-    char activation[16];      /* "relu", "gelu", "swish" */
+    char activation[16];      /* "relu", "gelu", "swish", "quick_gelu", "gelu_new" */
 } mt_model_info;
 
 /* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.

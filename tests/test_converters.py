@@ -82,7 +82,9 @@ class MarianNumpy:
         self.heads = opts["transformer-heads"]
         self.depth = (opts["enc-depth"], opts["dec-depth"])
         self.act = {"relu": lambda x: np.maximum(x, 0.0),
-                    "swish": lambda x: x / (1.0 + np.exp(-x))}[opts["transformer-ffn-activation"]]
+                    "swish": lambda x: x / (1.0 + np.exp(-x)),
+                    "gelu": lambda x: x / (1.0 + np.exp(-1.702 * x)),  # Marian's gelu
+                    }[opts["transformer-ffn-activation"]]
         tie_all = opts["tied-embeddings-all"]
         self.enc_emb = self.w["Wemb" if tie_all or opts["tied-embeddings-src"] else "encoder_Wemb"]
         self.dec_emb = self.w["Wemb" if tie_all or opts["tied-embeddings-src"] else "decoder_Wemb"]
@@ -343,6 +345,13 @@ class MarianConversion(ComparesWithReference):
         header = read_safetensors_header(os.path.join(hf, "model.safetensors"))
         self.assertEqual(header["lm_head.weight"]["shape"], [len(tgt), 32])
 
+    def test_marian_gelu_becomes_quick_gelu(self):
+        """Marian's gelu is x * sigmoid(1.702 x): converted as quick_gelu, translating as
+        Marian does (an erf gelu would not)."""
+        marian, hf = built("gelu-all", ["--activation", "gelu", "--seed", "4"])
+        self.assertEqual(load_json(os.path.join(hf, "config.json"))["activation_function"], "quick_gelu")
+        self.assert_same_translations(marian, hf)
+
     def test_output_tied_to_decoder_embedding(self):
         """tied-embeddings only: encoder_Wemb and decoder_Wemb, output = decoder_Wemb^T."""
         marian, hf = built("swish-output", ["--tie", "output", "--separate-vocabs", "--seed", "3"])
@@ -485,9 +494,9 @@ class RefusedInputs(unittest.TestCase):
             {"transformer-decoder-autoreg": "average-attention"}))
         self.assert_refused("transformer-decoder-autoreg", "average-attention")
 
-    def test_marian_gelu(self):
-        self.edit_npz(lambda t, opts: opts.update({"transformer-ffn-activation": "gelu"}))
-        self.assert_refused("transformer-ffn-activation: gelu", "1.702")
+    def test_unknown_activation(self):
+        self.edit_npz(lambda t, opts: opts.update({"transformer-ffn-activation": "tanh"}))
+        self.assert_refused("transformer-ffn-activation: 'tanh'", "supported: swish, relu, gelu")
 
     def test_missing_vocabulary(self):
         os.unlink(os.path.join(self.marian, "opus.spm32k-spm32k.vocab.yml"))

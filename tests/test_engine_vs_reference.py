@@ -11,6 +11,9 @@ layout the loader must accept:
   d  the real OPUS-MT tokenizer files of $MT_SHARED_DIR/fixtures/opus-mt-tc-big-en-pt
      (54,776-entry vocabulary, eos 44670, pad 54775) with d_model 64
 
+Two more (e quick_gelu, f gelu_new) check the other activations with the probe and
+beam search only.
+
 For each model:
   * kernels: tests/model-probe and `reference.py --probe` on the same ten
     (source, prefix) pairs; encoder outputs and logits must agree within 1e-4;
@@ -269,6 +272,23 @@ class OpusTokenizer(EngineVsReference, unittest.TestCase):
     MODEL_ARGS = ["--tokenizer-from",
                   os.path.join(SHARED_DIR, "fixtures", "opus-mt-tc-big-en-pt"),
                   "--d-model", "64", "--seed", "4"]
+
+
+class ActivationOnly(EngineVsReference):
+    """The other activations HF names: kernels and beam search suffice (the search code
+    is the same); the other searches are left out (a None attribute is not collected)."""
+    test_greedy_text = test_ids_input = test_nbest = test_length_penalty = None
+    test_max_length = test_max_length_factor = None
+
+
+class QuickGeluF32(ActivationOnly, unittest.TestCase):
+    NAME = "e quick_gelu (Marian's gelu) F32"
+    MODEL_ARGS = ["--activation", "quick_gelu", "--dtype", "F32", "--seed", "5"]
+
+
+class GeluTanhF16(ActivationOnly, unittest.TestCase):
+    NAME = "f gelu_new (tanh) F16"
+    MODEL_ARGS = ["--activation", "gelu_new", "--dtype", "F16", "--seed", "6"]
 
 
 class ReferenceSelfCheck(unittest.TestCase):

@@ -53,6 +53,51 @@ static const char *load_error(const char *dir)
 
 /* ---- loading ---- */
 
+/* Every activation_function name HF uses for these models, and MarianConfig's default
+ * (gelu) when config.json has none. */
+START_TEST(activation_names_and_default)
+{
+    static const char *const cases[][2] = {
+        {",\"activation_function\":\"swish\"", "swish"},  {",\"activation_function\":\"silu\"", "swish"},
+        {",\"activation_function\":\"gelu\"", "gelu"},    {",\"activation_function\":\"quick_gelu\"", "quick_gelu"},
+        {",\"activation_function\":\"gelu_new\"", "gelu_new"},
+        {",\"activation_function\":\"gelu_pytorch_tanh\"", "gelu_new"},
+    };
+    char err[512];
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        tiny_model_spec s = tiny_model_default();
+        s.config_extra = cases[i][0];
+        mt_model *m = mt_model_load(write_model("act", &s), err, sizeof err);
+        ck_assert_msg(m != NULL, "%s", err);
+        ck_assert_str_eq(mt_model_get_info(m)->activation, cases[i][1]);
+        mt_model_free(m);
+    }
+    /* no activation_function at all: rewrite config.json without the key */
+    tiny_model_spec s = tiny_model_default();
+    const char *dir = write_model("act-default", &s);
+    char path[600], buf[4096];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *relu = ",\"activation_function\":\"relu\"";
+    char *key = strstr(buf, relu);
+    ck_assert_ptr_nonnull(key);
+    memmove(key, key + strlen(relu), strlen(key) - strlen(relu) + 1);
+    ck_assert_ptr_null(strstr(buf, "activation_function"));
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(buf, f);
+    fclose(f);
+    mt_model *m = mt_model_load(dir, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    ck_assert_str_eq(mt_model_get_info(m)->activation, "gelu");
+    mt_model_free(m);
+}
+END_TEST
+
 START_TEST(loads_valid_model_and_reads_config)
 {
     tiny_model_spec s = tiny_model_default();
@@ -569,6 +614,7 @@ static Suite *model_suite(void)
     TCase *load = tcase_create("load");
     tcase_add_checked_fixture(load, make_root, remove_root);
     tcase_add_test(load, loads_valid_model_and_reads_config);
+    tcase_add_test(load, activation_names_and_default);
     tcase_add_test(load, generation_config_overrides_config);
     tcase_add_test(load, missing_directory_and_files);
     tcase_add_test(load, malformed_config_json);

@@ -1,13 +1,16 @@
 #!/usr/bin/python3
 """The README's first command works as written: it installs what is needed (nothing when
-everything is there), builds, and serves the bundled en->de model.
+everything is there), builds, and serves the bundled models: en->de (the default) and
+de->en.
 
 The command is read from README.md (the ```sh block after the line with the
 `first-command` marker; without README.md, scripts/quickstart.sh itself) and run from
 the repository root with "--port P" appended (a free loopback port; quickstart.sh hands
 extra arguments to mt-server), in the background in its own process group. The test
 waits for GET /health (bounded), translates a sentence in the native and the
-LibreTranslate forms, checks the answer equals mt-translate's, then stops the group.
+LibreTranslate forms, checks the answer equals mt-translate's, does the same for a German
+sentence with source "de" (and with no language given: the default model is en-de),
+checks GET /languages, then stops the group.
 Skipped while models/en-de/config.json does not exist.
 
 Env: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR. Prints "N passed, M failed".
@@ -26,7 +29,9 @@ from test_docker import readme_first_command  # noqa: E402
 
 SOURCE = ts.SOURCE
 MODEL = os.path.join(SOURCE, "models", "en-de")
+MODEL_DE_EN = os.path.join(SOURCE, "models", "de-en")
 SENTENCE = "A man in a blue shirt is riding a bike."
+SENTENCE_DE = "Zwei Hunde spielen im Schnee."
 HEALTH_TIMEOUT = 720  # the command may have to build first
 
 
@@ -78,11 +83,29 @@ class Quickstart(unittest.TestCase):
             self.assertNotIn("install-deps: installing", output,
                              "install-deps.sh reinstalled packages that are present")
 
+            status, _, body = ts.http_request("POST", url + "/translate", {"text": SENTENCE}, timeout=120)
+            self.assertEqual(status, 200, body)
+            self.assertEqual(json.loads(body)["model"], "en-de", "the default model is en-de")
+
+            status, _, body = ts.http_request("POST", url + "/translate",
+                                              {"text": SENTENCE_DE, "source": "de", "target": "en"}, timeout=120)
+            self.assertEqual(status, 200, body)
+            answer = json.loads(body)
+            self.assertEqual(answer["model"], "de-en", answer)
+            text_en = answer["translations"][0]
+            print("  %s -> %s" % (SENTENCE_DE, text_en))
+
+            status, _, body = ts.http_request("GET", url + "/languages", None, timeout=60)
+            self.assertEqual(status, 200, body)
+            targets = {lang["code"]: lang["targets"] for lang in json.loads(body)}
+            self.assertEqual(targets, {"en": ["de"], "de": ["en"]})
+
             if os.access(ts.CLI, os.X_OK):
-                r = subprocess.run([ts.CLI, "--model", MODEL], input=(SENTENCE + "\n").encode(),
-                                   capture_output=True, timeout=300)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                self.assertEqual(r.stdout.decode().rstrip("\n"), text, "server and mt-translate disagree")
+                for model, sentence, want in ((MODEL, SENTENCE, text), (MODEL_DE_EN, SENTENCE_DE, text_en)):
+                    r = subprocess.run([ts.CLI, "--model", model], input=(sentence + "\n").encode(),
+                                       capture_output=True, timeout=300)
+                    self.assertEqual(r.returncode, 0, r.stderr)
+                    self.assertEqual(r.stdout.decode().rstrip("\n"), want, "server and mt-translate disagree")
         finally:
             ts.stop(proc, timeout=30)
             if proc is not None and proc.returncode not in (0, -15, 143, 130, -2):

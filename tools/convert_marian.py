@@ -23,8 +23,8 @@ Hugging Face twin:
   * decoder.yml's beam-size and normalize become num_beams and length_penalty.
 Where the script is silent or wrong it does better: untied output matrices
 (decoder_ff_logit_out_W) become lm_head.weight, two vocabularies of different
-sizes are kept, and Marian's "gelu" (x * sigmoid(1.702 x), not the erf gelu) is
-refused rather than mislabelled.
+sizes are kept, and Marian's "gelu" (x * sigmoid(1.702 x), not the erf gelu) becomes
+"quick_gelu" rather than a mislabelled "gelu".
 
 One difference from Marian itself remains, shared with every Hugging Face
 OPUS-MT directory: the engine (like transformers) computes position frequencies
@@ -91,7 +91,8 @@ REQUIRED_OPTIONS = [
     ("lemma-dim-emb", 0, [0], "factored vocabularies are not supported"),
 ]
 
-ACTIVATIONS = {"swish": "swish", "relu": "relu"}
+# Marian's "gelu" is x * sigmoid(1.702 x): Hugging Face's "quick_gelu", not its erf "gelu".
+ACTIVATIONS = {"swish": "swish", "relu": "relu", "gelu": "quick_gelu"}
 
 # Marian block names -> Hugging Face module names, and Marian's W{q,k,v,o} letters.
 LAYER_TENSORS = {"self": "self_attn", "context": "encoder_attn"}
@@ -231,11 +232,6 @@ def check_options(opts, path):
         if value not in accepted:
             raise ConversionError(f"{path}: unsupported Marian setting {key}: {value!r}: {why}")
     act = opts.get("transformer-ffn-activation", "swish")
-    if act == "gelu":
-        raise ConversionError(
-            f"{path}: unsupported Marian setting transformer-ffn-activation: gelu: Marian's gelu "
-            f"is x * sigmoid(1.702 x) (Hugging Face 'quick_gelu'), which the engine does not "
-            f"implement; calling it 'gelu' (erf) would change every translation")
     if act not in ACTIVATIONS:
         raise ConversionError(f"{path}: unsupported Marian setting transformer-ffn-activation: "
                               f"{act!r} (supported: {', '.join(ACTIVATIONS)})")

@@ -51,7 +51,7 @@ def parse_args(argv):
     p.add_argument("--layers", type=int, nargs=2, default=[2, 2], metavar=("ENC", "DEC"))
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--ffn", type=int, default=128)
-    p.add_argument("--activation", choices=["relu", "swish", "gelu"], default="relu")
+    p.add_argument("--activation", choices=["relu", "swish", "gelu", "quick_gelu", "gelu_new"], default="relu")
     p.add_argument("--separate-vocabs", action="store_true",
                    help="source and target vocabularies differ (target_vocab.json)")
     p.add_argument("--untied-lm-head", action="store_true", help="write lm_head.weight")

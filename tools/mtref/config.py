@@ -61,8 +61,8 @@ def load_config(model_dir):
                 return source[key]
         return default
 
-    activation = cfg.get("activation_function", "relu")
-    if activation not in ("relu", "gelu", "swish", "silu"):
+    activation = cfg.get("activation_function", "gelu")  # MarianConfig's default
+    if activation not in ("relu", "gelu", "swish", "silu", "quick_gelu", "gelu_new", "gelu_pytorch_tanh"):
         raise ValueError(f"unsupported activation_function {activation!r}")
     bad = [ids[0] for ids in pick("bad_words_ids", []) if len(ids) == 1]
     vocab_size = int(cfg["vocab_size"])

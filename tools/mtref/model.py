@@ -50,6 +50,10 @@ def _activation(name):
         return F.relu
     if name == "gelu":
         return F.gelu   # exact erf form, as HF's "gelu"
+    if name == "quick_gelu":        # Marian's "gelu"
+        return lambda x: x * torch.sigmoid(1.702 * x)
+    if name in ("gelu_new", "gelu_pytorch_tanh"):
+        return lambda x: F.gelu(x, approximate="tanh")
     return F.silu                   # "swish" and "silu": x * sigmoid(x)
 
 
