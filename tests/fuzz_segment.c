@@ -32,26 +32,11 @@ static void die(const char *what)
     abort();
 }
 
-static void copy_file(const char *from_dir, const char *name)
-{
-    char from[PATH_MAX], to[PATH_MAX], buf[1 << 16];
-    snprintf(from, sizeof from, "%s/%s", from_dir, name);
-    snprintf(to, sizeof to, "%s/%s", dir, name);
-    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
-    if (!in || !out)
-        die(from);
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
-        if (fwrite(buf, 1, n, out) != n)
-            die(to);
-    fclose(in);
-    fclose(out);
-}
-
 static void remove_model(void)
 {
     static const char *const names[] = {"config.json", "generation_config.json", "model.safetensors",
-                                        "source.spm", "target.spm", "vocab.json", "tokenizer_config.json"};
+                                        "source.spm", "target.spm", "vocab.json", "tokenizer_config.json",
+                                        "special_tokens_map.json"};
     char path[PATH_MAX];
     mt_translator_free(tr);
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -66,24 +51,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     const char *shared = getenv("MT_SHARED_DIR");
-    char fixture[PATH_MAX], err[512];
-    snprintf(fixture, sizeof fixture, "%s/fixtures/opus-mt-tc-big-en-pt", shared ? shared : "../shared");
+    char err[512];
     snprintf(dir, sizeof dir, "/tmp/mt-fuzz-segment-XXXXXX");
     if (!mkdtemp(dir))
         die("mkdtemp failed");
-    tiny_model_spec s = tiny_model_default();
-    s.d = 8;
-    s.ffn = 16;
-    s.layers = 1;
-    s.vocab = 54776;
-    s.eos = 44670;
-    s.pad = 54775;
-    if (tiny_model_write(dir, &s))
-        die("could not write the tiny model");
-    copy_file(fixture, "source.spm");
-    copy_file(fixture, "target.spm");
-    copy_file(fixture, "vocab.json");
-    copy_file(fixture, "tokenizer_config.json");
+    if (tiny_model_write_opus(dir, shared ? shared : "../shared"))
+        die("could not write the tiny model (is MT_SHARED_DIR set?)");
     tr = mt_translator_load(dir, NULL, NULL, err, sizeof err);
     if (!tr)
         die(err);

@@ -11,33 +11,12 @@
 static char dir[256];
 static mt_translator *tr;
 
-static void copy_file(const char *from_dir, const char *name)
-{
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "cp '%s/%s' '%s/%s'", from_dir, name, dir, name);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 static void setup(void)
 {
     const char *shared = getenv("MT_SHARED_DIR");
-    char fixture[600];
-    snprintf(fixture, sizeof fixture, "%s/fixtures/opus-mt-tc-big-en-pt", shared ? shared : "../shared");
     snprintf(dir, sizeof dir, "/tmp/mt-test-translator-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    tiny_model_spec s = tiny_model_default();
-    s.d = 8;
-    s.ffn = 16;
-    s.layers = 1;
-    s.vocab = 54776;
-    s.eos = 44670;
-    s.pad = 54775;
-    ck_assert_int_eq(tiny_model_write(dir, &s), 0);
-    copy_file(fixture, "source.spm");
-    copy_file(fixture, "target.spm");
-    copy_file(fixture, "vocab.json");
-    copy_file(fixture, "tokenizer_config.json");
-    copy_file(fixture, "special_tokens_map.json");
+    ck_assert_int_eq(tiny_model_write_opus(dir, shared ? shared : "../shared"), 0);
     char err[512];
     tr = mt_translator_load(dir, NULL, NULL, err, sizeof err);
     ck_assert_msg(tr != NULL, "%s", err);

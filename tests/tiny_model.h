@@ -171,4 +171,47 @@ static int tiny_model_write(const char *dir, const tiny_model_spec *s)
     return 0;
 }
 
+/* Copies from_dir/name to dir/name. Returns 0 or -1. */
+static inline int tiny_model_copy_file(const char *from_dir, const char *dir, const char *name)
+{
+    char from[1024], to[1024], buf[1 << 16];
+    snprintf(from, sizeof from, "%s/%s", from_dir, name);
+    snprintf(to, sizeof to, "%s/%s", dir, name);
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    size_t n;
+    int rc = in && out ? 0 : -1;
+    while (!rc && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, out) != n)
+            rc = -1;
+    if (in)
+        fclose(in);
+    if (out && fclose(out))
+        rc = -1;
+    return rc;
+}
+
+/* A tiny model (d 8, one layer) over the real OPUS-MT tokenizer files of
+ * shared_dir/fixtures/opus-mt-tc-big-en-pt (54,776 pieces, eos 44670, pad 54775), so
+ * that text goes through real SentencePiece. Returns 0 or -1. */
+static inline int tiny_model_write_opus(const char *dir, const char *shared_dir)
+{
+    char fixture[1024];
+    snprintf(fixture, sizeof fixture, "%s/fixtures/opus-mt-tc-big-en-pt", shared_dir);
+    tiny_model_spec s = tiny_model_default();
+    s.d = 8;
+    s.ffn = 16;
+    s.layers = 1;
+    s.vocab = 54776;
+    s.eos = 44670;
+    s.pad = 54775;
+    static const char *const files[] = {"source.spm", "target.spm", "vocab.json", "tokenizer_config.json",
+                                        "special_tokens_map.json"};
+    if (tiny_model_write(dir, &s))
+        return -1;
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+        if (tiny_model_copy_file(fixture, dir, files[i]))
+            return -1;
+    return 0;
+}
+
 #endif
