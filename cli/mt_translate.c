@@ -1,6 +1,6 @@
 /* mt-translate: translates UTF-8 lines from stdin to stdout, one output line per input
- * line, in order. It runs the same pipeline as mt-server (sentence splitting included),
- * so both always agree. */
+ * line, in order; with --input html, the whole input is one HTML document. It runs the
+ * same pipeline as mt-server (sentence splitting included), so both always agree. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -24,7 +24,8 @@ static void usage(FILE *f)
             "  --threads N             threads for the matrix products (default 1)\n"
             "  --batch-size N          sentences per batch (default 32)\n"
             "  --input text|ids|html   ids: lines are space-separated source ids (eos appended);\n"
-            "                          html: each line is an HTML fragment (markup kept, text translated)\n"
+            "                          html: the whole input is one HTML document (markup kept,\n"
+            "                          text translated), written back as it came, without --n-best\n"
             "  --output text|ids       ids: print generated target ids instead of text\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
             "  --verbose               print the model and BLAS kernel in use to stderr\n");
@@ -111,12 +112,49 @@ static int parse_args(int argc, char **argv, cli_args *a)
         fprintf(stderr, "mt-translate: unexpected argument '%s'\n", argv[optind]);
         return -1;
     }
+    if (a->input_html && (a->n_best > 1 || a->output_ids)) {
+        fprintf(stderr, "mt-translate: --input html translates one document: it takes neither --n-best "
+                        "nor --output ids\n");
+        return -1;
+    }
     if (!a->model) {
         fprintf(stderr, "mt-translate: --model DIR is required\n");
         usage(stderr);
         return -1;
     }
     return 0;
+}
+
+/* --input html: translates all of stdin as one document. */
+static int translate_document(const mt_translator *tr, mt_state *st, const mt_translate_options *opts)
+{
+    size_t len = 0, cap = 1 << 16, got;
+    char *doc = malloc(cap), err[512];
+    while (doc && (got = fread(doc + len, 1, cap - len, stdin)) > 0) {
+        len += got;
+        if (len == cap) {
+            char *bigger = realloc(doc, cap *= 2);
+            if (!bigger)
+                free(doc);
+            doc = bigger;
+        }
+    }
+    if (!doc || ferror(stdin)) {
+        fprintf(stderr, "mt-translate: %s\n", doc ? "cannot read stdin" : "out of memory");
+        free(doc);
+        return -1;
+    }
+    mt_translation out;
+    const char *text = doc;
+    int rc = mt_translator_translate(tr, st, opts, 1, &text, &len, &out, err, sizeof err);
+    free(doc);
+    if (rc) {
+        fprintf(stderr, "mt-translate: %s\n", err);
+        return -1;
+    }
+    fputs(out.texts[0], stdout);
+    mt_translation_clear(&out);
+    return fflush(stdout) == 0 ? 0 : -1;
 }
 
 /* Translates and prints lines[0, n). */
@@ -192,6 +230,12 @@ int main(int argc, char **argv)
                 mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
                 opts.search.beam_size, mt_blas_core_name(), a.threads);
 
+    if (opts.html) {
+        int rc = translate_document(tr, st, &opts) ? 1 : 0;
+        mt_state_free(st);
+        mt_translator_free(tr);
+        return rc;
+    }
     char **lines = calloc(CHUNK_LINES, sizeof *lines);
     size_t *lens = calloc(CHUNK_LINES, sizeof *lens);
     int n = 0, rc = lines && lens ? 0 : 1;

@@ -82,12 +82,19 @@ class CliTest(unittest.TestCase):
             self.assertNotEqual(proc.returncode, 0, args)
             self.assertIn(needle, proc.stderr.decode(), args)
 
-    def test_html_input_keeps_markup(self):
-        plain = run(["--model", self.model], "A dog runs.\nA cat & a dog.\n").stdout.decode().split("\n")
-        html = run(["--model", self.model, "--input", "html"],
-                   "<p>A dog runs.</p><script>x = 1;</script>\n<i>A cat &amp; a dog.</i>\n").stdout.decode()
-        esc = [p.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") for p in plain]
-        self.assertEqual(html, "<p>%s</p><script>x = 1;</script>\n<i>%s</i>\n" % (esc[0], esc[1]))
+    def test_html_input_is_one_document(self):
+        """--input html: stdin is one document; a script or a text node may span lines."""
+        plain = run(["--model", self.model], "A dog runs. A cat & a dog.\n").stdout.decode().split("\n")
+        doc = ("<p>A dog\nruns. A cat &amp; a dog.</p><script>\nvar a = 'A dog.';\n</script>\n"
+               "<i translate=no>A dog.</i>\n")
+        html = run(["--model", self.model, "--input", "html"], doc).stdout.decode()
+        esc = plain[0].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        self.assertEqual(html, "<p>%s</p><script>\nvar a = 'A dog.';\n</script>\n<i translate=no>A dog.</i>\n"
+                         % esc)
+        for args in (["--n-best", "2", "--beam", "2"], ["--output", "ids"]):
+            proc = run(["--model", self.model, "--input", "html"] + args, doc, check=False)
+            self.assertEqual(proc.returncode, 2, args)
+            self.assertIn("--input html translates one document", proc.stderr.decode())
 
     def test_invalid_utf8_input_is_an_error_naming_the_byte(self):
         proc = subprocess.run([CLI, "--model", self.model], input=b"ok \xc3\x28 bad\n", capture_output=True,
