@@ -74,6 +74,13 @@ START_TEST(splits_sentences_by_rule)
     ck_assert_str_eq(segments("A sign says E.S.E. Electronics. It is red.", 200),
                      "A sign says E.S.E. Electronics.[ ]It is red.");
     ck_assert_str_eq(segments("Am 3. Oktober kam er.", 200), "Am 3. Oktober kam er.");
+    /* German and French quotes close a sentence too */
+    ck_assert_str_eq(segments("Er sagte: \xe2\x80\x9eKomm her.\xe2\x80\x9c Dann ging er.", 200),
+                     "Er sagte: \xe2\x80\x9eKomm her.\xe2\x80\x9c[ ]Dann ging er.");
+    ck_assert_str_eq(segments("Il dit \xc2\xab Viens. \xc2\xbb Puis \xc2\xbbNein.\xc2\xab Ja.", 200),
+                     "Il dit \xc2\xab Viens. \xc2\xbb[ ]Puis \xc2\xbbNein.\xc2\xab[ ]Ja.");
+    ck_assert_str_eq(segments("Il part. \xc2\xab Viens \xc2\xbb, dit-il.", 200),
+                     "Il part.[ ]\xc2\xab Viens \xc2\xbb, dit-il.");
     ck_assert_str_eq(segments("version 2.0 is out. see notes", 200), "version 2.0 is out. see notes");
     ck_assert_str_eq(segments("\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82\xe4\xb8\x96\xe7\x95\x8c\xe3\x80\x82", 200),
                      "\xe4\xbd\xa0\xe5\xa5\xbd\xe3\x80\x82|\xe4\xb8\x96\xe7\x95\x8c\xe3\x80\x82");

@@ -69,7 +69,10 @@ static size_t match_any(const char *s, size_t i, size_t end, const char *const *
     return 0;
 }
 
-static const char *const closers[] = {"\"", "'", ")", "]", "\xc2\xbb", "\xe2\x80\x9d", "\xe2\x80\x99"};
+/* Closing quotes and brackets that may follow a sentence end: ASCII, » « (French and
+ * German use both ways round), ” ’ (English), “ ‘ (German „...“ and ‚...‘). */
+static const char *const closers[] = {"\"", "'", ")", "]", "\xc2\xbb", "\xc2\xab", "\xe2\x80\x9d", "\xe2\x80\x99",
+                                      "\xe2\x80\x9c", "\xe2\x80\x98"};
 static const char *const enders[] = {".", "!", "?", "\xe2\x80\xa6"};        /* ... and the ellipsis */
 static const char *const cjk_enders[] = {"\xe3\x80\x82", "\xef\xbc\x81", "\xef\xbc\x9f"}; /* 。！？ */
 
@@ -151,6 +154,14 @@ static int split_sentences(const char *text, size_t start, size_t end, seg_list 
         size_t k = j;
         while (k < end && is_blank((unsigned char)text[k]))
             k++;
+        /* French spacing, "Viens. » Puis": a » between spaces closes the quote (German
+         * opens with » but never puts a space after it) */
+        if (k > j && k + 2 <= end && memcmp(text + k, "\xc2\xbb", 2) == 0 &&
+            (k + 2 == end || is_blank((unsigned char)text[k + 2]))) {
+            j = k + 2;
+            for (k = j; k < end && is_blank((unsigned char)text[k]);)
+                k++;
+        }
         int boundary = k > j && starts_sentence(text, k, end);
         if (boundary && text[i] == '.' && j == i + 1 && period_is_not_an_end(text, start, i))
             boundary = 0;
