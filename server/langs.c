@@ -70,6 +70,8 @@ int mt_langs_resolve(const mt_langs *l, const char *source, const char *target, 
     char pairs[1024];
     list_pairs(l, pairs, sizeof pairs);
     *detected = 0;
+    if (!source && !target && l->n > 0)
+        return 0; /* a request that names no language: the first model listed, the default */
     int is_auto = !source || strcasecmp(source, "auto") == 0;
     int found = -1, count = 0;
     for (int i = 0; i < l->n; i++) {

@@ -32,9 +32,10 @@ int mt_langs_add(mt_langs *l, const char *source, const char *target, int model,
 int mt_langs_count(const mt_langs *l);
 const mt_route *mt_langs_get(const mt_langs *l, int i);
 
-/* Finds the route for a request. source NULL or "auto": the one route into target (if
- * exactly one), *detected = 1. target NULL: allowed when only one route exists (or one
- * from the given source). Codes compare case-insensitively. Returns the route index, or
+/* Finds the route for a request. Neither language given: route 0, the first model
+ * listed (the default). source NULL or "auto": the one route into target (if exactly
+ * one), *detected = 1. target NULL: allowed when only one route exists from the given
+ * source. Codes compare case-insensitively. Returns the route index, or
  * -1 with a 400 message that lists the supported pairs. */
 int mt_langs_resolve(const mt_langs *l, const char *source, const char *target, int *detected,
                      char *err, size_t errlen);

@@ -9,8 +9,8 @@ the repository root with "--port P" appended (a free loopback port; quickstart.s
 extra arguments to mt-server), in the background in its own process group. The test
 waits for GET /health (bounded), translates a sentence in the native and the
 LibreTranslate forms, checks the answer equals mt-translate's, does the same for a German
-sentence with source "de" (and with no language given: the default model is en-de),
-checks GET /languages, then stops the group.
+sentence with source "de" (with and without target), checks that a request naming no
+language goes to en-de (the default), checks GET /languages, then stops the group.
 Skipped while models/en-de/config.json does not exist.
 
 Env: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR. Prints "N passed, M failed".
@@ -83,9 +83,10 @@ class Quickstart(unittest.TestCase):
             self.assertNotIn("install-deps: installing", output,
                              "install-deps.sh reinstalled packages that are present")
 
+            # a request that names no language goes to the default model, en-de
             status, _, body = ts.http_request("POST", url + "/translate", {"text": SENTENCE}, timeout=120)
             self.assertEqual(status, 200, body)
-            self.assertEqual(json.loads(body)["model"], "en-de", "the default model is en-de")
+            self.assertEqual((json.loads(body)["model"], json.loads(body)["translations"]), ("en-de", [text]))
 
             status, _, body = ts.http_request("POST", url + "/translate",
                                               {"text": SENTENCE_DE, "source": "de", "target": "en"}, timeout=120)
@@ -94,6 +95,9 @@ class Quickstart(unittest.TestCase):
             self.assertEqual(answer["model"], "de-en", answer)
             text_en = answer["translations"][0]
             print("  %s -> %s" % (SENTENCE_DE, text_en))
+            status, _, body = ts.http_request("POST", url + "/translate", {"text": SENTENCE_DE, "source": "de"},
+                                              timeout=120)
+            self.assertEqual((status, json.loads(body)["translations"]), (200, [text_en]), body)
 
             status, _, body = ts.http_request("GET", url + "/languages", None, timeout=60)
             self.assertEqual(status, 200, body)

@@ -721,9 +721,12 @@ class TestTwoModels(unittest.TestCase):
         self.assertEqual(st, 400)
         for pair in ("en-de", "de-en", "fr-de"):
             self.assertIn(pair, body["error"])
-        st, _, body = self.srv.post_json({"text": "x"})
+        # no language at all: the first model listed is the default
+        st, _, body = self.srv.post_json({"text": texts})
+        self.assertEqual((st, body["translations"], body["model"]), (200, want1, "en-de"))
+        st, _, body = self.srv.post_json({"text": "x", "source": "auto"})
         self.assertEqual(st, 400)
-        self.assertIn("target", body["error"])
+        self.assertIn("missing field 'target': several language pairs are served", body["error"])
 
     def test_concurrent_mixed_models(self):
         texts = corpus_lines(24, seed=9)
