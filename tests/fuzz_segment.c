@@ -116,12 +116,13 @@ static void check(const char *text, size_t len, int html, int max_tokens)
     char *joined = mt_translator_join(text, segs, n, hyps, 0, html ? MT_JOIN_HTML : MT_JOIN_TEXT, &score);
     if (!joined)
         die("join failed");
-    if (!html && strlen(joined) == len && memcmp(joined, text, len) != 0)
-        die("joining the sentences back does not give the text");
-    if (!html && strlen(joined) != len && !memchr(text, 0, len))
-        die("joining the sentences back changes the length");
-    if (html && strlen(joined) < strnlen(text, len) && !memchr(text, 0, len))
-        die("escaping shortened the text");
+    /* (a NUL inside the text cuts the C strings short: nothing to compare then) */
+    if (!memchr(text, 0, len)) {
+        if (!html && (strlen(joined) != len || memcmp(joined, text, len) != 0))
+            die("joining the sentences back does not give the text");
+        if (html && strlen(joined) < len)
+            die("escaping shortened the text");
+    }
     free(joined);
     for (int k = 0; k < n_sentences; k++)
         free(own[k]);

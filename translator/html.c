@@ -208,7 +208,8 @@ size_t mt_html_markup_end(const char *s, size_t len, size_t i)
 
 /* ---- character references ---- */
 
-/* HTML's names for U+00A0..U+00FF, in order, then a few typographic ones. */
+/* HTML's names for U+00A0..U+00FF, in order; other_names has the markup and typographic
+ * ones. (config.c has its own put_utf8: the two modules share no library.) */
 static const char *const latin1_names[96] = {
     "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf",
     "laquo", "not", "shy", "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro", "para",

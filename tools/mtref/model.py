@@ -152,6 +152,16 @@ class MarianModel:
         q = _split_heads(F.linear(x, *proj), heads)
         return q * (q.shape[-1] ** -0.5)
 
+    def _attention_block(self, proj, ln, h, memory, mask, heads):
+        """Post-norm attention block: queries from h, keys and values from memory (h itself
+        for self-attention), then residual and LayerNorm."""
+        q_w, k_w, v_w, o_w = proj
+        q = self._project_q(q_w, h, heads)
+        k = _split_heads(F.linear(memory, *k_w), heads)
+        v = _split_heads(F.linear(memory, *v_w), heads)
+        a = F.linear(_merge_heads(_attend(q, k, v, mask)), *o_w)
+        return F.layer_norm(h + a, h.shape[-1:], *ln, eps=LN_EPS)
+
     # ---- encoder -----------------------------------------------------------
 
     def encode(self, src, src_pad):
@@ -160,12 +170,7 @@ class MarianModel:
         h = self._embed(self.enc_embed, src, 0)
         key_mask = src_pad[:, None, None, :]
         for layer in self.encoder:
-            q_w, k_w, v_w, o_w = layer.self_attn
-            q = self._project_q(q_w, h, heads)
-            k = _split_heads(F.linear(h, *k_w), heads)
-            v = _split_heads(F.linear(h, *v_w), heads)
-            a = F.linear(_merge_heads(_attend(q, k, v, key_mask)), *o_w)
-            h = F.layer_norm(h + a, h.shape[-1:], *layer.self_ln, eps=LN_EPS)
+            h = self._attention_block(layer.self_attn, layer.self_ln, h, h, key_mask, heads)
             h = self._ffn(layer, h)
         return h
 
@@ -179,18 +184,8 @@ class MarianModel:
         causal = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
         key_mask = src_pad[:, None, None, :]
         for layer in self.decoder:
-            q_w, k_w, v_w, o_w = layer.self_attn
-            q = self._project_q(q_w, h, heads)
-            k = _split_heads(F.linear(h, *k_w), heads)
-            v = _split_heads(F.linear(h, *v_w), heads)
-            a = F.linear(_merge_heads(_attend(q, k, v, causal)), *o_w)
-            h = F.layer_norm(h + a, h.shape[-1:], *layer.self_ln, eps=LN_EPS)
-            q_w, k_w, v_w, o_w = layer.cross_attn
-            q = self._project_q(q_w, h, heads)
-            k = _split_heads(F.linear(enc, *k_w), heads)
-            v = _split_heads(F.linear(enc, *v_w), heads)
-            a = F.linear(_merge_heads(_attend(q, k, v, key_mask)), *o_w)
-            h = F.layer_norm(h + a, h.shape[-1:], *layer.cross_ln, eps=LN_EPS)
+            h = self._attention_block(layer.self_attn, layer.self_ln, h, h, causal, heads)
+            h = self._attention_block(layer.cross_attn, layer.cross_ln, h, enc, key_mask, heads)
             h = self._ffn(layer, h)
         return F.linear(h, self.lm_head, self.logits_bias)
 
