@@ -145,16 +145,24 @@ def evaluate(model, pairs, pad_id, max_tokens):
     return total / max(n, 1)
 
 
-def lr_at(step, peak, warmup):
-    """Linear warmup to `peak`, then decay proportional to 1/sqrt(step)."""
+def lr_at(step, peak, warmup, prior_steps=0, prior_warmup=0):
+    """Linear warmup to `peak`, then decay proportional to 1/sqrt(step).
+
+    A run continued from a shipped model (--init-from) has a fresh optimizer: it warms
+    up again over `warmup` steps, to the rate the first run's schedule had reached
+    after prior_steps + step steps (its warm-up was prior_warmup)."""
     step = max(step, 1)
+    if prior_steps:
+        total = prior_steps + step
+        return peak * min(step / warmup, 1.0) * math.sqrt(prior_warmup / max(total, prior_warmup))
     return peak * min(step / warmup, math.sqrt(warmup / step))
 
 
 def model_config(args, vocab_size, pad_id):
     return {
         "model_type": "marian", "architectures": ["MarianMTModel"],
-        "d_model": args.d_model, "encoder_layers": args.layers, "decoder_layers": args.layers,
+        "d_model": args.d_model, "encoder_layers": enc_layers(args),
+        "decoder_layers": dec_layers(args),
         "encoder_attention_heads": args.heads, "decoder_attention_heads": args.heads,
         "encoder_ffn_dim": args.ffn, "decoder_ffn_dim": args.ffn,
         "vocab_size": vocab_size, "decoder_vocab_size": vocab_size,
@@ -167,8 +175,16 @@ def model_config(args, vocab_size, pad_id):
         "num_beams": 4, "max_length": 256, "bad_words_ids": [[pad_id]],
         "torch_dtype": "float16", "dropout": args.dropout, "attention_dropout": args.dropout,
         "activation_dropout": 0.0, "init_std": 0.02, "is_encoder_decoder": True,
-        "num_hidden_layers": args.layers,
+        "num_hidden_layers": enc_layers(args),
     }
+
+
+def enc_layers(args):
+    return getattr(args, "encoder_layers", None) or args.layers
+
+
+def dec_layers(args):
+    return getattr(args, "decoder_layers", None) or args.layers
 
 
 def write_json(path, obj):
@@ -179,7 +195,7 @@ def write_json(path, obj):
     os.replace(tmp, path)
 
 
-def write_model_dir(out, model, args, sp_path, sp):
+def write_model_dir(out, model, args, sp_path, sp, history=None):
     """Write the MarianMT directory. Each file is replaced atomically so that a reader
     never sees a half-written file while training rewrites the directory."""
     os.makedirs(out, exist_ok=True)
@@ -207,31 +223,34 @@ def write_model_dir(out, model, args, sp_path, sp):
     for name in ("source.spm", "target.spm"):
         shutil.copyfile(sp_path, os.path.join(out, name + ".tmp"))
         os.replace(os.path.join(out, name + ".tmp"), os.path.join(out, name))
+    if history is not None:
+        # What --init-from needs to continue the schedule on a fresh machine.
+        write_json(os.path.join(out, "training.json"), history)
 
 
 def checkpoints(run_dir):
-    """Full (resumable) epoch checkpoints, oldest first."""
-    return sorted(glob.glob(os.path.join(run_dir, "checkpoint_epoch*.pt")))
+    """Full (resumable) checkpoints, oldest first."""
+    return sorted(glob.glob(os.path.join(run_dir, "checkpoint_*.pt")))
 
 
 def snapshots(run_dir):
-    """{epoch: path} of the model-only snapshots kept for every epoch."""
-    paths = glob.glob(os.path.join(run_dir, "weights_epoch*.pt"))
-    return {int(os.path.basename(p)[len("weights_epoch"):-3]): p for p in paths}
+    """{checkpoint number: path} of the model-only snapshots kept for every checkpoint."""
+    paths = glob.glob(os.path.join(run_dir, "weights_*.pt"))
+    return {int(os.path.basename(p)[len("weights_"):-3]): p for p in paths}
 
 
-def save_checkpoint(run_dir, model, opt, epoch, step, rng, valid_nll, keep):
+def save_checkpoint(run_dir, model, opt, state, valid_nll, keep):
     """Write a resumable checkpoint (the last `keep` are kept) and a small model-only
     snapshot that is never deleted, so that the final selection can average the
-    epochs around the validation optimum even when it lies far from the end."""
-    state = model.state_dict()
-    snap = os.path.join(run_dir, f"weights_epoch{epoch:03d}.pt")
-    torch.save({"model": state, "epoch": epoch, "valid_nll": valid_nll}, snap + ".tmp")
+    checkpoints around the validation optimum even when it lies far from the end.
+    `state` holds the position in the data (epoch, batch, the epoch's shuffle seed)."""
+    k = state["ckpt"]
+    snap = os.path.join(run_dir, f"weights_{k:04d}.pt")
+    torch.save({"model": model.state_dict(), "valid_nll": valid_nll, **state}, snap + ".tmp")
     os.replace(snap + ".tmp", snap)
-    path = os.path.join(run_dir, f"checkpoint_epoch{epoch:03d}.pt")
-    torch.save({"model": state, "optimizer": opt.state_dict(), "epoch": epoch,
-                "step": step, "valid_nll": valid_nll, "torch_rng": torch.get_rng_state(),
-                "py_rng": rng.getstate()}, path + ".tmp")
+    path = os.path.join(run_dir, f"checkpoint_{k:04d}.pt")
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "valid_nll": valid_nll,
+                "torch_rng": torch.get_rng_state(), **state}, path + ".tmp")
     os.replace(path + ".tmp", path)
     for old in checkpoints(run_dir)[:-keep]:
         os.unlink(old)
@@ -251,26 +270,26 @@ def average_state(paths):
 
 
 def build_model(args, vocab_size, pad_id):
-    return MarianTransformer(vocab_size, pad_id, args.d_model, args.layers, args.layers,
+    return MarianTransformer(vocab_size, pad_id, args.d_model, enc_layers(args), dec_layers(args),
                              args.heads, args.ffn, args.dropout, args.dropout,
                              args.max_positions)
 
 
-def finish(args, model, sp_path, sp, valid):
-    """Pick the candidate with the lowest validation NLL among the best single epoch,
-    the average of the last N epochs and the average of the N epochs ending at the
-    best one; load it into `model` and write the model directory."""
+def finish(args, model, sp_path, sp, valid, history):
+    """Pick the candidate with the lowest validation NLL among the best single
+    checkpoint, the average of the last N checkpoints and the average of the N ending
+    at the best one; load it into `model` and write the model directory."""
     snaps = snapshots(args.run_dir)
     if not snaps:
         return
     nll_of = {e: torch.load(p, map_location="cpu")["valid_nll"] for e, p in snaps.items()}
     best = min(nll_of, key=nll_of.get)
     epochs = sorted(snaps)
-    candidates = {f"best single (epoch {best})": [best]}
+    candidates = {f"best single (checkpoint {best})": [best]}
     for end in (epochs[-1], best):
         window = [e for e in epochs if e <= end][-args.average:]
         if len(window) > 1:
-            candidates[f"average of epochs {window[0]}-{window[-1]}"] = window
+            candidates[f"average of checkpoints {window[0]}-{window[-1]}"] = window
     scored = []
     for name, window in candidates.items():
         state = average_state([snaps[e] for e in window])
@@ -280,8 +299,22 @@ def finish(args, model, sp_path, sp, valid):
         scored.append((nll, name, state))
     nll, name, state = min(scored, key=lambda x: x[0])
     model.load_state_dict(state)
-    write_model_dir(args.out, model, args, sp_path, sp)
+    history["selected"] = {"candidate": name, "valid_nll": round(nll, 4)}
+    write_model_dir(args.out, model, args, sp_path, sp, history)
     log(f"selected {name} (valid nll {nll:.4f}); wrote {args.out}")
+
+
+def load_model_dir_weights(model, model_dir):
+    """Load a shipped model directory's safetensors weights (F16 or F32) into `model`."""
+    got = safetensors_io.read(os.path.join(model_dir, "model.safetensors"))
+    sd = model.state_dict()
+    if set(got) != set(sd):
+        sys.exit(f"{model_dir}: weights do not match the model settings "
+                 f"(differing tensors: {sorted(set(got) ^ set(sd))[:5]})")
+    for k, v in sd.items():
+        if tuple(got[k].shape) != tuple(v.shape):
+            sys.exit(f"{model_dir}: tensor {k} has shape {got[k].shape}, the settings want {tuple(v.shape)}")
+    model.load_state_dict({k: torch.from_numpy(got[k].astype(np.float32)) for k in sd})
 
 
 def train(args):
@@ -303,7 +336,18 @@ def train(args):
         valid_src, valid_tgt = valid_src[: args.max_valid], valid_tgt[: args.max_valid]
 
     sp_path = os.path.join(args.run_dir, "spm.model")
-    if not (args.resume and os.path.exists(sp_path)):
+    prior = {}
+    if args.init_from:
+        # Continue a shipped model: its vocabulary, its weights, its schedule position.
+        shutil.copyfile(os.path.join(args.init_from, "source.spm"), sp_path)
+        hist_path = os.path.join(args.init_from, "training.json")
+        if os.path.exists(hist_path):
+            with open(hist_path, encoding="utf-8") as f:
+                prior = json.load(f)
+    elif args.spm:
+        if not (args.resume and os.path.exists(sp_path)):
+            shutil.copyfile(args.spm, sp_path)
+    elif not (args.resume and os.path.exists(sp_path)):
         train_spm(train_src + train_tgt, os.path.join(args.run_dir, "spm"), args.vocab_size)
     sp = spm.SentencePieceProcessor(model_file=sp_path)
     if sp.id_to_piece(EOS_ID) != "</s>" or sp.id_to_piece(UNK_ID) != "<unk>":
@@ -311,35 +355,69 @@ def train(args):
     pad_id = sp.get_piece_size()
     train_pairs = encode_pairs(sp, train_src, train_tgt, args.max_positions)
     valid_pairs = encode_pairs(sp, valid_src, valid_tgt, args.max_positions)
+    del train_src, train_tgt
     n_tgt = sum(len(t) + 1 for _, t in train_pairs)
     log(f"vocab {pad_id + 1} (pad {pad_id}); train pairs {len(train_pairs)} "
         f"({n_tgt} target tokens); valid pairs {len(valid_pairs)}")
 
     model = build_model(args, pad_id + 1, pad_id)
     log(f"parameters {sum(p.numel() for p in model.parameters())}")
+    prior_steps = prior_warmup = 0
+    if args.init_from:
+        load_model_dir_weights(model, args.init_from)
+        prior_steps = int(prior.get("steps", 0))
+        prior_warmup = int(prior.get("warmup", args.warmup))
+        log(f"initialised from {args.init_from} ({prior_steps} earlier steps); fresh optimizer, "
+            f"warm-up {args.warmup} steps")
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
-    step, start_epoch = 0, 1
+    # Position in the data: epoch, index of the next batch, the seed of that epoch's
+    # batching (so a resumed run rebuilds the same batches and skips those done).
+    pos = {"ckpt": 0, "epoch": 1, "batch": 0, "step": 0, "tokens": 0,
+           "epoch_seed": rng.randrange(1 << 30)}
     if args.resume and checkpoints(args.run_dir):
         ck = torch.load(checkpoints(args.run_dir)[-1], map_location="cpu")
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
-        step, start_epoch = ck["step"], ck["epoch"] + 1
         torch.set_rng_state(ck["torch_rng"])
-        rng.setstate(ck["py_rng"])
-        log(f"resumed from epoch {ck['epoch']} step {step}")
+        pos = {k: ck[k] for k in pos}
+        prior_steps, prior_warmup = ck.get("prior_steps", 0), ck.get("prior_warmup", 0)
+        log(f"resumed from checkpoint {pos['ckpt']}: epoch {pos['epoch']} batch {pos['batch']} "
+            f"step {pos['step']}")
+    history = {"steps": prior_steps + pos["step"], "warmup": prior_warmup or args.warmup,
+               "runs": prior.get("runs", []), "seed": args.seed}
+
+    def checkpoint(epoch_done):
+        v = evaluate(model, valid_pairs, pad_id, args.max_tokens)
+        pos["ckpt"] += 1
+        save_checkpoint(args.run_dir, model, opt,
+                        dict(pos, prior_steps=prior_steps, prior_warmup=prior_warmup), v, args.keep)
+        history["steps"] = prior_steps + pos["step"]
+        history["this_run"] = {"steps": pos["step"], "target_tokens": pos["tokens"],
+                               "minutes": round((time.time() - t0) / 60, 1)}
+        write_model_dir(args.out, model, args, sp_path, sp, history)
+        where = f"end of epoch {pos['epoch'] - 1}" if epoch_done else f"in epoch {pos['epoch']}"
+        log(f"checkpoint {pos['ckpt']} ({where}) step {pos['step']}: valid nll {v:.4f} ppl {math.exp(v):.2f} "
+            f"elapsed {(time.time() - t0) / 60:.1f}m")
 
     budget = args.time_budget_min * 60.0
     model.train()
     stopped = False
-    for epoch in range(start_epoch, args.epochs + 1):
+    last_ckpt = time.time()
+    while pos["epoch"] <= args.epochs and not stopped:
+        batches = make_batches(train_pairs, args.max_tokens, random.Random(pos["epoch_seed"]))
         ep_t0, ep_tok = time.time(), 0
-        for idx in make_batches(train_pairs, args.max_tokens, rng):
-            if time.time() - t0 >= budget or (args.max_steps and step >= args.max_steps):
+        while pos["batch"] < len(batches):
+            if time.time() - t0 >= budget or (args.max_steps and pos["step"] >= args.max_steps):
                 stopped = True
                 break
-            src, dec, lab = collate(train_pairs, idx, pad_id)
-            step += 1
-            lr = lr_at(step, args.lr, args.warmup)
+            src, dec, lab = collate(train_pairs, batches[pos["batch"]], pad_id)
+            pos["batch"] += 1
+            pos["step"] += 1
+            step = pos["step"]
+            if prior_steps:
+                lr = lr_at(step, args.lr, args.warmup, prior_steps, prior_warmup)
+            else:
+                lr = lr_at(step, args.lr, args.warmup)
             for g in opt.param_groups:
                 g["lr"] = lr
             loss, nll, ntok = batch_loss(model, src, dec, lab, args.label_smoothing, args.bf16)
@@ -349,24 +427,31 @@ def train(args):
                 torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip_norm)
             opt.step()
             ep_tok += ntok
+            pos["tokens"] += ntok
             if step % args.log_every == 0:
                 el = time.time() - t0
                 tps = ep_tok / max(time.time() - ep_t0, 1e-6)
-                left = min(budget - el, (args.epochs - epoch + 1) * n_tgt / tps - ep_tok / tps)
-                log(f"epoch {epoch} step {step} loss {loss.item() / ntok:.3f} "
-                    f"nll {nll.item() / ntok:.3f} lr {lr:.2e} tok/s {tps:.0f} "
-                    f"elapsed {el / 60:.1f}m eta {max(left, 0) / 60:.1f}m")
-        if stopped and ep_tok < n_tgt // 2:
-            log(f"stopping in epoch {epoch} after {ep_tok} tokens; partial epoch not saved")
-            break
-        v = evaluate(model, valid_pairs, pad_id, args.max_tokens)
-        save_checkpoint(args.run_dir, model, opt, epoch, step, rng, v, args.keep)
-        write_model_dir(args.out, model, args, sp_path, sp)
-        log(f"end of epoch {epoch} step {step}: valid nll {v:.4f} ppl {math.exp(v):.2f} "
-            f"epoch time {(time.time() - ep_t0) / 60:.1f}m elapsed {(time.time() - t0) / 60:.1f}m")
-        if stopped:
-            break
-    finish(args, model, sp_path, sp, valid_pairs)
+                log(f"epoch {pos['epoch']} batch {pos['batch']}/{len(batches)} step {step} "
+                    f"loss {loss.item() / ntok:.3f} nll {nll.item() / ntok:.3f} lr {lr:.2e} "
+                    f"tok/s {tps:.0f} elapsed {el / 60:.1f}m")
+            if args.checkpoint_min and time.time() - last_ckpt >= args.checkpoint_min * 60:
+                checkpoint(False)
+                last_ckpt = time.time()
+        if not stopped:
+            log(f"end of epoch {pos['epoch']}")
+            pos["epoch"] += 1
+            pos["batch"] = 0
+            pos["epoch_seed"] = rng.randrange(1 << 30)
+            if not args.checkpoint_min:
+                checkpoint(True)
+                last_ckpt = time.time()
+    if stopped and time.time() - last_ckpt > 60 * max(args.checkpoint_min, 0) / 2:
+        checkpoint(False)
+    if pos["ckpt"] == 0:
+        checkpoint(False)
+    history["runs"] = history["runs"] + [dict(history.pop("this_run", {}),
+                                              init_from=bool(args.init_from))]
+    finish(args, model, sp_path, sp, valid_pairs, history)
     log(f"done in {(time.time() - t0) / 60:.1f}m")
 
 
@@ -436,6 +521,13 @@ def parse_args(argv=None):
     p.add_argument("--vocab-size", type=int, default=8000, help="SentencePiece pieces (pad adds 1)")
     p.add_argument("--d-model", type=int, default=256)
     p.add_argument("--layers", type=int, default=3, help="encoder and decoder layers each")
+    p.add_argument("--encoder-layers", type=int, default=0, help="override --layers for the encoder")
+    p.add_argument("--decoder-layers", type=int, default=0, help="override --layers for the decoder")
+    p.add_argument("--spm", help="use this SentencePiece model instead of training one")
+    p.add_argument("--init-from", help="continue training a model directory (its weights and "
+                   "vocabulary; a fresh optimizer warming up over --warmup steps)")
+    p.add_argument("--checkpoint-min", type=float, default=0,
+                   help="checkpoint every N minutes instead of at the end of each epoch")
     p.add_argument("--heads", type=int, default=4)
     p.add_argument("--ffn", type=int, default=1024)
     p.add_argument("--dropout", type=float, default=0.1)
@@ -453,7 +545,7 @@ def parse_args(argv=None):
     p.add_argument("--max-train", type=int, default=0, help="use only the first N pairs")
     p.add_argument("--max-valid", type=int, default=0,
                    help="use only the first N validation pairs")
-    p.add_argument("--average", type=int, default=5, help="epochs per checkpoint average")
+    p.add_argument("--average", type=int, default=5, help="checkpoints per average")
     p.add_argument("--keep", type=int, default=6, help="resumable checkpoints to keep")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (matmuls in bf16, loss in fp32)")
