@@ -103,6 +103,46 @@ class TrainSmoke(unittest.TestCase):
         self.assertIn("end of epoch 6", self.train_log)
         self.assertIn("selected ", self.train_log)
 
+    def run_train(self, extra, run_dir, out):
+        cmd = [PYTHON, os.path.join(SOURCE, "tools", "train.py"),
+               "--train-src", os.path.join(DATA, "train.en.gz"),
+               "--train-tgt", os.path.join(DATA, "train.de.gz"),
+               "--valid-src", os.path.join(DATA, "val.en.gz"),
+               "--valid-tgt", os.path.join(DATA, "val.de.gz"),
+               "--out", out, "--run-dir", run_dir,
+               "--max-train", "300", "--max-valid", "100", "--threads", "1",
+               "--d-model", "64", "--layers", "1", "--heads", "2", "--ffn", "128",
+               "--max-tokens", "512", "--lr", "3e-3", "--epochs", "2", "--average", "2",
+               "--log-every", "10"] + extra
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              timeout=600)
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        return proc.stdout
+
+    def test_continue_from_the_shipped_directory(self):
+        """--init-from continues a model directory on a 'fresh machine' (no run dir): same
+        vocabulary, weights loaded, schedule position carried in training.json; timed
+        checkpoints inside an epoch, and --resume picks up mid-epoch."""
+        first = json.load(open(os.path.join(self.model_dir, "training.json")))
+        self.assertGreater(first["steps"], 0)
+        out = os.path.join(self.tmp, "continued")
+        log = self.run_train(["--init-from", self.model_dir, "--warmup", "5", "--max-steps", "7",
+                              "--checkpoint-min", "0.0001"], os.path.join(self.tmp, "run2"), out)
+        self.assertIn(f"initialised from {self.model_dir} ({first['steps']} earlier steps)", log)
+        self.assertIn("(in epoch 1)", log)
+        second = json.load(open(os.path.join(out, "training.json")))
+        self.assertEqual(second["steps"], first["steps"] + 7)
+        self.assertEqual(len(second["runs"]), 2)
+        self.assertTrue(second["runs"][1]["init_from"])
+        self.assertEqual(open(os.path.join(out, "source.spm"), "rb").read(),
+                         open(os.path.join(self.model_dir, "source.spm"), "rb").read())
+        log = self.run_train(["--init-from", self.model_dir, "--warmup", "5", "--resume",
+                              "--max-steps", "9"], os.path.join(self.tmp, "run2"), out)
+        self.assertIn("resumed from checkpoint", log)
+        self.assertIn("batch 7 step 7", log)
+        third = json.load(open(os.path.join(out, "training.json")))
+        self.assertEqual(third["steps"], first["steps"] + 9)
+
     def mt_translate(self, args, stdin):
         exe = os.path.join(BUILD, "cli", "mt-translate") if BUILD else ""
         if not (exe and os.access(exe, os.X_OK)):

@@ -6,6 +6,8 @@ Writes, into OUT_DIR, gzip text files with one sentence a line, line-aligned:
   valid.en.gz / valid.de.gz   the selection set (checkpoint choice during training)
   spm.txt                     each distinct training sentence once (vocabulary training)
   mixture.json                counts per corpus, so a model card can quote them
+  spm.model                   the joint SentencePiece unigram vocabulary (--vocab-size
+                              pieces, Marian ids </s>=0 <unk>=1), trained on spm.txt
 
 The mixture (why: see models/README.md):
   Multi30k train     x3  image captions; keeps the test_2016_flickr quality
@@ -19,6 +21,8 @@ import gzip
 import json
 import os
 import random
+
+import sentencepiece as spm
 
 
 def read_pairs_tsv(path):
@@ -57,6 +61,7 @@ def main():
     p.add_argument("--tatoeba-times", type=int, default=2)
     p.add_argument("--debian-times", type=int, default=1)
     p.add_argument("--valid-per-corpus", type=int, default=500)
+    p.add_argument("--vocab-size", type=int, default=16000)
     p.add_argument("--spm-sentences", type=int, default=1500000,
                    help="distinct sentences sampled (seeded) for vocabulary training")
     args = p.parse_args()
@@ -105,6 +110,10 @@ def main():
         json.dump({"seed": args.seed, "corpora": counts, "train_pairs": len(mixture),
                    "valid_pairs": len(valid), "spm_sentences": len(texts)}, f, indent=2)
         f.write("\n")
+    spm.SentencePieceTrainer.train(
+        input=os.path.join(args.out, "spm.txt"), model_prefix=os.path.join(args.out, "spm"),
+        vocab_size=args.vocab_size, model_type="unigram", character_coverage=1.0, bos_id=-1,
+        eos_id=0, unk_id=1, pad_id=-1, input_sentence_size=0, minloglevel=1, num_threads=2)
     print(json.dumps(counts), len(mixture), "pairs;", len(valid), "valid;", len(texts), "spm lines")
 
 

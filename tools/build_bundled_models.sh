@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The bundled en<->de models, from the corpus files in ../shared/data to models/en-de and
+# models/de-en, in one command (models/README.md explains the recipe):
+#   1. tools/prepare_corpus.py: the Multi30k x3 + Tatoeba x2 + debian-l10n mixture, a
+#      1,500-pair selection set and the joint 16k SentencePiece vocabulary (runs/data/);
+#   2. tools/train.py twice at once, one thread each (two cores: two directions), with
+#      bf16 autocast, a checkpoint every 12 minutes and selection by validation NLL;
+#   3. tools/eval_models.py: the quality table (old models from git, if given, and new).
+# Options:
+#   --minutes N     training budget of each direction (default 140)
+#   --continue      continue the committed models (their weights, vocabulary and schedule
+#                   position; a fresh optimizer warming up over 300 steps) instead of
+#                   training from scratch: run it again on a fresh machine for more training
+#   --continue-from DIR   the same, from DIR/<pair> (e.g. training/, where a run that has not
+#                   yet reached the quality of the shipped models is committed)
+#   --out DIR       write DIR/<pair> instead of models/<pair>
+#   --seed N        corpus shuffling, vocabulary sample and initialisation (default 1)
+#   --pairs "en-de de-en"   which directions
+# Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
+# runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
+# is rewritten at every checkpoint; rerun with the same options plus RESUME=1 to resume
+# from runs/<pair>/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models
+while [ $# -gt 0 ]; do
+  case $1 in
+    --minutes) minutes=$2; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    --continue) cont=1; shift ;;
+    --continue-from) cont=1; from=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --pairs) pairs=$2; shift 2 ;;
+    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+  esac
+done
+shared=${MT_SHARED_DIR:-../shared}
+data=runs/data
+if [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
+  /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed"
+fi
+export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
+       MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
+pids=()
+for pair in $pairs; do
+  src=${pair%-*} tgt=${pair#*-}
+  mkdir -p "runs/$pair"
+  extra=(--spm "$data/spm.model" --warmup 1000)
+  if [ "$cont" = 1 ]; then
+    extra=(--init-from "$from/$pair" --warmup 300)
+  fi
+  if [ "${RESUME:-0}" = 1 ]; then extra+=(--resume); fi
+  /usr/bin/python3 tools/train.py --src-lang "$src" --tgt-lang "$tgt" \
+      --train-src "$data/train.$src.gz" --train-tgt "$data/train.$tgt.gz" \
+      --valid-src "$data/valid.$src.gz" --valid-tgt "$data/valid.$tgt.gz" \
+      --out "$out/$pair" --run-dir "runs/$pair" "${extra[@]}" \
+      --d-model 256 --layers 3 --heads 4 --ffn 1024 --max-tokens 4096 --lr 1e-3 \
+      --epochs 100 --time-budget-min "$minutes" --checkpoint-min 12 --average 4 --keep 3 \
+      --threads 1 --bf16 --seed "$seed" --log-every 100 >> "runs/$pair/train.log" 2>&1 &
+  pids+=($!)
+done
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+[ "$status" = 0 ] || { echo "training failed: see runs/*/train.log" >&2; exit 1; }
+args=()
+for pair in $pairs; do args+=("$pair=$out/$pair"); done
+/usr/bin/python3 tools/eval_models.py "${args[@]}" --show-examples
