@@ -824,6 +824,13 @@ int mt_format_translate(mt_format fmt, const unsigned char *data, size_t len,
                     mt_format_name(fmt), data[bad], bad);
             return -1;
         }
+        /* Translations come back NUL-terminated, so a NUL inside a text cannot survive. */
+        const unsigned char *nul = memchr(data, 0, len);
+        if (nul) {
+            set_err(err, errlen, "%s: not a text file (NUL byte at offset %ld)",
+                    mt_format_name(fmt), (long)(nul - data));
+            return -1;
+        }
     }
     switch (fmt) {
     case MT_FORMAT_TXT:

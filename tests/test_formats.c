@@ -209,6 +209,7 @@ END_TEST
 START_TEST(test_errors)
 {
     expect_error(MT_FORMAT_TXT, "ok\n\xff\xfe", 5, NULL, "invalid byte 0xff at offset 3");
+    expect_error(MT_FORMAT_TXT, "ok\n\0x", 5, NULL, "NUL byte at offset 3");
     mt_format_options o = mt_format_options_default();
     o.max_input_bytes = 4;
     expect_error(MT_FORMAT_TXT, "hello", 5, &o, "5 bytes, more than the limit of 4");
