@@ -522,9 +522,22 @@ static int para_texts(para_list *pl)
     return 0;
 }
 
-/* Puts a translation back: into the first holder, the others emptied or removed. */
+/* Puts a translation back: into the holder with the most source text (its run carries
+ * the paragraph's dominant formatting: in "<b>Note:</b> the rest of the sentence" the
+ * translation must not all turn bold), the others emptied or removed. */
 static void para_replace(const para_list *pl, para *p, const char *translation)
 {
+    int best = 0;
+    size_t best_len = 0;
+    for (int j = 0; j < p->n; j++) {
+        xmlChar *t = xmlNodeGetContent(p->nodes[j]);
+        size_t n = t ? strlen((const char *)t) : 0;
+        xmlFree(t);
+        if (n > best_len) {
+            best = j;
+            best_len = n;
+        }
+    }
     if (pl->docx) {
         for (int j = 0; j < p->n; j++) {
             xmlNode *t = p->nodes[j];
@@ -533,7 +546,7 @@ static void para_replace(const para_list *pl, para *p, const char *translation)
                 xmlUnlinkNode(c);
                 xmlFreeNode(c);
             }
-            if (j == 0) {
+            if (j == best) {
                 xmlAddChild(t, xmlNewText((const xmlChar *)translation));
                 /* Leading/trailing spaces in the translation must survive Word. */
                 xmlNs *xml = xmlSearchNsByHref(t->doc, t, XML_XML_NAMESPACE);
@@ -544,7 +557,7 @@ static void para_replace(const para_list *pl, para *p, const char *translation)
     } else {
         for (int j = 0; j < p->n; j++) {
             xmlNode *t = p->nodes[j];
-            if (j == 0) {
+            if (j == best) {
                 xmlNode *nt = xmlNewText((const xmlChar *)translation);
                 xmlReplaceNode(t, nt);
             } else {

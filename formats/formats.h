@@ -7,11 +7,12 @@
  *   .srt   each cue's text is one unit (its lines joined by "\n"); cue numbers, timings
  *          and separators are kept byte for byte
  *   .docx  each paragraph (w:p) of word/document.xml, headers, footers, foot/endnotes is
- *          one unit; the translation goes into the paragraph's first text run (w:t),
- *          the paragraph's other w:t are emptied, so run and paragraph properties
- *          (w:rPr, w:pPr) stay where they were
+ *          one unit; the translation goes into the paragraph's text run (w:t) that held
+ *          the most source text (its formatting is the paragraph's dominant one), the
+ *          paragraph's other w:t are emptied, so run and paragraph properties (w:rPr,
+ *          w:pPr) stay where they were
  *   .odt   each paragraph or heading (text:p, text:h) of content.xml is one unit; the
- *          translation replaces the paragraph's first text node (keeping the span it
+ *          translation replaces the paragraph's longest text node (keeping the span it
  *          sits in), the paragraph's other text nodes are removed
  * In .docx/.odt only those XML parts are rewritten (libxml2); the zip is updated in
  * place with libzip, so every other entry, their order and their compressed bytes stay

@@ -320,12 +320,12 @@ START_TEST(test_docx)
     ck_assert_str_eq(styles, docx_styles);
     free(styles);
     char *doc = entry_text(zo.za, "word/document.xml");
-    /* First run takes the paragraph's translation, with its bold kept; the second run
-     * keeps its properties and an empty text; structure around is unchanged. */
+    /* The run with the most text (italic) takes the paragraph's translation; the bold
+     * run keeps its properties and an empty text; structure around is unchanged. */
     const char *want =
         "<w:p><w:pPr><w:pStyle w:val=\"Title\"/></w:pPr>"
-        "<w:r><w:rPr><w:b/></w:rPr><w:t xml:space=\"preserve\">HELLO WORLD &amp; YOU</w:t></w:r>"
-        "<w:r><w:rPr><w:i/></w:rPr><w:t/></w:r></w:p>"
+        "<w:r><w:rPr><w:b/></w:rPr><w:t xml:space=\"preserve\"/></w:r>"
+        "<w:r><w:rPr><w:i/></w:rPr><w:t xml:space=\"preserve\">HELLO WORLD &amp; YOU</w:t></w:r></w:p>"
         "<w:p><w:r><w:t>   </w:t></w:r></w:p>"
         "<w:tbl><w:tr><w:tc><w:p><w:r><w:t xml:space=\"preserve\">CELL</w:t></w:r></w:p></w:tc>"
         "</w:tr></w:tbl><w:sectPr><w:pgSz w:w=\"11906\" w:h=\"16838\"/></w:sectPr>";
@@ -400,8 +400,8 @@ START_TEST(test_odt)
         "<office:automatic-styles><style:style style:name=\"T1\" style:family=\"text\"/>"
         "</office:automatic-styles><office:body><office:text>"
         "<text:h text:outline-level=\"1\">A TITLE</text:h>"
-        "<text:p text:style-name=\"P1\"><text:span text:style-name=\"T1\">BOLD AND PLAIN"
-        "</text:span></text:p>"
+        "<text:p text:style-name=\"P1\"><text:span text:style-name=\"T1\"/>BOLD AND PLAIN"
+        "</text:p>"
         "<text:p text:style-name=\"P1\"/>"
         "<text:list><text:list-item><text:p>ITEM ONE</text:p></text:list-item></text:list>"
         "</office:text></office:body>";
