@@ -18,10 +18,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "batcher.h"
 #include "langs.h"
 #include "request.h"
-#include "translator.h"
+#include "service.h"
 
 #define WATCH_INTERVAL_MS 50
 
@@ -36,14 +35,11 @@ struct mt_server {
     char host[256];
     /* models (set by mt_server_load before `ready`) */
     mt_translator **trs;
-    const mt_model **models;
     char **names;
-    int *max_src_tokens;
-    int32_t *own_token;       /* source id of ">>target<<" the translator prepends, or -1 */
     int n_models;
     mt_langs *langs;
     char *languages_json;     /* GET /languages body, built once */
-    mt_batcher *batcher;
+    mt_service *svc;
     int workers;
     atomic_int ready, draining, in_flight;
     /* suspended /translate connections, watched for disconnects and deadlines */
@@ -82,10 +78,8 @@ struct req_ctx {
     /* /translate */
     mt_request req;
     int route, detected, rejected;
-    mt_segment **segs;
-    int *n_segs;
-    int32_t **ids;            /* per item, from mt_translator_encode */
-    mt_job job;
+    mt_service_job *job;
+    int stopped;              /* the watcher cancelled the job */
     int fd;
     req_ctx *wnext, *wprev;
     int watched;
@@ -213,12 +207,11 @@ static void *watcher_main(void *arg)
         int n = 0, cancelled = 0;
         double now = mt_now();
         for (req_ctx *c = s->watched; c; c = c->wnext) {
-            if (c->job.deadline > 0 && now > c->job.deadline) {
-                int expected = MT_JOB_RUNNING;
-                if (atomic_compare_exchange_strong(&c->job.cancel, &expected, MT_JOB_DEADLINE))
-                    cancelled++;
+            if (!c->stopped && mt_service_job_expire(c->job, now)) {
+                c->stopped = 1;
+                cancelled++;
             }
-            if (c->fd >= 0 && atomic_load(&c->job.cancel) == MT_JOB_RUNNING) {
+            if (c->fd >= 0 && !c->stopped) {
                 fds[n].fd = c->fd;
                 fds[n].events = POLLRDHUP;
                 fds[n].revents = 0;
@@ -228,16 +221,15 @@ static void *watcher_main(void *arg)
         if (n > 0 && poll(fds, (nfds_t)n, 0) > 0) {
             for (int i = 0; i < n; i++)
                 if (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
-                    int expected = MT_JOB_RUNNING;
-                    if (atomic_compare_exchange_strong(&who[i]->job.cancel, &expected,
-                                                       MT_JOB_CLIENT_GONE))
+                    who[i]->stopped = 1;
+                    if (mt_service_job_cancel(who[i]->job, MT_SERVICE_CLIENT_GONE))
                         cancelled++;
                 }
         }
-        if (cancelled && s->batcher) {
+        if (cancelled && s->svc) {
             /* The purge may finish jobs, whose callbacks take watch_mu. */
             pthread_mutex_unlock(&s->watch_mu);
-            mt_batcher_purge(s->batcher);
+            mt_service_purge(s->svc);
             pthread_mutex_lock(&s->watch_mu);
         }
     }
@@ -247,8 +239,8 @@ static void *watcher_main(void *arg)
     return NULL;
 }
 
-/* Batcher callback: the job's last sentence is done (worker or watcher thread). */
-static void job_done(mt_job *job, void *user)
+/* Service callback: the job is finished (worker or watcher thread). */
+static void job_done(mt_service_job *job, void *user)
 {
     (void)job;
     req_ctx *c = user;
@@ -295,28 +287,22 @@ static int check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err,
     return 0;
 }
 
-/* Search options: the model's defaults, the server's defaults, then the request's. */
-static int build_options(mt_server *s, int model, const mt_request *rq, mt_search_options *o,
-                         char *err, size_t errlen)
+/* Service options: the model's defaults, the server's defaults, then the request's. */
+static int build_options(mt_server *s, const mt_route *route, const mt_request *rq,
+                         mt_service_options *so, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
-    const mt_model *m = s->models[model];
-    const mt_model_info *info = mt_model_get_info(m);
-    mt_search_options_default(m, o);
+    mt_search_options *o = &so->search;
+    mt_service_options_default(s->svc, route->model, so);
+    so->input = rq->html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    so->target_lang = route->by_token ? route->target : NULL;
     if (cfg->beam_size > 0) o->beam_size = cfg->beam_size;
     if (cfg->length_penalty >= 0) o->length_penalty = (float)cfg->length_penalty;
     if (cfg->max_length > 0) o->max_length = cfg->max_length;
     o->n_best = 1;
     if (rq->beam_size > 0) o->beam_size = rq->beam_size;
     if (rq->length_penalty >= 0) o->length_penalty = (float)rq->length_penalty;
-    if (rq->max_length > 0) {
-        if (rq->max_length > info->max_positions) {
-            snprintf(err, errlen, "max_length %d exceeds the model's limit of %d tokens",
-                     rq->max_length, info->max_positions);
-            return 400;
-        }
-        o->max_length = rq->max_length;
-    }
+    if (rq->max_length > 0) o->max_length = rq->max_length; /* checked by the service */
     if (rq->n_best > 0) {
         o->n_best = rq->n_best;
         if (rq->beam_size == 0 && o->beam_size < o->n_best) o->beam_size = o->n_best;
@@ -330,18 +316,8 @@ static int build_options(mt_server *s, int model, const mt_request *rq, mt_searc
 
 static void free_translation(req_ctx *c)
 {
-    mt_job_clear_results(&c->job);
-    for (int i = 0; c->ids && i < c->job.n_items; i++) free(c->ids[i]);
-    free(c->ids);
-    free(c->job.items);
-    c->ids = NULL;
-    c->job.items = NULL;
-    c->job.n_items = 0;
-    for (int i = 0; c->segs && i < c->req.n_texts; i++) free(c->segs[i]);
-    free(c->segs);
-    free(c->n_segs);
-    c->segs = NULL;
-    c->n_segs = NULL;
+    mt_service_job_free(c->job);
+    c->job = NULL;
     mt_request_clear(&c->req);
 }
 
@@ -352,101 +328,103 @@ static json_t *detected_json(const char *lang)
     return json_pack("{s:f, s:s}", "confidence", 100.0, "language", lang);
 }
 
-/* Builds the 200 answer once every sentence is translated. */
-static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
+/* The translations as the response's arrays: texts and scores (best), n-best lists
+ * (native) and alternatives (LibreTranslate), one detectedLanguage entry per text. */
+typedef struct {
+    json_t *texts, *scores, *nbest, *alts, *detected;
+} answer_parts;
+
+static void parts_free(answer_parts *p)
 {
-    const mt_route *route = mt_langs_get(s->langs, c->route);
-    mt_translator *tr = s->trs[route->model];
-    int n_items = c->job.n_items, n_texts = c->req.n_texts, n_best = c->job.opts.n_best;
-    mt_sentence_hyps *hyps = calloc((size_t)n_items + 1, sizeof *hyps);
-    json_t *texts = json_array(), *scores = json_array(), *nbest = json_array();
-    json_t *alts = json_array(), *detected = json_array();
-    enum MHD_Result ret;
-    char err[256];
-    long src_tokens = 0, tgt_tokens = 0;
-    int ok = hyps && texts && scores && nbest && alts && detected;
-    for (int i = 0; ok && i < n_items; i++) {
-        mt_item *it = &c->job.items[i];
-        src_tokens += it->len;
-        if (it->n_hyps > 0) tgt_tokens += it->hyp_lens[0];
-        hyps[i].texts = calloc((size_t)it->n_hyps + 1, sizeof *hyps[i].texts);
-        hyps[i].scores = it->scores;
-        if (!hyps[i].texts) ok = 0;
-        for (int k = 0; ok && k < it->n_hyps; k++) {
-            hyps[i].texts[k] = mt_translator_decode(tr, it->hyp_ids[k], it->hyp_lens[k], err, sizeof err);
-            if (!hyps[i].texts[k]) ok = 0;
-            else hyps[i].n = k + 1;
-        }
-    }
-    for (int t = 0, first = 0; ok && t < n_texts; t++) {
+    json_decref(p->texts), json_decref(p->scores), json_decref(p->nbest);
+    json_decref(p->alts), json_decref(p->detected);
+}
+
+static int build_parts(const mt_translation *res, int n_texts, const char *source, answer_parts *p)
+{
+    *p = (answer_parts){json_array(), json_array(), json_array(), json_array(), json_array()};
+    if (!p->texts || !p->scores || !p->nbest || !p->alts || !p->detected) return -1;
+    for (int t = 0; t < n_texts; t++) {
         json_t *list = json_array(), *alt = json_array();
-        for (int k = 0; list && alt && k < n_best; k++) {
-            float score;
-            char *str = mt_translator_join(c->req.texts[t], c->segs[t], c->n_segs[t], hyps + first, k,
-                                           c->req.html ? MT_JOIN_HTML : MT_JOIN_TEXT, &score);
-            if (!str) {
-                ok = 0;
-                break;
-            }
+        for (int k = 0; list && alt && k < res[t].n_best; k++) {
+            const char *str = res[t].texts[k];
+            float score = res[t].scores[k];
             if (k == 0) {
-                json_array_append_new(texts, json_string(str));
-                json_array_append_new(scores, json_real(score));
+                json_array_append_new(p->texts, json_string(str));
+                json_array_append_new(p->scores, json_real(score));
             } else {
                 json_array_append_new(alt, json_string(str));
             }
             json_array_append_new(list, json_pack("{s:s, s:f}", "text", str, "score", (double)score));
-            free(str);
         }
-        json_array_append_new(nbest, list);
-        json_array_append_new(alts, alt);
-        json_array_append_new(detected, detected_json(route->source));
-        for (int j = 0; j < c->n_segs[t]; j++) first += c->segs[t][j].translate;
+        json_array_append_new(p->nbest, list);
+        json_array_append_new(p->alts, alt);
+        json_array_append_new(p->detected, detected_json(source));
     }
-    for (int i = 0; hyps && i < n_items; i++) {
-        for (int k = 0; k < hyps[i].n; k++) free(hyps[i].texts[k]);
-        free(hyps[i].texts);
+    return 0;
+}
+
+/* LibreTranslate's answer: translatedText (and alternatives, detectedLanguage), a string
+ * or an array as the request's q was. Takes the parts. */
+static json_t *libre_body(req_ctx *c, const mt_route *route, int n_best, answer_parts *p)
+{
+    json_t *body;
+    if (c->req.text_is_array) {
+        body = json_pack("{s:o}", "translatedText", p->texts);
+        if (n_best > 1) json_object_set_new(body, "alternatives", p->alts);
+        else json_decref(p->alts);
+        if (c->detected) json_object_set_new(body, "detectedLanguage", p->detected);
+        else json_decref(p->detected);
+    } else {
+        body = json_pack("{s:O}", "translatedText", json_array_get(p->texts, 0));
+        if (n_best > 1) json_object_set(body, "alternatives", json_array_get(p->alts, 0));
+        if (c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+        json_decref(p->texts), json_decref(p->alts), json_decref(p->detected);
     }
-    free(hyps);
-    if (!ok) {
-        json_decref(texts), json_decref(scores), json_decref(nbest), json_decref(alts);
-        json_decref(detected);
+    json_decref(p->scores);
+    json_decref(p->nbest);
+    return body;
+}
+
+/* The native answer: translations, scores, model, languages, timings, n_best. Takes the parts. */
+static json_t *native_body(mt_server *s, req_ctx *c, const mt_route *route, int n_best,
+                           answer_parts *p)
+{
+    mt_service_stats st;
+    mt_service_job_stats(c->job, &st);
+    double now = mt_now();
+    double queue_ms = st.t_started > 0 ? (st.t_started - st.t_submitted) * 1e3 : 0;
+    double translate_ms = st.t_started > 0 && st.t_done > 0 ? (st.t_done - st.t_started) * 1e3 : 0;
+    json_t *body = json_pack("{s:o, s:o, s:s, s:s, s:s, s:{s:f, s:f, s:f}}", "translations", p->texts,
+                             "scores", p->scores, "model", s->names[route->model], "source",
+                             route->source, "target", route->target, "timing_ms", "queue",
+                             round3(queue_ms), "translate", round3(translate_ms), "total",
+                             round3((now - c->t_start) * 1e3));
+    if (body && n_best > 1) json_object_set_new(body, "n_best", p->nbest);
+    else json_decref(p->nbest);
+    if (body && c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+    json_decref(p->alts);
+    json_decref(p->detected);
+    return body;
+}
+
+/* Builds the 200 answer once every text is translated. */
+static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
+{
+    const mt_route *route = mt_langs_get(s->langs, c->route);
+    const mt_translation *res = mt_service_job_results(c->job);
+    int n_best = c->req.n_texts > 0 ? res[0].n_best : 1;
+    answer_parts p;
+    if (build_parts(res, c->req.n_texts, route->source, &p)) {
+        parts_free(&p);
         return send_error(c, 500, "could not decode the translation");
     }
-    mt_metrics_translated(s->metrics, route->model, n_items, src_tokens, tgt_tokens);
-    json_t *body;
-    if (c->req.form == MT_FORM_LIBRE) {
-        if (c->req.text_is_array) {
-            body = json_pack("{s:o}", "translatedText", texts);
-            if (n_best > 1) json_object_set_new(body, "alternatives", alts);
-            else json_decref(alts);
-            if (c->detected) json_object_set_new(body, "detectedLanguage", detected);
-            else json_decref(detected);
-        } else {
-            body = json_pack("{s:O}", "translatedText", json_array_get(texts, 0));
-            if (n_best > 1) json_object_set(body, "alternatives", json_array_get(alts, 0));
-            if (c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
-            json_decref(texts), json_decref(alts), json_decref(detected);
-        }
-        json_decref(scores);
-        json_decref(nbest);
-    } else {
-        double now = mt_now();
-        double queue_ms = c->job.t_started > 0 ? (c->job.t_started - c->job.t_submitted) * 1e3 : 0;
-        double translate_ms =
-            c->job.t_started > 0 && c->job.t_done > 0 ? (c->job.t_done - c->job.t_started) * 1e3 : 0;
-        body = json_pack("{s:o, s:o, s:s, s:s, s:s, s:{s:f, s:f, s:f}}", "translations", texts,
-                         "scores", scores, "model", s->names[route->model], "source",
-                         route->source, "target", route->target, "timing_ms", "queue",
-                         round3(queue_ms), "translate", round3(translate_ms), "total",
-                         round3((now - c->t_start) * 1e3));
-        if (body && n_best > 1) json_object_set_new(body, "n_best", nbest);
-        else json_decref(nbest);
-        if (body && c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
-        json_decref(alts);
-        json_decref(detected);
-    }
-    ret = send_json(c, 200, body, NULL, NULL);
-    return ret;
+    mt_service_stats st;
+    mt_service_job_stats(c->job, &st);
+    mt_metrics_translated(s->metrics, route->model, st.sentences, st.source_tokens, st.target_tokens);
+    json_t *body = c->req.form == MT_FORM_LIBRE ? libre_body(c, route, n_best, &p)
+                                                : native_body(s, c, route, n_best, &p);
+    return send_json(c, 200, body, NULL, NULL);
 }
 
 /* The job finished (resumed connection): 200, or why not. */
@@ -459,120 +437,57 @@ static enum MHD_Result finish_translate(mt_server *s, req_ctx *c)
                  s->cfg->queue_capacity);
         return send_error(c, 503, msg);
     }
-    int all_ok = 1;
-    for (int i = 0; i < c->job.n_items; i++) all_ok &= c->job.items[i].status == MT_OK;
-    if (all_ok) return respond_translation(s, c);
-    switch (atomic_load(&c->job.cancel)) {
-    case MT_JOB_CLIENT_GONE:
+    const char *why;
+    switch (mt_service_job_outcome(c->job, &why)) {
+    case MT_SERVICE_OK: return respond_translation(s, c);
+    case MT_SERVICE_CLIENT_GONE:
         c->status = 499; /* nobody to answer: close */
         snprintf(c->error, sizeof c->error, "client disconnected");
         c->phase = P_DONE;
         return MHD_NO;
-    case MT_JOB_DEADLINE: {
+    case MT_SERVICE_DEADLINE: {
         char msg[128];
         snprintf(msg, sizeof msg, "translation did not finish within the request timeout (%g s)",
                  s->cfg->request_timeout);
         return send_error(c, 504, msg);
     }
-    case MT_JOB_SHUTDOWN: return send_error(c, 503, "server is shutting down");
+    case MT_SERVICE_SHUTDOWN: return send_error(c, 503, "server is shutting down");
     default: break;
     }
     char msg[300];
-    snprintf(msg, sizeof msg, "translation failed: %s",
-             c->job.error ? c->job.error_text : "internal error");
+    snprintf(msg, sizeof msg, "translation failed: %s", why);
     return send_error(c, 500, msg);
 }
 
-/* Adjusts a sentence's leading language token for a multilingual route. */
-static int set_language_token(mt_server *s, const mt_route *r, int32_t **ids, int n)
+/* Decodes and checks the body into c->req; 0 or an HTTP status with a message. */
+static int read_request(mt_server *s, req_ctx *c, char *err, size_t errlen)
 {
-    int32_t own = s->own_token[r->model];
-    if (r->target_token < 0) return n;
-    if (own >= 0 && n > 0 && (*ids)[0] == own) {
-        (*ids)[0] = r->target_token;
-        return n;
-    }
-    int32_t *p = realloc(*ids, sizeof *p * (size_t)(n + 1));
-    if (!p) return -1;
-    memmove(p + 1, p, sizeof *p * (size_t)n);
-    p[0] = r->target_token;
-    *ids = p;
-    return n + 1;
-}
-
-/* The whole body is here: parse, route, segment, encode, queue (or answer now). */
-static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
-{
-    char err[512];
     json_t *obj = NULL;
     int from_form = 0;
     int st = mt_request_decode(c->ctype, c->boundary, c->body ? c->body : "", c->len, &obj,
-                               &from_form, err, sizeof err);
-    if (st) return send_error(c, st, err);
-    if ((st = check_api_key(s, c, obj, err, sizeof err))) {
+                               &from_form, err, errlen);
+    if (st) return st;
+    if ((st = check_api_key(s, c, obj, err, errlen))) {
         json_decref(obj);
-        return send_error(c, st, err);
+        return st;
     }
     mt_request_limits lim = {s->cfg->max_texts, s->cfg->max_text_chars, s->cfg->max_beam_size};
-    st = mt_request_parse(obj, from_form, &lim, &c->req, err, sizeof err);
+    st = mt_request_parse(obj, from_form, &lim, &c->req, err, errlen);
     json_decref(obj);
-    if (st) return send_error(c, st, err);
-    c->route = mt_langs_resolve(s->langs, c->req.source, c->req.target, &c->detected, err, sizeof err);
-    if (c->route < 0) return send_error(c, 400, err);
-    const mt_route *route = mt_langs_get(s->langs, c->route);
-    int model = route->model;
-    mt_translator *tr = s->trs[model];
-    c->model_name = s->names[model];
-    c->job.model = model;
-    if ((st = build_options(s, model, &c->req, &c->job.opts, err, sizeof err)))
-        return send_error(c, st, err);
+    return st;
+}
 
-    /* Segment every text; each to-translate segment becomes one queued sentence. */
-    int n = c->req.n_texts, n_items = 0;
-    c->segs = calloc((size_t)n + 1, sizeof *c->segs);
-    c->n_segs = calloc((size_t)n + 1, sizeof *c->n_segs);
-    if (!c->segs || !c->n_segs) return send_error(c, 500, "out of memory");
-    for (int t = 0; t < n; t++) {
-        c->n_segs[t] = (c->req.html ? mt_translator_segment_html : mt_translator_segment)(
-            tr, c->req.texts[t], c->req.lens[t], s->max_src_tokens[model], &c->segs[t], err, sizeof err);
-        if (c->n_segs[t] < 0) {
-            c->n_segs[t] = 0;
-            return send_error(c, 400, err);
-        }
-        for (int j = 0; j < c->n_segs[t]; j++) n_items += c->segs[t][j].translate;
-    }
-    c->job.items = calloc((size_t)n_items + 1, sizeof *c->job.items);
-    c->ids = calloc((size_t)n_items + 1, sizeof *c->ids);
-    if (!c->job.items || !c->ids) return send_error(c, 500, "out of memory");
-    for (int t = 0, i = 0; t < n; t++)
-        for (int j = 0; j < c->n_segs[t]; j++) {
-            const mt_segment *sg = &c->segs[t][j];
-            if (!sg->translate) continue;
-            int len = (c->req.html ? mt_translator_encode_html : mt_translator_encode)(
-                tr, c->req.texts[t] + sg->start, sg->len, &c->ids[i], err, sizeof err);
-            if (len >= 0) len = set_language_token(s, route, &c->ids[i], len);
-            c->job.n_items = i + 1; /* so that cleanup frees ids[0..i] */
-            if (len < 0) return send_error(c, 400, err);
-            c->job.items[i].ids = c->ids[i];
-            c->job.items[i].len = len;
-            i++;
-        }
-    c->job.n_items = n_items;
-    c->sentences = n_items;
-    if (n_items == 0) return respond_translation(s, c); /* only empty / blank texts */
-
-    c->job.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
-    atomic_store(&c->job.cancel, MT_JOB_RUNNING);
-    c->job.on_done = job_done;
-    c->job.user = c;
+/* Queues the prepared job with the connection suspended (it may finish, and resume the
+ * connection, at once); a full queue resumes it to answer 503. */
+static enum MHD_Result queue_job(mt_server *s, req_ctx *c)
+{
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     c->fd = ci ? ci->connect_fd : -1;
-    /* Suspend before submitting: the job may finish (and resume us) at once. */
     c->phase = P_QUEUED;
     MHD_suspend_connection(c->conn);
     watch_add(s, c);
-    if (mt_batcher_submit(s->batcher, &c->job) != 0) {
+    if (mt_service_run(s->svc, c->job, job_done, c) != MT_SERVICE_OK) {
         c->rejected = 1;
         pthread_mutex_lock(&s->watch_mu);
         watch_remove_locked(s, c);
@@ -580,6 +495,28 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
         MHD_resume_connection(c->conn);
     }
     return MHD_YES;
+}
+
+/* The whole body is here: parse, route, hand the texts to the service (or answer now). */
+static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
+{
+    char err[512];
+    int st = read_request(s, c, err, sizeof err);
+    if (st) return send_error(c, st, err);
+    c->route = mt_langs_resolve(s->langs, c->req.source, c->req.target, &c->detected, err, sizeof err);
+    if (c->route < 0) return send_error(c, 400, err);
+    const mt_route *route = mt_langs_get(s->langs, c->route);
+    c->model_name = s->names[route->model];
+    mt_service_options so;
+    if ((st = build_options(s, route, &c->req, &so, err, sizeof err))) return send_error(c, st, err);
+    so.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
+    st = mt_service_prepare(s->svc, route->model, &so, c->req.n_texts,
+                            (const char *const *)c->req.texts, c->req.lens, &c->job, err, sizeof err);
+    if (st) return send_error(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
+    mt_service_stats stats;
+    mt_service_job_stats(c->job, &stats);
+    c->sentences = stats.sentences;
+    return queue_job(s, c);
 }
 
 /* ------------------------------------------------------------------ GET endpoints */
@@ -609,7 +546,7 @@ static enum MHD_Result respond_metrics(mt_server *s, req_ctx *c)
     g.draining = atomic_load(&s->draining);
     g.in_flight = atomic_load(&s->in_flight);
     if (g.ready)
-        mt_batcher_gauges(s->batcher, &g.queued_sentences, &g.queued_requests, &g.busy_workers,
+        mt_service_gauges(s->svc, &g.queued_sentences, &g.queued_requests, &g.busy_workers,
                           &g.workers);
     char *text = mt_metrics_render(s->metrics, &g);
     if (!text) return send_error(c, 500, "out of memory");
@@ -796,9 +733,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             snprintf(msg, sizeof msg, "request body too large (limit %ld bytes)", s->cfg->max_body_bytes);
             return send_error(c, 413, msg);
         }
-        mt_batcher_arriving(s->batcher, 1);
+        mt_service_arriving(s->svc, 1);
         enum MHD_Result r = start_translate(s, c);
-        mt_batcher_arriving(s->batcher, -1);
+        mt_service_arriving(s->svc, -1);
         return r;
     }
     if (c->phase == P_QUEUED) return finish_translate(s, c);
@@ -918,72 +855,100 @@ int mt_server_port(const mt_server *s) { return s->port; }
 
 int mt_server_in_flight(const mt_server *s) { return atomic_load(&((mt_server *)s)->in_flight); }
 
-int mt_server_load(mt_server *s, char *err, size_t errlen)
+/* Routes of translator i: its own pair, and for a multilingual model one per target
+ * language token. 0 or -1 with a message. */
+static int add_routes(mt_server *s, int i, const char *path, char *err, size_t errlen)
 {
-    const mt_config *cfg = s->cfg;
-    int n = cfg->n_models;
-    s->trs = calloc((size_t)n, sizeof *s->trs);
-    s->models = calloc((size_t)n, sizeof *s->models);
-    s->names = calloc((size_t)n, sizeof *s->names);
-    s->max_src_tokens = calloc((size_t)n, sizeof *s->max_src_tokens);
-    s->own_token = calloc((size_t)n, sizeof *s->own_token);
-    s->langs = mt_langs_create();
-    if (!s->trs || !s->models || !s->names || !s->max_src_tokens || !s->own_token || !s->langs) {
-        snprintf(err, errlen, "out of memory");
+    const mt_translator *tr = s->trs[i];
+    const char *src = mt_translator_source_lang(tr), *tgt = mt_translator_target_lang(tr);
+    if (mt_langs_add(s->langs, src, tgt, i, 0)) {
+        snprintf(err, errlen, "model %s: invalid language pair %s-%s", path, src, tgt);
         return -1;
     }
-    for (int i = 0; i < n; i++) {
-        const mt_config_model *m = &cfg->models[i];
-        double t0 = mt_now();
-        char e[512];
-        mt_translator *tr = mt_translator_load(m->path, m->source, m->target, e, sizeof e);
-        if (!tr) {
-            snprintf(err, errlen, "cannot load model %s: %s", m->path, e);
-            return -1;
-        }
-        s->trs[i] = tr;
-        s->n_models = i + 1;
-        s->models[i] = mt_translator_model(tr);
-        s->names[i] = strdup(m->name ? m->name : mt_translator_name(tr));
-        if (!s->names[i]) {
+    for (int k = 0; k < mt_translator_target_count(tr); k++) {
+        char code[33];
+        if (mt_translator_target_code(tr, k, code, sizeof code)) continue;
+        if (mt_langs_add(s->langs, src, code, i, 1)) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        s->max_src_tokens[i] = mt_translator_max_source_tokens(tr);
-        const char *src = mt_translator_source_lang(tr), *tgt = mt_translator_target_lang(tr);
-        if (mt_langs_add(s->langs, src, tgt, i, -1)) {
-            snprintf(err, errlen, "model %s: invalid language pair %s-%s", m->path, src, tgt);
-            return -1;
-        }
-        /* Multilingual models: every ">>xxx<<" token is a target this model offers. */
-        const mt_tokenizer *tok = mt_translator_tokenizer(tr);
-        int n_lang = mt_tokenizer_language_token_count(tok);
-        s->own_token[i] = -1;
-        if (n_lang > 0) {
-            char piece[64];
-            snprintf(piece, sizeof piece, ">>%s<<", tgt);
-            s->own_token[i] = mt_tokenizer_source_id(tok, piece);
-        }
-        for (int k = 0; k < n_lang; k++) {
-            const char *t = mt_tokenizer_language_token(tok, k);
-            size_t tl = strlen(t);
-            if (tl < 5 || tl > 36 || strncmp(t, ">>", 2) != 0 || strcmp(t + tl - 2, "<<") != 0) continue;
-            char code[33];
-            snprintf(code, sizeof code, "%.*s", (int)(tl - 4), t + 2);
-            if (mt_langs_add(s->langs, src, code, i, mt_tokenizer_source_id(tok, t))) {
-                snprintf(err, errlen, "out of memory");
-                return -1;
-            }
-        }
-        const mt_model_info *info = mt_model_get_info(s->models[i]);
-        char q1[600], q2[100];
-        mt_log_write(s->log, MT_LOG_INFO, "model_loaded",
-                     "model=%s dir=%s source=%s target=%s language_tokens=%d d_model=%d "
-                     "layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
-                     mt_log_quote(q2, sizeof q2, s->names[i]), mt_log_quote(q1, sizeof q1, m->path),
-                     src, tgt, n_lang, info->d_model, info->encoder_layers, info->decoder_layers,
-                     info->default_beam_size, info->default_max_length, (mt_now() - t0) * 1e3);
     }
+    return 0;
+}
+
+/* Loads configured model i and adds its routes; 0 or -1 with a message. */
+static int load_model(mt_server *s, int i, char *err, size_t errlen)
+{
+    const mt_config_model *m = &s->cfg->models[i];
+    double t0 = mt_now();
+    char e[512];
+    mt_translator *tr = mt_translator_load(m->path, m->source, m->target, e, sizeof e);
+    if (!tr) {
+        snprintf(err, errlen, "cannot load model %s: %s", m->path, e);
+        return -1;
+    }
+    s->trs[i] = tr;
+    s->n_models = i + 1;
+    s->names[i] = strdup(m->name ? m->name : mt_translator_name(tr));
+    if (!s->names[i]) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (add_routes(s, i, m->path, err, errlen)) return -1;
+    const mt_model_info *info = mt_translator_model_info(tr);
+    char q1[600], q2[100];
+    mt_log_write(s->log, MT_LOG_INFO, "model_loaded",
+                 "model=%s dir=%s source=%s target=%s language_tokens=%d d_model=%d "
+                 "layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
+                 mt_log_quote(q2, sizeof q2, s->names[i]), mt_log_quote(q1, sizeof q1, m->path),
+                 mt_translator_source_lang(tr), mt_translator_target_lang(tr),
+                 mt_translator_target_count(tr), info->d_model, info->encoder_layers,
+                 info->decoder_layers, info->default_beam_size, info->default_max_length,
+                 (mt_now() - t0) * 1e3);
+    return 0;
+}
+
+/* The metrics observer of the service. */
+static void on_batch(void *m, int sentences, long tokens, double secs) { mt_metrics_batch(m, sentences, tokens, secs); }
+static void on_queue_wait(void *m, double secs) { mt_metrics_queue_wait(m, secs); }
+static void on_cancelled(void *m, long sentences) { mt_metrics_cancelled(m, sentences); }
+
+/* Starts the translation service's workers over the loaded models. */
+static int start_service(mt_server *s, char *err, size_t errlen)
+{
+    const mt_config *cfg = s->cfg;
+    int workers = cfg->workers;
+    if (workers <= 0) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        workers = (int)(cpus > 0 ? cpus : 1) / (cfg->threads_per_worker > 0 ? cfg->threads_per_worker : 1);
+        if (workers < 1) workers = 1;
+    }
+    mt_service_config sc = {workers, cfg->threads_per_worker, cfg->queue_capacity,
+                            cfg->batch_max_sentences, cfg->batch_max_tokens, cfg->batch_max_wait_ms};
+    mt_service_observer obs = {on_batch, on_queue_wait, on_cancelled, s->metrics};
+    s->svc = mt_service_create(s->trs, s->n_models, &sc, &obs, err, errlen);
+    if (!s->svc) return -1;
+    s->workers = workers;
+    mt_log_write(s->log, MT_LOG_INFO, "ready",
+                 "models=%d routes=%d workers=%d threads_per_worker=%d queue_capacity=%d "
+                 "batch_max_sentences=%d blas=%s",
+                 s->n_models, mt_langs_count(s->langs), workers, cfg->threads_per_worker,
+                 cfg->queue_capacity, cfg->batch_max_sentences, mt_translator_blas_name());
+    return 0;
+}
+
+int mt_server_load(mt_server *s, char *err, size_t errlen)
+{
+    int n = s->cfg->n_models;
+    s->trs = calloc((size_t)n + 1, sizeof *s->trs);
+    s->names = calloc((size_t)n + 1, sizeof *s->names);
+    s->langs = mt_langs_create();
+    if (!s->trs || !s->names || !s->langs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++)
+        if (load_model(s, i, err, errlen)) return -1;
     json_t *langs = mt_langs_json(s->langs);
     s->languages_json = langs ? json_dumps(langs, JSON_COMPACT) : NULL;
     json_decref(langs);
@@ -991,22 +956,7 @@ int mt_server_load(mt_server *s, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    int workers = cfg->workers;
-    if (workers <= 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        workers = (int)(cpus > 0 ? cpus : 1) / (cfg->threads_per_worker > 0 ? cfg->threads_per_worker : 1);
-        if (workers < 1) workers = 1;
-    }
-    mt_batcher_config bc = {workers, cfg->threads_per_worker, cfg->queue_capacity,
-                            cfg->batch_max_sentences, cfg->batch_max_tokens, cfg->batch_max_wait_ms};
-    s->batcher = mt_batcher_create(s->models, n, &bc, s->metrics, err, errlen);
-    if (!s->batcher) return -1;
-    s->workers = workers;
-    mt_log_write(s->log, MT_LOG_INFO, "ready",
-                 "models=%d routes=%d workers=%d threads_per_worker=%d queue_capacity=%d "
-                 "batch_max_sentences=%d blas=%s",
-                 n, mt_langs_count(s->langs), workers, cfg->threads_per_worker, cfg->queue_capacity,
-                 cfg->batch_max_sentences, mt_blas_core_name());
+    if (start_service(s, err, errlen)) return -1;
     atomic_store(&s->ready, 1);
     return 0;
 }
@@ -1025,7 +975,7 @@ void mt_server_free(mt_server *s)
     if (!s) return;
     atomic_store(&s->draining, 1);
     /* Cancel what is still queued or running; their connections resume with a 503. */
-    if (s->batcher) mt_batcher_abort(s->batcher, MT_JOB_SHUTDOWN);
+    if (s->svc) mt_service_abort(s->svc, MT_SERVICE_SHUTDOWN);
     pthread_mutex_lock(&s->watch_mu);
     double until = mt_now() + 10.0;
     while (s->n_watched > 0 && mt_now() < until) {
@@ -1045,16 +995,13 @@ void mt_server_free(mt_server *s)
     /* Give resumed connections a moment to send their answers. */
     for (int i = 0; i < 50 && atomic_load(&s->in_flight) > 0; i++) usleep(10000);
     if (s->daemon) MHD_stop_daemon(s->daemon);
-    mt_batcher_free(s->batcher);
+    mt_service_free(s->svc);
     for (int i = 0; i < s->n_models; i++) {
         mt_translator_free(s->trs[i]);
         free(s->names[i]);
     }
     free(s->trs);
-    free(s->models);
     free(s->names);
-    free(s->max_src_tokens);
-    free(s->own_token);
     mt_langs_free(s->langs);
     free(s->languages_json);
     pthread_cond_destroy(&s->watch_cond);

@@ -61,9 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_request(&req, &lim);
         mt_langs *l = mt_langs_create();
         if (l) {
-            mt_langs_add(l, "en", "de", 0, -1);
-            mt_langs_add(l, "de", "en", 1, -1);
-            mt_langs_add(l, "fr", "de", 2, 7);
+            mt_langs_add(l, "en", "de", 0, 0);
+            mt_langs_add(l, "de", "en", 1, 0);
+            mt_langs_add(l, "fr", "de", 2, 1);
             int detected;
             int r = mt_langs_resolve(l, req.source, req.target, &detected, err, sizeof err);
             if (r >= mt_langs_count(l)) abort();
