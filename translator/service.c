@@ -28,7 +28,7 @@ struct mt_service_job {
     mt_service *svc;
     mt_job job;                /* the batcher's view: items in queue order (longest first) */
     int model;
-    mt_service_options opts;   /* target_lang: not kept (already encoded) */
+    mt_service_options opts;   /* target_lang: not kept (borrowed; used by prepare only) */
     int n_texts, n_sents;
     char **texts;              /* copies */
     size_t *lens;
@@ -238,7 +238,8 @@ static int copy_texts(mt_service_job *j, int n, const char *const *texts, const 
 }
 
 /* Segments and encodes every text of j; MT_SERVICE_OK or why not. */
-static int prepare_job(mt_service_job *j, const mt_translator *tr, char *err, size_t errlen)
+static int prepare_job(mt_service_job *j, const mt_translator *tr, const char *target_lang, char *err,
+                       size_t errlen)
 {
     for (int t = 0; t < j->n_texts; t++) {
         int n = segment_text(j, tr, t, err, errlen);
@@ -246,7 +247,7 @@ static int prepare_job(mt_service_job *j, const mt_translator *tr, char *err, si
             return MT_SERVICE_INVALID;
         j->n_sents += n;
     }
-    int32_t token = mt_translator_target_token(tr, j->opts.target_lang);
+    int32_t token = mt_translator_target_token(tr, target_lang);
     int *lens = calloc((size_t)j->n_sents + 1, sizeof *lens);
     j->ids = calloc((size_t)j->n_sents + 1, sizeof *j->ids);
     if (!lens || !j->ids) {
@@ -288,7 +289,7 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
     j->model = model;
     j->opts = *opts;
     j->opts.target_lang = NULL;
-    int rc = prepare_job(j, svc->trs[model], err, errlen);
+    int rc = prepare_job(j, svc->trs[model], opts->target_lang, err, errlen);
     if (rc) {
         mt_service_job_free(j);
         return rc;
