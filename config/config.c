@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "error.h"
 #include "toml.h"
 
 #ifndef MT_VERSION
@@ -165,19 +166,6 @@ const char *mt_config_log_level_name(int level)
 
 /* ------------------------------------------------------------------ small helpers */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static char *dupn(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
@@ -247,11 +235,11 @@ static int store_number(mt_config *cfg, const setting *s, double v, int is_integ
 {
     char *base = (char *)cfg;
     if ((s->kind == K_INT || s->kind == K_LONG) && !is_integer)
-        return fail(err, errlen, "%s must be an integer", where);
+        return mt_error(-1, err, errlen, "%s must be an integer", where);
     if (!(v >= s->min && v <= s->max)) {
         if (s->kind == K_FLOAT)
-            return fail(err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
-        return fail(err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
+            return mt_error(-1, err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
+        return mt_error(-1, err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
                     s->max);
     }
     if (s->kind == K_INT) *(int *)(base + s->off) = (int)v;
@@ -269,12 +257,12 @@ static int store_number_text(mt_config *cfg, const setting *s, const char *text,
     if (s->kind == K_FLOAT) {
         double v = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(v) || isspace((unsigned char)text[0]))
-            return fail(err, errlen, "%s: '%s' is not a number", where, text);
+            return mt_error(-1, err, errlen, "%s: '%s' is not a number", where, text);
         return store_number(cfg, s, v, 1, where, err, errlen);
     }
     long long v = strtoll(text, &end, 10);
     if (end == text || *end || errno || isspace((unsigned char)text[0]))
-        return fail(err, errlen, "%s: '%s' is not an integer", where, text);
+        return mt_error(-1, err, errlen, "%s: '%s' is not an integer", where, text);
     return store_number(cfg, s, (double)v, 1, where, err, errlen);
 }
 
@@ -285,8 +273,8 @@ static int apply_text(mt_config *cfg, const setting *s, const char *text, const 
     char *base = (char *)cfg;
     switch (s->kind) {
     case K_STR:
-        if (!*text) return fail(err, errlen, "%s: empty value", where);
-        if (strlen(text) >= 256) return fail(err, errlen, "%s: value too long", where);
+        if (!*text) return mt_error(-1, err, errlen, "%s: empty value", where);
+        if (strlen(text) >= 256) return mt_error(-1, err, errlen, "%s: value too long", where);
         snprintf(base + s->off, 256, "%s", text);
         return 0;
     case K_INT:
@@ -295,14 +283,14 @@ static int apply_text(mt_config *cfg, const setting *s, const char *text, const 
     case K_BOOL: {
         int b;
         if (parse_bool_text(text, &b))
-            return fail(err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
+            return mt_error(-1, err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
         *(int *)(base + s->off) = b;
         return 0;
     }
     case K_LEVEL: {
         int l;
         if (parse_level_text(text, &l))
-            return fail(err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
+            return mt_error(-1, err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
                         where, text);
         *(int *)(base + s->off) = l;
         return 0;
@@ -310,13 +298,13 @@ static int apply_text(mt_config *cfg, const setting *s, const char *text, const 
     case K_KEYS: /* handled by the callers (lists) */
         break;
     }
-    return fail(err, errlen, "%s: internal error", where);
+    return mt_error(-1, err, errlen, "%s: internal error", where);
 }
 
 int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!spec || !*spec) return fail(err, errlen, "empty model directory");
+    if (!spec || !*spec) return mt_error(-1, err, errlen, "empty model directory");
     /* DIR:SRC:TGT when the last two ':'-separated parts are language codes. */
     const char *c2 = strrchr(spec, ':');
     const char *c1 = NULL;
@@ -330,7 +318,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
         if (!src || !tgt) {
             free(src);
             free(tgt);
-            return fail(err, errlen, "out of memory");
+            return mt_error(-1, err, errlen, "out of memory");
         }
         if (valid_lang(src) && valid_lang(tgt)) {
             out->path = dupn(spec, (size_t)(c1 - spec));
@@ -338,7 +326,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
             out->target = tgt;
             if (!out->path) {
                 free_model(out);
-                return fail(err, errlen, "out of memory");
+                return mt_error(-1, err, errlen, "out of memory");
             }
             return 0;
         }
@@ -346,7 +334,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
         free(tgt);
     }
     out->path = dup(spec);
-    return out->path ? 0 : fail(err, errlen, "out of memory");
+    return out->path ? 0 : mt_error(-1, err, errlen, "out of memory");
 }
 
 /* ------------------------------------------------------------------ applying a file */
@@ -578,13 +566,13 @@ int mt_config_load_string(mt_config *cfg, const char *text, size_t len, const ch
 int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
+    if (!f) return mt_error(-1, err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (;;) {
         if (!buf) {
             fclose(f);
-            return fail(err, errlen, "%s: out of memory", path);
+            return mt_error(-1, err, errlen, "%s: out of memory", path);
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
@@ -593,7 +581,7 @@ int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errl
             if (cap >= (16u << 20)) {
                 free(buf);
                 fclose(f);
-                return fail(err, errlen, "%s: config file larger than 16 MiB", path);
+                return mt_error(-1, err, errlen, "%s: config file larger than 16 MiB", path);
             }
             cap *= 2;
             char *nb = realloc(buf, cap);
@@ -605,12 +593,12 @@ int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errl
     fclose(f);
     if (rerr) {
         free(buf);
-        return fail(err, errlen, "%s: read error", path);
+        return mt_error(-1, err, errlen, "%s: read error", path);
     }
     char *dir = dup(path);
     if (!dir) {
         free(buf);
-        return fail(err, errlen, "out of memory");
+        return mt_error(-1, err, errlen, "out of memory");
     }
     char *slash = strrchr(dir, '/');
     if (slash) {
@@ -666,15 +654,15 @@ static int model_item(void *user, const char *s, size_t n)
 {
     model_item_ctx *c = user;
     char *spec = dupn(s, n);
-    if (!spec) return fail(c->err, c->errlen, "out of memory");
+    if (!spec) return mt_error(-1, c->err, c->errlen, "out of memory");
     mt_config_model m;
     char e[256];
     int rc = mt_config_parse_model_spec(spec, &m, e, sizeof e);
     free(spec);
-    if (rc) return fail(c->err, c->errlen, "%s: %s", c->where, e);
+    if (rc) return mt_error(-1, c->err, c->errlen, "%s: %s", c->where, e);
     if (push_model(c->cfg, &m)) {
         free_model(&m);
-        return fail(c->err, c->errlen, "out of memory");
+        return mt_error(-1, c->err, c->errlen, "out of memory");
     }
     return 0;
 }
@@ -689,7 +677,7 @@ int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t err
         snprintf(where, sizeof where, "environment variable %s", s->env);
         if (s->kind == K_KEYS) {
             free_keys(cfg);
-            if (for_each_item(v, key_item, cfg)) return fail(err, errlen, "out of memory");
+            if (for_each_item(v, key_item, cfg)) return mt_error(-1, err, errlen, "out of memory");
             continue;
         }
         if (apply_text(cfg, s, v, where, err, errlen)) return -1;
@@ -734,11 +722,11 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
         if (strcmp(a, "--version") == 0) { cfg->show_version = 1; continue; }
         if (strcmp(a, "--print-config") == 0) { cfg->print_config = 1; continue; }
         if ((m = match_flag("--config", argc, argv, &i, &v))) {
-            if (m < 0) return fail(err, errlen, "--config needs a value");
+            if (m < 0) return mt_error(-1, err, errlen, "--config needs a value");
             continue; /* loaded by mt_config_resolve */
         }
         if ((m = match_flag("--model", argc, argv, &i, &v))) {
-            if (m < 0) return fail(err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
+            if (m < 0) return mt_error(-1, err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
             if (!models_given++) free_models(cfg);
             model_item_ctx c = {cfg, err, errlen, "--model"};
             if (model_item(&c, v, strlen(v))) return -1;
@@ -763,21 +751,21 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
                     break;
                 }
                 m = match_flag(names[j], argc, argv, &i, &v);
-                if (m < 0) return fail(err, errlen, "%s needs a value (%s)", names[j], s->metavar);
+                if (m < 0) return mt_error(-1, err, errlen, "%s needs a value (%s)", names[j], s->metavar);
                 if (m > 0) hit = s;
             }
         }
         if (!hit) {
-            if (a[0] == '-') return fail(err, errlen, "unknown option '%s' (see --help)", a);
-            return fail(err, errlen, "unexpected argument '%s' (see --help)", a);
+            if (a[0] == '-') return mt_error(-1, err, errlen, "unknown option '%s' (see --help)", a);
+            return mt_error(-1, err, errlen, "unexpected argument '%s' (see --help)", a);
         }
         if (!v) continue;
         char where[64];
         snprintf(where, sizeof where, "%s", hit->flag);
         if (hit->kind == K_KEYS) {
-            if (!*v) return fail(err, errlen, "%s: empty value", hit->flag);
+            if (!*v) return mt_error(-1, err, errlen, "%s: empty value", hit->flag);
             if (!keys_given++) free_keys(cfg);
-            if (push_key(cfg, v, strlen(v))) return fail(err, errlen, "out of memory");
+            if (push_key(cfg, v, strlen(v))) return mt_error(-1, err, errlen, "out of memory");
             continue;
         }
         if (apply_text(cfg, hit, v, where, err, errlen)) return -1;
@@ -790,21 +778,21 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
 int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
 {
     if (cfg->n_models == 0)
-        return fail(err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
+        return mt_error(-1, err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
                     "in a config file (--config FILE)");
     for (int i = 0; i < cfg->n_models; i++) {
         const mt_config_model *m = &cfg->models[i];
-        if (!m->path || !*m->path) return fail(err, errlen, "model %d has no directory", i + 1);
+        if (!m->path || !*m->path) return mt_error(-1, err, errlen, "model %d has no directory", i + 1);
         if (!m->source != !m->target)
-            return fail(err, errlen, "model %s: give both source and target, or neither", m->path);
+            return mt_error(-1, err, errlen, "model %s: give both source and target, or neither", m->path);
         if ((m->source && !valid_lang(m->source)) || (m->target && !valid_lang(m->target)))
-            return fail(err, errlen, "model %s: invalid language code", m->path);
+            return mt_error(-1, err, errlen, "model %s: invalid language code", m->path);
     }
     if (cfg->beam_size > cfg->max_beam_size)
-        return fail(err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
+        return mt_error(-1, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
                     cfg->beam_size, cfg->max_beam_size);
     for (int i = 0; i < cfg->n_api_keys; i++)
-        if (!cfg->api_keys[i][0]) return fail(err, errlen, "empty API key");
+        if (!cfg->api_keys[i][0]) return mt_error(-1, err, errlen, "empty API key");
     return 0;
 }
 
@@ -815,7 +803,7 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m = match_flag("--config", argc, argv, &i, &v);
-        if (m < 0) return fail(err, errlen, "--config needs a value");
+        if (m < 0) return mt_error(-1, err, errlen, "--config needs a value");
         if (m > 0) path = v;
     }
     if (!path) {
@@ -836,7 +824,7 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
     if (path) {
         if (mt_config_load_file(cfg, path, err, errlen)) return -1;
         free(cfg->config_path);
-        if (!(cfg->config_path = dup(path))) return fail(err, errlen, "out of memory");
+        if (!(cfg->config_path = dup(path))) return mt_error(-1, err, errlen, "out of memory");
     }
     if (mt_config_apply_env(cfg, envp, err, errlen)) return -1;
     if (mt_config_apply_args(cfg, argc, argv, err, errlen)) return -1;

@@ -1,6 +1,8 @@
 /* toml.c: the strict TOML subset of config files, read item by item (see toml.h). */
 #include "toml.h"
 
+#include "utf8.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -76,27 +78,6 @@ static int expect_eol(mt_toml_reader *r)
     if (peek(r) != '\n') return mt_toml_fail(r, r->line, r->col, "expected end of line, found '%c'", peek(r));
     advance(r);
     return 0;
-}
-
-/* Length of a valid UTF-8 sequence at s (within n bytes), or 0. */
-static int utf8_len(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80) return 1;
-    int len;
-    uint32_t cp;
-    if ((s[0] & 0xE0) == 0xC0) { len = 2; cp = s[0] & 0x1F; }
-    else if ((s[0] & 0xF0) == 0xE0) { len = 3; cp = s[0] & 0x0F; }
-    else if ((s[0] & 0xF8) == 0xF0) { len = 4; cp = s[0] & 0x07; }
-    else return 0;
-    if ((size_t)len > n) return 0;
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
 }
 
 static int put_utf8(char *out, uint32_t cp)
@@ -194,7 +175,7 @@ static int read_string(mt_toml_reader *r, char **out, size_t *outlen)
             }
             continue;
         }
-        int l = utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p));
+        int l = mt_utf8_len(r->p, (size_t)(r->end - r->p), NULL);
         if (!l) {
             free(buf);
             return mt_toml_fail(r, r->line, r->col, "invalid UTF-8 in string");

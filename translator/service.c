@@ -59,7 +59,7 @@ mt_service *mt_service_create(mt_translator *const *trs, int n, const mt_service
         svc->models = calloc((size_t)n + 1, sizeof *svc->models);
     }
     if (!svc || !svc->models || !svc->trs) {
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         mt_service_free(svc);
         return NULL;
     }
@@ -108,7 +108,7 @@ static int parse_source_ids(const mt_translator *tr, const char *text, size_t le
     int32_t *buf = malloc(sizeof *buf * (len / 2 + 2));
     int n = 0;
     if (!buf) {
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < len;) {
@@ -121,7 +121,7 @@ static int parse_source_ids(const mt_translator *tr, const char *text, size_t le
         while (i < len && text[i] >= '0' && text[i] <= '9' && v <= in->src_vocab_size)
             v = v * 10 + (text[i++] - '0');
         if (i == start || (i < len && text[i] != ' ' && text[i] != '\t') || v >= in->src_vocab_size) {
-            tr_error(err, errlen, "bad source id at byte %zu: expected integers below %d", start, in->src_vocab_size);
+            mt_error(-1, err, errlen, "bad source id at byte %zu: expected integers below %d", start, in->src_vocab_size);
             free(buf);
             return -1;
         }
@@ -139,7 +139,7 @@ static int segment_text(mt_service_job *j, const mt_translator *tr, int t, char 
     if (j->opts.input == MT_FORMAT_IDS) { /* one sentence, unless empty */
         j->segs[t] = calloc(1, sizeof *j->segs[t]);
         if (!j->segs[t]) {
-            tr_error(err, errlen, "out of memory");
+            mt_error(-1, err, errlen, "out of memory");
             return -1;
         }
         j->segs[t][0] = (mt_segment){0, j->lens[t], 1};
@@ -252,12 +252,12 @@ static int prepare_job(mt_service_job *j, const mt_translator *tr, const char *t
     j->ids = calloc((size_t)j->n_sents + 1, sizeof *j->ids);
     if (!lens || !j->ids) {
         free(lens);
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         return MT_SERVICE_NOMEM;
     }
     int rc = encode_all(j, tr, token, lens, err, errlen) ? MT_SERVICE_INVALID : MT_SERVICE_OK;
     if (!rc && order_items(j, lens)) {
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         rc = MT_SERVICE_NOMEM;
     }
     free(lens);
@@ -270,18 +270,18 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
 {
     *job = NULL;
     if (model < 0 || model >= svc->n) {
-        tr_error(err, errlen, "no model %d", model);
+        mt_error(-1, err, errlen, "no model %d", model);
         return MT_SERVICE_INVALID;
     }
     int max_positions = mt_translator_model_info(svc->trs[model])->max_positions;
     if (opts->search.max_length > max_positions) {
-        tr_error(err, errlen, "max_length %d exceeds the model's limit of %d tokens", opts->search.max_length,
+        mt_error(-1, err, errlen, "max_length %d exceeds the model's limit of %d tokens", opts->search.max_length,
                  max_positions);
         return MT_SERVICE_INVALID;
     }
     mt_service_job *j = calloc(1, sizeof *j);
     if (!j || copy_texts(j, n, texts, lens)) {
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         mt_service_job_free(j);
         return MT_SERVICE_NOMEM;
     }
@@ -323,7 +323,7 @@ static int decode_sentence(mt_service_job *j, int si, mt_sentence_hyps *h, char 
     h->texts = calloc((size_t)it->n_hyps + 1, sizeof *h->texts);
     h->scores = it->scores;
     if (!h->texts) {
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         return -1;
     }
     if (it->n_hyps > 0)
@@ -333,7 +333,7 @@ static int decode_sentence(mt_service_job *j, int si, mt_sentence_hyps *h, char 
                                          : mt_translator_decode(tr, it->hyp_ids[k], it->hyp_lens[k], err, errlen);
         if (!h->texts[k]) {
             if (j->opts.output_ids)
-                tr_error(err, errlen, "out of memory");
+                mt_error(-1, err, errlen, "out of memory");
             return -1;
         }
         h->n = k + 1;
@@ -514,7 +514,7 @@ int mt_service_translate(mt_service *svc, int model, const mt_service_options *o
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     rc = mt_service_run(svc, j, wake, &w);
     if (rc) {
-        tr_error(err, errlen, "the translation queue is full");
+        mt_error(-1, err, errlen, "the translation queue is full");
     } else {
         pthread_mutex_lock(&w.mu);
         while (!w.done)
@@ -525,9 +525,9 @@ int mt_service_translate(mt_service *svc, int model, const mt_service_options *o
         if (rc == MT_SERVICE_OK)
             take_results(j, out);
         else if (rc == MT_SERVICE_FAILED)
-            tr_error(err, errlen, "%s", msg);
+            mt_error(-1, err, errlen, "%s", msg);
         else
-            tr_error(err, errlen, "translation was cancelled");
+            mt_error(-1, err, errlen, "translation was cancelled");
     }
     mt_service_job_free(j);
     pthread_cond_destroy(&w.cond);

@@ -19,7 +19,7 @@ static int read_languages(const char *dir, char **src, char **tgt, char *err, si
     json_error_t jerr;
     json_t *j = json_load_file(path, 0, &jerr);
     if (!j) {
-        tr_error(err, errlen, "%s: %s (line %d); give the language pair explicitly", path, jerr.text, jerr.line);
+        mt_error(-1, err, errlen, "%s: %s (line %d); give the language pair explicitly", path, jerr.text, jerr.line);
         return -1;
     }
     const char *s = json_string_value(json_object_get(j, "source_lang"));
@@ -30,7 +30,7 @@ static int read_languages(const char *dir, char **src, char **tgt, char *err, si
         *tgt = dup_str(t);
     json_decref(j);
     if (!*src || !*tgt) {
-        tr_error(err, errlen, "%s has no source_lang/target_lang; give the language pair explicitly", path);
+        mt_error(-1, err, errlen, "%s has no source_lang/target_lang; give the language pair explicitly", path);
         return -1;
     }
     return 0;
@@ -41,7 +41,7 @@ mt_translator *mt_translator_load(const char *dir, const char *source_lang, cons
 {
     mt_translator *tr = calloc(1, sizeof *tr);
     if (!tr) {
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         return NULL;
     }
     tr->target_token = -1;
@@ -153,7 +153,7 @@ static int encode_plain(const mt_translator *tr, int32_t target_token, const cha
     for (;;) {
         int32_t *buf = malloc(sizeof *buf * (size_t)(cap + lead));
         if (!buf) {
-            tr_error(err, errlen, "out of memory");
+            mt_error(-1, err, errlen, "out of memory");
             return -1;
         }
         int n = mt_tokenizer_encode(tr->tok, sentence, len, buf + lead, cap, err, errlen);
@@ -181,7 +181,7 @@ int mt_translator_encode_to(const mt_translator *tr, int32_t target_token, int h
     char *plain = mt_html_unescape(sentence, len, &plain_len);
     if (!plain) {
         *ids = NULL;
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         return -1;
     }
     int n = encode_plain(tr, target_token, plain, plain_len, ids, err, errlen);
@@ -207,7 +207,7 @@ char *mt_translator_decode(const mt_translator *tr, const int32_t *ids, int n, c
     for (;;) {
         char *out = malloc(cap);
         if (!out) {
-            tr_error(err, errlen, "out of memory");
+            mt_error(-1, err, errlen, "out of memory");
             return NULL;
         }
         int len = mt_tokenizer_decode(tr->tok, ids, n, out, cap, err, errlen);
