@@ -408,36 +408,24 @@ static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, mt_tom
     return 0;
 }
 
-static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, mt_toml_value *v)
+/* "unknown key" naming the keys of the current table. */
+static int unknown_key(file_ctx *fc, const char *key, int kl, int kc)
+{
+    char known[512];
+    size_t n = 0;
+    known[0] = '\0';
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strcmp(SETTINGS[i].section, fc->section) == 0 && n < sizeof known) {
+            int w = snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", SETTINGS[i].key);
+            if (w > 0) n += (size_t)w;
+        }
+    return mt_toml_fail(fc->r, kl, kc, "unknown key '%s' in [%s] (known: %s)", key, fc->section, known);
+}
+
+/* Stores a file value into setting s (named `where` in messages). */
+static int store_value(file_ctx *fc, const setting *s, const char *where, mt_toml_value *v)
 {
     mt_toml_reader *r = fc->r;
-    if (fc->in_models) return apply_model_key(fc, key, kl, kc, v);
-    if (!fc->section[0])
-        return mt_toml_fail(r, kl, kc, "key '%s' outside a table: put it under [server], [workers], "
-                     "[batch], [limits], [decoding] or [log]", key);
-    const setting *s = NULL;
-    size_t si = 0;
-    for (size_t i = 0; i < N_SETTINGS; i++)
-        if (strcmp(SETTINGS[i].section, fc->section) == 0 && strcmp(SETTINGS[i].key, key) == 0) {
-            s = &SETTINGS[i];
-            si = i;
-        }
-    if (!s) {
-        char known[512];
-        size_t n = 0;
-        known[0] = '\0';
-        for (size_t i = 0; i < N_SETTINGS; i++)
-            if (strcmp(SETTINGS[i].section, fc->section) == 0 && n < sizeof known) {
-                int w = snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", SETTINGS[i].key);
-                if (w > 0) n += (size_t)w;
-            }
-        return mt_toml_fail(r, kl, kc, "unknown key '%s' in [%s] (known: %s)", key, fc->section, known);
-    }
-    if (fc->seen_keys[si]) return mt_toml_fail(r, kl, kc, "duplicate key '%s.%s'", s->section, key);
-    fc->seen_keys[si] = 1;
-
-    char where[128];
-    snprintf(where, sizeof where, "%s.%s", s->section, s->key);
     char *base = (char *)fc->cfg;
     char msg[256];
     switch (s->kind) {
@@ -499,7 +487,30 @@ static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, mt_toml
         }
         return 0;
     }
-    return mt_toml_fail(r, kl, kc, "internal error");
+    return mt_toml_fail(r, v->line, v->col, "internal error");
+}
+
+static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, mt_toml_value *v)
+{
+    mt_toml_reader *r = fc->r;
+    if (fc->in_models) return apply_model_key(fc, key, kl, kc, v);
+    if (!fc->section[0])
+        return mt_toml_fail(r, kl, kc, "key '%s' outside a table: put it under [server], [workers], "
+                     "[batch], [limits], [decoding] or [log]", key);
+    const setting *s = NULL;
+    size_t si = 0;
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strcmp(SETTINGS[i].section, fc->section) == 0 && strcmp(SETTINGS[i].key, key) == 0) {
+            s = &SETTINGS[i];
+            si = i;
+        }
+    if (!s) return unknown_key(fc, key, kl, kc);
+    if (fc->seen_keys[si]) return mt_toml_fail(r, kl, kc, "duplicate key '%s.%s'", s->section, key);
+    fc->seen_keys[si] = 1;
+
+    char where[128];
+    snprintf(where, sizeof where, "%s.%s", s->section, s->key);
+    return store_value(fc, s, where, v);
 }
 
 /* A table header: [section], or a [[models]] entry. */

@@ -101,6 +101,37 @@ static int put_utf8(char *out, uint32_t cp)
     return 4;
 }
 
+/* An escape sequence at '\\' in a basic string: writes its UTF-8 to out (room for 4
+ * bytes) and returns the byte count, or -1 with a message. */
+static int read_escape(mt_toml_reader *r, char *out)
+{
+    int el = r->line, ec = r->col;
+    advance(r);
+    int e = peek(r), hex = 0;
+    static const char from[] = "btnfr\"\\", to[] = "\b\t\n\f\r\"\\";
+    const char *k = e > 0 ? strchr(from, e) : NULL;
+    if (k && *k) {
+        advance(r);
+        out[0] = to[k - from];
+        return 1;
+    }
+    if (e == 'u') hex = 4;
+    else if (e == 'U') hex = 8;
+    else return mt_toml_fail(r, el, ec, "invalid escape sequence in string");
+    advance(r);
+    uint32_t cp = 0;
+    for (int i = 0; i < hex; i++) {
+        int h = peek(r);
+        if (!isxdigit(h))
+            return mt_toml_fail(r, el, ec, "invalid \\%c escape: expected %d hex digits", e, hex);
+        cp = cp * 16 + (uint32_t)(isdigit(h) ? h - '0' : (tolower(h) - 'a' + 10));
+        advance(r);
+    }
+    if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return mt_toml_fail(r, el, ec, "invalid code point U+%04X in escape", cp);
+    return put_utf8(out, cp);
+}
+
 /* Reads a "basic" or 'literal' single-line string; r->p is at the quote. */
 static int read_string(mt_toml_reader *r, char **out, size_t *outlen)
 {
@@ -136,43 +167,12 @@ static int read_string(mt_toml_reader *r, char **out, size_t *outlen)
             return mt_toml_fail(r, r->line, r->col, "control character in string");
         }
         if (c == '\\' && q == '"') {
-            int el = r->line, ec = r->col;
-            advance(r);
-            int e = peek(r);
-            uint32_t cp = 0;
-            int hex = 0;
-            switch (e) {
-            case 'b': buf[n++] = '\b'; break;
-            case 't': buf[n++] = '\t'; break;
-            case 'n': buf[n++] = '\n'; break;
-            case 'f': buf[n++] = '\f'; break;
-            case 'r': buf[n++] = '\r'; break;
-            case '"': buf[n++] = '"'; break;
-            case '\\': buf[n++] = '\\'; break;
-            case 'u': hex = 4; break;
-            case 'U': hex = 8; break;
-            default:
+            int w = read_escape(r, buf + n);
+            if (w < 0) {
                 free(buf);
-                return mt_toml_fail(r, el, ec, "invalid escape sequence in string");
+                return -1;
             }
-            advance(r);
-            for (int k = 0; k < hex; k++) {
-                int h = peek(r);
-                if (!isxdigit(h)) {
-                    free(buf);
-                    return mt_toml_fail(r, el, ec, "invalid \\%c escape: expected %d hex digits",
-                                 e, hex);
-                }
-                cp = cp * 16 + (uint32_t)(isdigit(h) ? h - '0' : (tolower(h) - 'a' + 10));
-                advance(r);
-            }
-            if (hex) {
-                if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                    free(buf);
-                    return mt_toml_fail(r, el, ec, "invalid code point U+%04X in escape", cp);
-                }
-                n += (size_t)put_utf8(buf + n, cp);
-            }
+            n += (size_t)w;
             continue;
         }
         int l = mt_utf8_len(r->p, (size_t)(r->end - r->p), NULL);

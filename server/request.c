@@ -443,6 +443,52 @@ static int add_text(mt_request *req, const json_t *s, int index, const mt_reques
     return 0;
 }
 
+/* "format" and the decoding fields of either form; 0 or an HTTP status with a message. */
+static int parse_options(const json_t *obj, int from_form, const mt_request_limits *lim,
+                         mt_request *req, char *err, size_t errlen)
+{
+    int rc = 0;
+    const json_t *fmt = json_object_get(obj, "format");
+    if (from_form && json_is_array(fmt)) fmt = json_array_get(fmt, 0);
+    if (fmt && !json_is_null(fmt)) {
+        const char *f = json_string_value(fmt);
+        if (!f) {
+            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
+            return rc;
+        }
+        if (strcasecmp(f, "html") == 0) {
+            req->html = 1;
+        } else if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
+            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
+            return rc;
+        }
+    }
+
+    int maxb = lim->max_beam_size;
+    if (req->form == MT_FORM_LIBRE) {
+        int alternatives = 0;
+        /* LibreTranslate accepts "3" as well as 3 here. */
+        if ((rc = get_int(obj, "alternatives", 1, 0, maxb - 1, &alternatives, err, errlen)))
+            return rc;
+        req->n_best = alternatives + 1;
+    } else {
+        if ((rc = get_int(obj, "beam_size", from_form, 1, maxb, &req->beam_size, err, errlen)))
+            return rc;
+        if ((rc = get_int(obj, "n_best", from_form, 1, maxb, &req->n_best, err, errlen))) return rc;
+        if ((rc = get_number(obj, "length_penalty", from_form, 0, 10, &req->length_penalty, err,
+                             errlen)))
+            return rc;
+        if ((rc = get_int(obj, "max_length", from_form, 1, 1000000, &req->max_length, err, errlen)))
+            return rc;
+        if (req->beam_size && req->n_best > req->beam_size) {
+            rc = mt_error(400, err, errlen, "n_best (%d) must not exceed beam_size (%d)", req->n_best,
+                      req->beam_size);
+            return rc;
+        }
+    }
+    return rc;
+}
+
 int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *lim,
                      mt_request *req, char *err, size_t errlen)
 {
@@ -489,44 +535,7 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
     if ((rc = get_lang(obj, "source", from_form, &req->source, err, errlen))) goto out;
     if ((rc = get_lang(obj, "target", from_form, &req->target, err, errlen))) goto out;
 
-    const json_t *fmt = json_object_get(obj, "format");
-    if (from_form && json_is_array(fmt)) fmt = json_array_get(fmt, 0);
-    if (fmt && !json_is_null(fmt)) {
-        const char *f = json_string_value(fmt);
-        if (!f) {
-            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
-            goto out;
-        }
-        if (strcasecmp(f, "html") == 0) {
-            req->html = 1;
-        } else if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
-            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
-            goto out;
-        }
-    }
-
-    int maxb = lim->max_beam_size;
-    if (req->form == MT_FORM_LIBRE) {
-        int alternatives = 0;
-        /* LibreTranslate accepts "3" as well as 3 here. */
-        if ((rc = get_int(obj, "alternatives", 1, 0, maxb - 1, &alternatives, err, errlen)))
-            goto out;
-        req->n_best = alternatives + 1;
-    } else {
-        if ((rc = get_int(obj, "beam_size", from_form, 1, maxb, &req->beam_size, err, errlen)))
-            goto out;
-        if ((rc = get_int(obj, "n_best", from_form, 1, maxb, &req->n_best, err, errlen))) goto out;
-        if ((rc = get_number(obj, "length_penalty", from_form, 0, 10, &req->length_penalty, err,
-                             errlen)))
-            goto out;
-        if ((rc = get_int(obj, "max_length", from_form, 1, 1000000, &req->max_length, err, errlen)))
-            goto out;
-        if (req->beam_size && req->n_best > req->beam_size) {
-            rc = mt_error(400, err, errlen, "n_best (%d) must not exceed beam_size (%d)", req->n_best,
-                      req->beam_size);
-            goto out;
-        }
-    }
+    rc = parse_options(obj, from_form, lim, req, err, errlen);
 out:
     if (rc) mt_request_clear(req);
     return rc;
