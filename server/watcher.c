@@ -34,7 +34,7 @@ void srv_watch_remove_locked(mt_server *s, req_ctx *c)
 }
 
 /* Every WATCH_INTERVAL_MS: cancels jobs whose client hung up or whose deadline passed,
- * then has the batcher drop their queued sentences. */
+ * then has the service drop their queued sentences. */
 void *srv_watcher_main(void *arg)
 {
     mt_server *s = arg;
