@@ -284,6 +284,22 @@ START_TEST(service_selects_the_requested_target_token)
             found += !strcmp(code, "por") + !strcmp(code, "pob");
     }
     ck_assert_int_eq(found, 2);
+    /* through the service: the request's target selects the token, hence the input */
+    mt_service *svc = service(1, 4);
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
+    o.search.max_length = 6;
+    const char *text = "A dog runs.";
+    size_t len = strlen(text);
+    mt_translation a, b;
+    o.target_lang = "por";
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 1, &text, &len, &a, err, sizeof err) == 0, "%s", err);
+    o.target_lang = "pob";
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 1, &text, &len, &b, err, sizeof err) == 0, "%s", err);
+    ck_assert_float_ne(a.scores[0], b.scores[0]);
+    mt_translation_clear(&a);
+    mt_translation_clear(&b);
+    mt_service_free(svc);
 }
 END_TEST
 
