@@ -31,6 +31,9 @@ typedef struct {
     int default_max_length;   /* max_length from generation_config.json/config.json, else 256 */
     float default_length_penalty; /* length_penalty from the same files, else 1.0 */
     char activation[16];      /* "relu", "gelu", "swish", "quick_gelu", "gelu_new" */
+    char positions[16];       /* where the position table came from: "huggingface" (10000^(2i/d),
+                               * the default), "marian" (tensor2tensor timescales, config.json
+                               * "positions_formula": "marian") or "stored" (embed_positions) */
 } mt_model_info;
 
 /* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.
