@@ -617,4 +617,8 @@ void mt_search_options_default(const mt_model *m, mt_search_options *o)
     o->max_length = m->info.default_max_length;
     o->max_length_factor = 0.0f;
     o->n_best = 1;
+    o->sampling_topk = 1;
+    o->sampling_topp = 1.0f;
+    o->sampling_temperature = 1.0f;
+    o->repetition_penalty = 1.0f;
 }

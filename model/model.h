@@ -56,6 +56,24 @@ typedef struct {
     int n_bad_ids;
     mt_cancel_fn cancel;    /* optional */
     void *cancel_user;
+    /* Decoding controls (model/decode_opts.c); the defaults change nothing. Names follow
+     * CTranslate2's TranslationOptions. Sentences with different values must not share
+     * a batch (target_prefix excepted: it is per sentence). */
+    int sampling_topk;          /* 1: no sampling (default); 0: sample from the whole vocabulary;
+                                 * k > 1: from the k most likely. Sampling needs beam_size 1 */
+    float sampling_topp;        /* (0, 1]: sample from the smallest most-likely set of mass >= p */
+    float sampling_temperature; /* > 0: logits are divided by it before sampling (default 1) */
+    uint64_t seed;              /* sampling seed: sentence i draws from (seed, sentence_index[i], step) */
+    const uint64_t *sentence_index; /* per sentence, its index in the request; NULL: its batch
+                                 * position. Makes samples independent of batch composition */
+    int no_repeat_ngram_size;   /* > 0: no n-gram of this size occurs twice in an output */
+    float repetition_penalty;   /* >= 1 (1 = off): logits of generated tokens divided (if > 0)
+                                 * or multiplied (if < 0) by it, as CTranslate2 and HF do */
+    int min_length;             /* eos is not allowed before this many tokens (eos excluded),
+                                 * except at the step limit */
+    const int32_t *const *target_prefix; /* per sentence, ids the output starts with (NULL each
+                                 * or all: none); with beams the rest is searched as usual */
+    const int *target_prefix_len;
 } mt_search_options;
 
 /* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_opts.h"
 #include "internal.h"
 
 struct mt_sentence {
@@ -41,6 +42,10 @@ typedef struct {
     candidate *best; /* (rows, beam) */
     float *scratch;  /* (tasks, vocab) */
     int *n_best;     /* per row */
+    const mt_search_options *opts; /* decoding controls, used only when opts_active */
+    int opts_active;
+    const int *gen;  /* (rows, gen_stride): tokens generated so far */
+    size_t gen_stride;
 } rank_job;
 
 /* Inserts c into best[0..*n) (sorted: score descending, then arrival order) keeping k. */
@@ -66,10 +71,16 @@ static void rank_task(void *p, int task, int n_tasks)
     for (int r = task; r < j->rows; r += n_tasks) {
         float *lp = j->logits + (size_t)r * (size_t)V;
         const mt_sentence *s = &j->sents[j->row_sent[r]];
+        /* decoding controls (decode_opts.c): NULL gen = none set */
+        const int *gen = j->opts_active ? j->gen + (size_t)r * j->gen_stride : NULL;
+        if (gen)
+            mt_decode_opts_logits(j->opts, gen, j->step, lp, V);
         mt_log_softmax(lp, j->scratch + (size_t)task * (size_t)V, V);
         lp[m->info.pad_id] = -INFINITY;
         for (int b = 0; b < m->n_bad_ids; b++)
             lp[m->bad_ids[b]] = -INFINITY;
+        if (gen)
+            mt_decode_opts_logprobs(j->opts, &m->info, j->row_sent[r], gen, j->step, s->limit, lp, V);
         int k = j->beam - s->n_fin;
         candidate *best = j->best + (size_t)r * (size_t)j->beam;
         int n = 0;
@@ -77,6 +88,11 @@ static void rank_task(void *p, int task, int n_tasks)
         if (j->step == s->limit - 1) { /* forced eos */
             if (lp[eos] > -INFINITY)
                 best[n++] = (candidate){cum + lp[eos], r, eos};
+        } else if (gen && mt_decode_opts_sampling(j->opts)) { /* beam 1: one drawn candidate */
+            int v = mt_decode_opts_sample(j->opts, j->row_sent[r], j->step, lp, V,
+                                          j->scratch + (size_t)task * (size_t)V);
+            if (v >= 0)
+                best[n++] = (candidate){cum + lp[v], r, v};
         } else {
             for (int v = 0; v < V; v++) {
                 if (lp[v] == -INFINITY)
@@ -179,6 +195,8 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     st->error[0] = 0;
     if (n < 0 || K < 1 || K > 256 || o->n_best < 1 || o->n_best > K || o->max_length < 1)
         return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
+    if (mt_decode_opts_check(in, o, n, st->error, sizeof st->error))
+        return MT_ERR_INVALID;
     if (n == 0)
         return MT_OK;
     float *kv;
@@ -232,7 +250,8 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         slot_base += (size_t)rows;
         rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
                        .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand,
-                       .scratch = scratch};
+                       .scratch = scratch, .opts = o, .opts_active = mt_decode_opts_active(o),
+                       .gen = toks[cur], .gen_stride = stride};
         mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
 
         /* Merge each sentence's rows (contiguous) into its k best, then advance. */

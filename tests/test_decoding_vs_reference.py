@@ -9,10 +9,21 @@ must win over the formula. Encoder outputs and logits must agree within
 PROBE_TOL, and the Marian run must differ from the Hugging Face run (the switch
 has an effect).
 
+Decoding controls: tests/search-tool (mt_translate_ids) and mtref.search on a
+small random model, 40 Multi30k sentences plus random id inputs, for each control
+(no_repeat_ngram_size, repetition_penalty, min_length, target_prefix, sampling
+with top-k / top-p / temperature and a seed): generated ids must be identical
+(a beam decision closer than TIE_TOL excused, sampled outputs may differ only in
+a few sentences where float rounding moves a draw across a boundary); each
+control's defining property is also checked on the engine's output, sampling is
+reproducible from the seed whatever the batch order, and invalid values are
+refused.
+
 Run by meson (suite 'reference') with MT_BUILD_DIR, MT_SOURCE_DIR and
 MT_SHARED_DIR set; standalone, they default to ./build, this checkout and
 ../shared.
 """
+import gzip
 import json
 import os
 import shutil
@@ -30,9 +41,12 @@ SHARED_DIR = os.environ.get("MT_SHARED_DIR") or os.path.join(SOURCE_DIR, "..", "
 TOOLS_DIR = os.path.join(SOURCE_DIR, "tools")
 sys.path.insert(0, TOOLS_DIR)
 
+import reference  # noqa: E402
 from mtref import safetensors_file  # noqa: E402
 
 PROBE_TOL = 1e-4
+SCORE_TOL = 1e-4
+TIE_TOL = 1e-3
 RUN_TIMEOUT = 600
 
 
@@ -134,6 +148,151 @@ class Positions(unittest.TestCase):
         for table in (sinusoidal_positions(n, d, "marian").numpy(),
                       transformer.sinusoidal_positions(n, d, "marian").numpy()):
             np.testing.assert_allclose(table, want, atol=2e-5, rtol=0)
+
+
+def multi30k_sentences(count):
+    path = os.path.join(SHARED_DIR, "data", "multi30k", "test_2016_flickr.en.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [line.rstrip("\n") for _, line in zip(range(count), f)]
+
+
+class Controls(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="mt-controls-")
+        cls.model_dir = os.path.join(cls.tmp.name, "model")
+        subprocess.run([sys.executable, os.path.join(TOOLS_DIR, "make_test_model.py"), cls.model_dir,
+                        "--shared-dir", SHARED_DIR, "--bias-scale", "0.5", "--seed", "4"],
+                       check=True, capture_output=True, text=True)
+        cls.ref = reference.Reference(cls.model_dir)
+        cfg = cls.ref.cfg
+        rng = np.random.default_rng(3)
+        usable = [i for i in range(cfg.vocab_size) if i not in (cfg.eos_id, cfg.pad_id)]
+        cls.sources = [cls.ref.tokenizer.encode(s) for s in multi30k_sentences(40)]
+        cls.sources += [[int(x) for x in rng.choice(usable, int(rng.integers(4, 25)))] + [cfg.eos_id]
+                        for _ in range(10)]
+        tgt = [i for i in range(cfg.decoder_vocab_size) if i not in (cfg.eos_id, cfg.pad_id)]
+        cls.prefixes = [[int(x) for x in rng.choice(tgt, int(rng.integers(0, 4)))] for _ in cls.sources]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def engine(self, options, prefixes=None, expect_rc=0):
+        exe = os.path.join(BUILD_DIR, "tests", "search-tool")
+        if not os.access(exe, os.X_OK):
+            self.fail(f"{exe} is not built")
+        lines = []
+        for i, src in enumerate(self.sources):
+            line = " ".join(map(str, src))
+            if prefixes is not None:
+                line += "\t" + " ".join(map(str, prefixes[i]))
+            lines.append(line + "\n")
+        args = [f"{k}={v}" for k, v in options.items()]
+        proc = subprocess.run([exe, self.model_dir] + args, input="".join(lines), capture_output=True,
+                              text=True, timeout=RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, expect_rc, proc.stderr)
+        if expect_rc:
+            return proc.stderr
+        out = [[] for _ in self.sources]
+        for row in proc.stdout.splitlines():
+            line, ids, score = row.split("\t")
+            out[int(line)].append(([int(x) for x in ids.split()], float(score)))
+        return out
+
+    def reference(self, options, prefixes=None):
+        import torch
+        from mtref.search import SearchOptions, translate_batch
+        mapping = {"beam": "beam_size", "n_best": "n_best", "max_length": "max_length"}
+        kwargs = {mapping.get(k, k): v for k, v in options.items()}
+        kwargs["bad_ids"] = list(self.ref.cfg.bad_words_ids)
+        if prefixes is not None:
+            kwargs["target_prefix"] = prefixes
+        with torch.no_grad():
+            return translate_batch(self.ref.model, self.sources, SearchOptions(**kwargs))
+
+    def compare(self, options, prefixes=None, allowed_differences=0):
+        got = self.engine(options, prefixes)
+        want = self.reference(options, prefixes)
+        differ = []
+        for i, (g, w) in enumerate(zip(got, want)):
+            same = ([ids for ids, _ in g] == [h.ids for h in w.hyps] and
+                    all(abs(a[1] - b.score) <= SCORE_TOL for a, b in zip(g, w.hyps)))
+            if not same and w.margin >= TIE_TOL:
+                differ.append(f"sentence {i}: engine {g}\n  reference {[(h.ids, h.score) for h in w.hyps]}")
+        self.assertLessEqual(len(differ), allowed_differences, f"{options}:\n" + "\n".join(differ))
+        return got
+
+    def test_defaults_are_plain_search(self):
+        plain = self.compare({"beam": 4, "n_best": 2})
+        explicit = self.engine({"beam": 4, "n_best": 2, "sampling_topk": 1, "repetition_penalty": 1,
+                                "no_repeat_ngram_size": 0, "min_length": 0})
+        self.assertEqual(plain, explicit)
+
+    def test_no_repeat_ngram(self):
+        for beam in (1, 4):
+            for n in (1, 2, 3):
+                got = self.compare({"beam": beam, "n_best": min(beam, 2), "no_repeat_ngram_size": n})
+                for hyps in got:
+                    for ids, _ in hyps:
+                        grams = [tuple(ids[i:i + n]) for i in range(len(ids) - n + 1)]
+                        self.assertEqual(len(grams), len(set(grams)), f"n={n}: {ids} repeats an n-gram")
+
+    def test_repetition_penalty(self):
+        plain = self.engine({"beam": 1})
+        got = self.compare({"beam": 1, "repetition_penalty": 3.0})
+        self.assertNotEqual(plain, got, "the penalty changed nothing")
+        self.compare({"beam": 4, "n_best": 2, "repetition_penalty": 1.5})
+
+    def test_min_length(self):
+        for beam in (1, 4):
+            got = self.compare({"beam": beam, "min_length": 12, "max_length": 40})
+            for hyps in got:
+                self.assertTrue(hyps)
+                self.assertGreaterEqual(len(hyps[0][0]), 12)
+        short = self.compare({"beam": 1, "min_length": 30, "max_length": 5})  # the limit wins
+        self.assertTrue(all(len(h[0][0]) == 4 for h in short))
+
+    def test_target_prefix(self):
+        for beam in (1, 4):
+            got = self.compare({"beam": beam, "n_best": min(beam, 3)}, self.prefixes)
+            for hyps, prefix in zip(got, self.prefixes):
+                for ids, _ in hyps:
+                    self.assertEqual(ids[:len(prefix)], prefix)
+
+    def test_sampling_against_reference(self):
+        for options in ({"sampling_topk": 0, "sampling_temperature": 0.8, "seed": 7},
+                        {"sampling_topk": 20, "sampling_topp": 0.9, "seed": 11},
+                        {"sampling_topk": 5, "sampling_temperature": 1.5, "seed": 3, "no_repeat_ngram_size": 2}):
+            self.compare(dict(options, beam=1), allowed_differences=2)
+
+    def test_sampling_reproducible(self):
+        def ids(options):  # scores may move in the last digit with the batch's padding
+            return [[ids for ids, _ in hyps] for hyps in self.engine(options)]
+        options = {"beam": 1, "sampling_topk": 0, "sampling_temperature": 1.2, "seed": 42}
+        first = ids(options)
+        self.assertEqual(first, ids(dict(options, reverse=1)), "batch order changed samples")
+        self.assertEqual(first, ids(options))
+        other = ids(dict(options, seed=43))
+        self.assertGreater(sum(a != b for a, b in zip(first, other)), len(first) // 4,
+                           "another seed hardly changed anything")
+        greedy = ids({"beam": 1})
+        self.assertNotEqual(first, greedy, "sampling gave the greedy output")
+        # top-p that keeps only the best token is greedy decoding
+        self.assertEqual(greedy, ids({"beam": 1, "sampling_topk": 0, "sampling_topp": 1e-6, "seed": 5}))
+
+    def test_invalid_values(self):
+        for options, field in (({"beam": 4, "sampling_topk": 0}, "beam_size 1"),
+                               ({"sampling_topk": -1}, "sampling_topk"),
+                               ({"beam": 1, "sampling_topp": 0}, "sampling_topp"),
+                               ({"beam": 1, "sampling_topk": 0, "sampling_temperature": 0},
+                                "sampling_temperature"),
+                               ({"repetition_penalty": 0.5}, "repetition_penalty"),
+                               ({"no_repeat_ngram_size": -1}, "no_repeat_ngram_size"),
+                               ({"min_length": -2}, "min_length")):
+            self.assertIn(field, self.engine(options, expect_rc=2))
+        bad = [[self.ref.cfg.pad_id]] + self.prefixes[1:]
+        self.assertIn("target_prefix", self.engine({}, bad, expect_rc=2))
 
 
 def main():
