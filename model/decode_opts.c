@@ -46,6 +46,9 @@ int mt_decode_opts_check(const mt_model_info *in, const mt_search_options *o, in
         bad = "repetition_penalty must be >= 1";
     else if (o->min_length < 0)
         bad = "min_length must be >= 0";
+    else if (o->return_alignments && (o->alignment_layer >= in->decoder_layers ||
+                                      o->alignment_layer < -in->decoder_layers))
+        bad = "alignment_layer must be in [-decoder_layers, decoder_layers)";
     if (bad)
         return snprintf(err, errlen, "%s", bad), MT_ERR_INVALID;
     for (int s = 0; o->target_prefix && s < n; s++) {
@@ -107,6 +110,20 @@ void mt_decode_opts_logprobs(const mt_search_options *o, const mt_model_info *in
                 lp[gen[start + n - 1]] = -INFINITY;
         }
     }
+}
+
+int mt_decode_opts_layer(const mt_model_info *in, const mt_search_options *o)
+{
+    return o->alignment_layer < 0 ? in->decoder_layers + o->alignment_layer : o->alignment_layer;
+}
+
+int mt_decode_opts_argmax(const float *x, int n)
+{
+    int best = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[best])
+            best = i;
+    return best;
 }
 
 static uint64_t splitmix64(uint64_t x)

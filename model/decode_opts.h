@@ -34,4 +34,10 @@ int mt_decode_opts_sample(const mt_search_options *opts, int sent, int t, const 
  * so that tools/mtref draws the same. */
 double mt_decode_opts_uniform(uint64_t seed, uint64_t index, int step);
 
+/* The decoder layer whose cross-attention gives alignments (alignment_layer resolved). */
+int mt_decode_opts_layer(const mt_model_info *info, const mt_search_options *opts);
+
+/* Index of the largest of x[0..n) (the first on ties). */
+int mt_decode_opts_argmax(const float *x, int n);
+
 #endif

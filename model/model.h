@@ -74,6 +74,10 @@ typedef struct {
     const int32_t *const *target_prefix; /* per sentence, ids the output starts with (NULL each
                                  * or all: none); with beams the rest is searched as usual */
     const int *target_prefix_len;
+    int return_scores;          /* fill mt_hypothesis.token_scores */
+    int return_alignments;      /* fill mt_hypothesis.alignment */
+    int alignment_layer;        /* decoder layer whose cross-attention aligns; < 0 counts from
+                                 * the end (default -1: the last) */
 } mt_search_options;
 
 /* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */
@@ -84,6 +88,10 @@ typedef struct {
     const int32_t *ids; /* borrowed from the state, valid until its next search */
     int length;
     float score;        /* normalised: sum of log-probs / length^alpha (eos counted) */
+    const float *token_scores;  /* return_scores: length + 1 log-probs (the last is eos's), as
+                                 * the search saw them (after the controls); else NULL */
+    const int32_t *alignment;   /* return_alignments: per id, the source position (0-based, in
+                                 * the source ids) its step attended to most; else NULL */
 } mt_hypothesis;
 
 typedef struct {

@@ -127,7 +127,9 @@ void mt_state_free(mt_state *st)
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
                       &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
-                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch};
+                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch,
+                      &st->attn, &st->ahist[0], &st->ahist[1], &st->shist[0], &st->shist[1],
+                      &st->fin_align, &st->fin_scores};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mt_buf_release(bufs[i]);
     free(st);
@@ -227,6 +229,22 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand || !scratch ||
         !fin_ids || !fin)
         return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
+    /* ---- return_scores / return_alignments: per-row histories moved like toks ---- */
+    int want_hist = o->return_scores || o->return_alignments;
+    int *ahist[2] = {NULL, NULL}, attn_layer = mt_decode_opts_layer(in, o);
+    float *shist[2] = {NULL, NULL}, *attn = NULL, *fin_scores = NULL;
+    int32_t *fin_align = NULL;
+    if (want_hist) {
+        for (int b = 0; b < 2; b++) {
+            ahist[b] = mt_buf_reserve(&st->ahist[b], sizeof(int) * max_rows * stride);
+            shist[b] = mt_buf_reserve(&st->shist[b], sizeof(float) * max_rows * stride);
+        }
+        attn = mt_buf_reserve(&st->attn, sizeof(float) * max_rows * (size_t)max_src);
+        fin_align = mt_buf_reserve(&st->fin_align, sizeof(int32_t) * max_rows * stride);
+        fin_scores = mt_buf_reserve(&st->fin_scores, sizeof(float) * max_rows * stride);
+        if (!ahist[0] || !ahist[1] || !shist[0] || !shist[1] || !attn || !fin_align || !fin_scores)
+            return fail(st, MT_ERR_NOMEM, "out of memory for scores and alignments");
+    }
 
     int cur = 0, rows = n;
     size_t slot_base = 0;
@@ -244,6 +262,8 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         mt_decoder_input din = {.rows = rows, .step = t, .tokens = tok_in, .row_sent = rs, .hist = hist[cur],
                                 .hist_stride = (int)stride, .slot_base = slot_base, .cross_kv = kv,
                                 .src_off = src_off, .src_len = lens, .max_src_len = max_src};
+        din.attn_out = o->return_alignments ? attn : NULL;
+        din.attn_layer = attn_layer;
         float *logits;
         if ((rc = mt_decoder_step(st, &din, &logits)))
             return fail(st, rc, "out of memory in the decoder");
@@ -281,6 +301,17 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                         ids[q] = ptoks[q];
                     fin[f] = (mt_hypothesis){.ids = ids, .length = t,
                                              .score = c->score / powf((float)(t + 1), o->length_penalty)};
+                    if (want_hist) { /* the path's log-probs (eos's last) and alignments */
+                        float *fs = fin_scores + (size_t)f * stride;
+                        int32_t *fa = fin_align + (size_t)f * stride;
+                        for (int q = 0; q < t; q++) {
+                            fs[q] = shist[cur][(size_t)c->row * stride + (size_t)q];
+                            fa[q] = ahist[cur][(size_t)c->row * stride + (size_t)q];
+                        }
+                        fs[t] = logits[(size_t)c->row * (size_t)V + (size_t)c->token];
+                        fin[f].token_scores = o->return_scores ? fs : NULL;
+                        fin[f].alignment = o->return_alignments ? fa : NULL;
+                    }
                 } else {
                     int nr = new_rows++;
                     ns[nr] = s;
@@ -290,6 +321,15 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                     memcpy(dt, ptoks, sizeof(int) * (size_t)t);
                     dt[t] = c->token;
                     memcpy(dh, hist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)(t + 1));
+                    if (want_hist) {
+                        int *da = ahist[!cur] + (size_t)nr * stride;
+                        float *ds = shist[!cur] + (size_t)nr * stride;
+                        memcpy(da, ahist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)t);
+                        memcpy(ds, shist[cur] + (size_t)c->row * stride, sizeof(float) * (size_t)t);
+                        da[t] = o->return_alignments ? mt_decode_opts_argmax(attn + (size_t)c->row * (size_t)max_src,
+                                                                              lens[s]) : 0;
+                        ds[t] = logits[(size_t)c->row * (size_t)V + (size_t)c->token];
+                    }
                 }
             }
             a = b;

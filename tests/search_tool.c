@@ -4,8 +4,9 @@
  * them all in one batch and prints per hypothesis "LINE<TAB>IDS<TAB>SCORE".
  * Keys: beam, n_best, max_length, length_penalty, sampling_topk, sampling_topp,
  * sampling_temperature, seed, no_repeat_ngram_size, repetition_penalty, min_length,
- * index_base (sentence i gets index index_base + i), reverse=1 (batch in reverse order,
- * output still in input order). Exit 2 on invalid options, with the engine's message. */
+ * return_scores, return_alignments, alignment_layer (extra columns: the token log-probs,
+ * eos's last, then the alignment), index_base (sentence i gets index index_base + i),
+ * reverse=1 (batch in reverse order, output still in input order). Exit 2 on invalid options, with the engine's message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,9 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "no_repeat_ngram_size")) o.no_repeat_ngram_size = atoi(v);
         else if (!strcmp(k, "repetition_penalty")) o.repetition_penalty = strtof(v, NULL);
         else if (!strcmp(k, "min_length")) o.min_length = atoi(v);
+        else if (!strcmp(k, "return_scores")) o.return_scores = atoi(v);
+        else if (!strcmp(k, "return_alignments")) o.return_alignments = atoi(v);
+        else if (!strcmp(k, "alignment_layer")) o.alignment_layer = atoi(v);
         else if (!strcmp(k, "index_base")) index_base = strtoull(v, NULL, 10);
         else if (!strcmp(k, "reverse")) reverse = atoi(v);
         else {
@@ -117,7 +121,17 @@ int main(int argc, char **argv)
                 printf("%d\t", l);
                 for (int i = 0; i < res[b].hyps[h].length; i++)
                     printf(i ? " %d" : "%d", res[b].hyps[h].ids[i]);
-                printf("\t%.6f\n", res[b].hyps[h].score);
+                printf("\t%.6f", res[b].hyps[h].score);
+                const mt_hypothesis *y = &res[b].hyps[h];
+                if (y->token_scores)
+                    for (int i = 0; i <= y->length; i++)
+                        printf(i ? " %.6f" : "\t%.6f", y->token_scores[i]);
+                if (y->alignment) {
+                    printf("\t");
+                    for (int i = 0; i < y->length; i++)
+                        printf(i ? " %d" : "%d", y->alignment[i]);
+                }
+                printf("\n");
             }
         }
     mt_state_free(st);

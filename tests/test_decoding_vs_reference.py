@@ -17,7 +17,14 @@ with top-k / top-p / temperature and a seed): generated ids must be identical
 a few sentences where float rounding moves a draw across a boundary); each
 control's defining property is also checked on the engine's output, sampling is
 reproducible from the seed whatever the batch order, and invalid values are
-refused.
+refused. return_scores / return_alignments: per-token log-probs within SCORE_TOL
+of the reference's (their mean is the normalised score) and the head-averaged
+cross-attention argmax of the chosen layer equal to the reference's (at most 1%
+of tokens may differ on near ties), without changing the search.
+
+Alignment quality: tools/align_eval.py's alignment error rate on the hand-aligned
+Multi30k pairs of tests/data/alignments_multi30k_en_de.txt with models/en-de must
+stay below 0.25 (measured 0.159).
 
 Run by meson (suite 'reference') with MT_BUILD_DIR, MT_SOURCE_DIR and
 MT_SHARED_DIR set; standalone, they default to ./build, this checkout and
@@ -196,8 +203,9 @@ class Controls(unittest.TestCase):
             return proc.stderr
         out = [[] for _ in self.sources]
         for row in proc.stdout.splitlines():
-            line, ids, score = row.split("\t")
-            out[int(line)].append(([int(x) for x in ids.split()], float(score)))
+            line, ids, score, *extra = row.split("\t")
+            out[int(line)].append(([int(x) for x in ids.split()], float(score)) +
+                                  tuple(e.split() for e in extra))
         return out
 
     def reference(self, options, prefixes=None):
@@ -281,6 +289,32 @@ class Controls(unittest.TestCase):
         # top-p that keeps only the best token is greedy decoding
         self.assertEqual(greedy, ids({"beam": 1, "sampling_topk": 0, "sampling_topp": 1e-6, "seed": 5}))
 
+    def test_scores_and_alignments(self):
+        for options in ({"beam": 1}, {"beam": 4, "n_best": 2, "alignment_layer": 0},
+                        {"beam": 1, "sampling_topk": 10, "seed": 9}):
+            options = dict(options, return_scores=1, return_alignments=1)
+            got = self.engine(options)
+            plain = self.engine({k: v for k, v in options.items() if not k.startswith("return")})
+            self.assertEqual([[h[:2] for h in hyps] for hyps in got], plain, "returning them changed the search")
+            want = self.reference(options)
+            aligned = differ = 0
+            for i, (g, w) in enumerate(zip(got, want)):
+                for (ids, score, lps, align), ref in zip(g, w.hyps):
+                    if ids != ref.ids:
+                        continue  # a near tie (compare() checks the ids themselves)
+                    lps = [float(x) for x in lps]
+                    self.assertEqual(len(lps), len(ids) + 1)
+                    np.testing.assert_allclose(lps, ref.token_scores, atol=SCORE_TOL, rtol=0)
+                    # The normalised score is their sum over length^alpha (alpha 1 here).
+                    self.assertAlmostEqual(sum(lps) / len(lps), score, delta=SCORE_TOL)
+                    align = [int(x) for x in align]
+                    self.assertEqual(len(align), len(ids))
+                    self.assertTrue(all(0 <= a < len(self.sources[i]) for a in align))
+                    aligned += len(align)
+                    differ += sum(a != b for a, b in zip(align, ref.alignment))
+            self.assertGreater(aligned, 100)
+            self.assertLessEqual(differ, aligned // 100, f"{options}: {differ} of {aligned} alignments differ")
+
     def test_invalid_values(self):
         for options, field in (({"beam": 4, "sampling_topk": 0}, "beam_size 1"),
                                ({"sampling_topk": -1}, "sampling_topk"),
@@ -289,10 +323,26 @@ class Controls(unittest.TestCase):
                                 "sampling_temperature"),
                                ({"repetition_penalty": 0.5}, "repetition_penalty"),
                                ({"no_repeat_ngram_size": -1}, "no_repeat_ngram_size"),
-                               ({"min_length": -2}, "min_length")):
+                               ({"min_length": -2}, "min_length"),
+                               ({"return_alignments": 1, "alignment_layer": 5}, "alignment_layer")):
             self.assertIn(field, self.engine(options, expect_rc=2))
         bad = [[self.ref.cfg.pad_id]] + self.prefixes[1:]
         self.assertIn("target_prefix", self.engine({}, bad, expect_rc=2))
+
+
+class AlignmentQuality(unittest.TestCase):
+    """tools/align_eval.py on the hand-annotated Multi30k pairs with the bundled en-de model."""
+
+    def test_alignment_error_rate(self):
+        model = os.path.join(SOURCE_DIR, "models", "en-de")
+        proc = subprocess.run([sys.executable, os.path.join(TOOLS_DIR, "align_eval.py"), "--model", model,
+                               "--search-tool", os.path.join(BUILD_DIR, "tests", "search-tool")],
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        last = proc.stdout.splitlines()[-1]
+        print(f"\n  {last}", file=sys.stderr)
+        aer = float(last.split("AER ")[1].split()[0])
+        self.assertLess(aer, 0.25, last)  # measured 0.159 (last layer), 2026-11-23
 
 
 def main():

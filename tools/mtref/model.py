@@ -232,6 +232,9 @@ class MarianModel:
             q_w, _, _, o_w = layer.cross_attn
             q = self._project_q(q_w, h.view(n, slots, -1), heads)   # [N, H, slots, dh]
             ck, cv = cache.cross[i]
+            if cache.align_layer == i:  # alignments: this layer's probabilities, head mean
+                scores = torch.matmul(q, ck.transpose(-1, -2)).masked_fill(cache.src_mask, float("-inf"))
+                cache.attention = torch.softmax(scores, dim=-1).mean(dim=1).reshape(n * slots, -1)
             a = _merge_heads(_attend(q, ck, cv, cache.src_mask))      # [N, slots, d]
             a = F.linear(a.reshape(n * slots, 1, -1), *o_w)
             h = F.layer_norm(h + a, h.shape[-1:], *layer.cross_ln, eps=LN_EPS)
@@ -247,6 +250,8 @@ class DecoderCache:
         self.src_mask = src_mask    # [N, 1, 1, S], True on source padding
         self.slots = slots
         self.self_kv = [None] * layers  # per layer (K, V), each [N*slots, H, t, dh]
+        self.align_layer = None     # decoder layer whose cross-attention decode_step keeps
+        self.attention = None       # [N*slots, S]: its probabilities averaged over heads
 
     def append(self, layer, k, v):
         """Adds this step's k, v [R, H, 1, dh] and returns the whole history."""

@@ -57,6 +57,9 @@ class SearchOptions:
     repetition_penalty: float = 1.0
     min_length: int = 0
     target_prefix: list = None       # per sentence, a list of ids (or None)
+    return_scores: bool = False      # Hypothesis.token_scores: log-probs of ids then eos
+    return_alignments: bool = False  # Hypothesis.alignment: per id, argmax source position
+    alignment_layer: int = -1        # of the head-averaged cross-attention of this layer
 
     def controls(self):
         """True when any decoding control is set (the plain search otherwise)."""
@@ -84,6 +87,8 @@ class Hypothesis:
     """A finished translation: generated ids without start and eos, normalised score."""
     ids: list
     score: float
+    token_scores: list = None
+    alignment: list = None
 
 
 def step_limit(opts, src_len, max_positions):
@@ -222,6 +227,9 @@ def translate_batch(model, sources, opts):
 
     enc = model.encode(src, src_pad)
     cache = model.start_decoding(enc, src_pad, k_beam)
+    if opts.return_alignments:
+        cache.align_layer = opts.alignment_layer % cfg.decoder_layers
+    paths = {s: [([], [])] for s in range(n)}  # per alive hypothesis: (log-probs, alignments)
     limits = [step_limit(opts, len(s), cfg.max_positions) for s in sources]
     banned = torch.tensor(sorted({cfg.pad_id, *opts.bad_ids}), dtype=torch.long)
     alpha = np.float32(opts.length_penalty)
@@ -274,15 +282,24 @@ def translate_batch(model, sources, opts):
             for flat, score in picked[i]:
                 h, v = divmod(flat, vocab)
                 prefix = alive[s][h]
+                row = i * k_beam + h
+                lps, aligns = paths[s][h]
+                lps = lps + [float(lp[row, v])]
                 if v == cfg.eos_id:
                     length = np.float32(t + 1)
                     normalised = np.float32(score) / (length ** alpha)
-                    finished[s].append(Hypothesis(prefix[1:], float(normalised)))
+                    finished[s].append(Hypothesis(
+                        prefix[1:], float(normalised), lps if opts.return_scores else None,
+                        aligns if opts.return_alignments else None))
                 else:
-                    survivors.append((i * k_beam + h, prefix + [v], score))
+                    if opts.return_alignments:
+                        aligns = aligns + [int(torch.argmax(cache.attention[row, :len(sources[s])]))]
+                    survivors.append((row, prefix + [v], score, (lps, aligns)))
             if not survivors:
                 continue
-            alive[s] = [p for _, p, _ in survivors]
+            alive[s] = [p for _, p, _, _ in survivors]
+            paths[s] = [x for _, _, _, x in survivors]
+            survivors = [x[:3] for x in survivors]
             next_active.append(i)
             pad_slots = k_beam - len(survivors)
             parent_rows += [r for r, _, _ in survivors] + [survivors[0][0]] * pad_slots
