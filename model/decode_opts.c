@@ -49,6 +49,9 @@ int mt_decode_opts_check(const mt_model_info *in, const mt_search_options *o, in
     else if (o->return_alignments && (o->alignment_layer >= in->decoder_layers ||
                                       o->alignment_layer < -in->decoder_layers))
         bad = "alignment_layer must be in [-decoder_layers, decoder_layers)";
+    else if (o->replace_unknowns && (o->unk_id < 0 || o->unk_id >= in->tgt_vocab_size ||
+                                     in->src_vocab_size != in->tgt_vocab_size))
+        bad = "replace_unknowns needs unk_id (0 to the vocabulary size - 1) and one shared vocabulary";
     if (bad)
         return snprintf(err, errlen, "%s", bad), MT_ERR_INVALID;
     for (int s = 0; o->target_prefix && s < n; s++) {
@@ -116,6 +119,8 @@ int mt_decode_opts_layer(const mt_model_info *in, const mt_search_options *o)
 {
     return o->alignment_layer < 0 ? in->decoder_layers + o->alignment_layer : o->alignment_layer;
 }
+
+int mt_decode_opts_aligns(const mt_search_options *o) { return o->return_alignments || o->replace_unknowns; }
 
 int mt_decode_opts_argmax(const float *x, int n)
 {

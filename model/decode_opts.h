@@ -37,6 +37,9 @@ double mt_decode_opts_uniform(uint64_t seed, uint64_t index, int step);
 /* The decoder layer whose cross-attention gives alignments (alignment_layer resolved). */
 int mt_decode_opts_layer(const mt_model_info *info, const mt_search_options *opts);
 
+/* 1 when the search must compute alignments (returned, or used by replace_unknowns). */
+int mt_decode_opts_aligns(const mt_search_options *opts);
+
 /* Index of the largest of x[0..n) (the first on ties). */
 int mt_decode_opts_argmax(const float *x, int n);
 

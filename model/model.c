@@ -622,4 +622,5 @@ void mt_search_options_default(const mt_model *m, mt_search_options *o)
     o->sampling_temperature = 1.0f;
     o->repetition_penalty = 1.0f;
     o->alignment_layer = -1;
+    o->unk_id = -1;
 }

@@ -78,6 +78,9 @@ typedef struct {
     int return_alignments;      /* fill mt_hypothesis.alignment */
     int alignment_layer;        /* decoder layer whose cross-attention aligns; < 0 counts from
                                  * the end (default -1: the last) */
+    int replace_unknowns;       /* shared vocabulary only: an unk_id in an output becomes the
+                                 * source id it is aligned to (unless that is unk_id too) */
+    int32_t unk_id;             /* the tokenizer's <unk> id (default -1: none) */
 } mt_search_options;
 
 /* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */

@@ -230,7 +230,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         !fin_ids || !fin)
         return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
     /* ---- return_scores / return_alignments: per-row histories moved like toks ---- */
-    int want_hist = o->return_scores || o->return_alignments;
+    int want_hist = o->return_scores || mt_decode_opts_aligns(o);
     int *ahist[2] = {NULL, NULL}, attn_layer = mt_decode_opts_layer(in, o);
     float *shist[2] = {NULL, NULL}, *attn = NULL, *fin_scores = NULL;
     int32_t *fin_align = NULL;
@@ -262,7 +262,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         mt_decoder_input din = {.rows = rows, .step = t, .tokens = tok_in, .row_sent = rs, .hist = hist[cur],
                                 .hist_stride = (int)stride, .slot_base = slot_base, .cross_kv = kv,
                                 .src_off = src_off, .src_len = lens, .max_src_len = max_src};
-        din.attn_out = o->return_alignments ? attn : NULL;
+        din.attn_out = mt_decode_opts_aligns(o) ? attn : NULL;
         din.attn_layer = attn_layer;
         float *logits;
         if ((rc = mt_decoder_step(st, &din, &logits)))
@@ -311,6 +311,9 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                         fs[t] = logits[(size_t)c->row * (size_t)V + (size_t)c->token];
                         fin[f].token_scores = o->return_scores ? fs : NULL;
                         fin[f].alignment = o->return_alignments ? fa : NULL;
+                        for (int q = 0; o->replace_unknowns && q < t; q++) /* replace_unknowns */
+                            if (ids[q] == o->unk_id && src[s][fa[q]] != o->unk_id)
+                                ids[q] = src[s][fa[q]];
                     }
                 } else {
                     int nr = new_rows++;
@@ -326,7 +329,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                         float *ds = shist[!cur] + (size_t)nr * stride;
                         memcpy(da, ahist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)t);
                         memcpy(ds, shist[cur] + (size_t)c->row * stride, sizeof(float) * (size_t)t);
-                        da[t] = o->return_alignments ? mt_decode_opts_argmax(attn + (size_t)c->row * (size_t)max_src,
+                        da[t] = mt_decode_opts_aligns(o) ? mt_decode_opts_argmax(attn + (size_t)c->row * (size_t)max_src,
                                                                               lens[s]) : 0;
                         ds[t] = logits[(size_t)c->row * (size_t)V + (size_t)c->token];
                     }

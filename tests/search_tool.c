@@ -4,7 +4,7 @@
  * them all in one batch and prints per hypothesis "LINE<TAB>IDS<TAB>SCORE".
  * Keys: beam, n_best, max_length, length_penalty, sampling_topk, sampling_topp,
  * sampling_temperature, seed, no_repeat_ngram_size, repetition_penalty, min_length,
- * return_scores, return_alignments, alignment_layer (extra columns: the token log-probs,
+ * replace_unknowns, unk_id, return_scores, return_alignments, alignment_layer (extra columns: the token log-probs,
  * eos's last, then the alignment), index_base (sentence i gets index index_base + i),
  * reverse=1 (batch in reverse order, output still in input order). Exit 2 on invalid options, with the engine's message. */
 #include <stdio.h>
@@ -61,6 +61,8 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "return_scores")) o.return_scores = atoi(v);
         else if (!strcmp(k, "return_alignments")) o.return_alignments = atoi(v);
         else if (!strcmp(k, "alignment_layer")) o.alignment_layer = atoi(v);
+        else if (!strcmp(k, "replace_unknowns")) o.replace_unknowns = atoi(v);
+        else if (!strcmp(k, "unk_id")) o.unk_id = atoi(v);
         else if (!strcmp(k, "index_base")) index_base = strtoull(v, NULL, 10);
         else if (!strcmp(k, "reverse")) reverse = atoi(v);
         else {

@@ -315,6 +315,22 @@ class Controls(unittest.TestCase):
             self.assertGreater(aligned, 100)
             self.assertLessEqual(differ, aligned // 100, f"{options}: {differ} of {aligned} alignments differ")
 
+    def test_replace_unknowns(self):
+        unk = self.ref.tokenizer.unk_id
+        prefixes = [[unk] + p for p in self.prefixes]  # every output starts with <unk>
+        kept = self.engine({"beam": 2, "return_alignments": 1}, prefixes)
+        self.assertTrue(all(h[0][0][0] == unk for h in kept))
+        got = self.engine({"beam": 2, "return_alignments": 1, "replace_unknowns": 1, "unk_id": unk}, prefixes)
+        replaced = 0
+        for i, (hyps, before) in enumerate(zip(got, kept)):
+            ids, _, align = hyps[0]
+            self.assertEqual(align, before[0][2])
+            want = self.sources[i][int(align[0])]
+            self.assertEqual(ids[0], want if want != unk else unk)
+            self.assertEqual(ids[1:], before[0][0][1:])
+            replaced += ids[0] != unk
+        self.assertGreater(replaced, len(got) // 2)
+
     def test_invalid_values(self):
         for options, field in (({"beam": 4, "sampling_topk": 0}, "beam_size 1"),
                                ({"sampling_topk": -1}, "sampling_topk"),
@@ -324,7 +340,8 @@ class Controls(unittest.TestCase):
                                ({"repetition_penalty": 0.5}, "repetition_penalty"),
                                ({"no_repeat_ngram_size": -1}, "no_repeat_ngram_size"),
                                ({"min_length": -2}, "min_length"),
-                               ({"return_alignments": 1, "alignment_layer": 5}, "alignment_layer")):
+                               ({"return_alignments": 1, "alignment_layer": 5}, "alignment_layer"),
+                               ({"replace_unknowns": 1}, "replace_unknowns")):
             self.assertIn(field, self.engine(options, expect_rc=2))
         bad = [[self.ref.cfg.pad_id]] + self.prefixes[1:]
         self.assertIn("target_prefix", self.engine({}, bad, expect_rc=2))
