@@ -301,6 +301,8 @@ typedef struct {
     const int *row_sent, *src_off, *src_len;
     float *scores;        /* max_keys floats per task */
     int max_keys;
+    float *attn_out;      /* optional alignment copy-out, see mt_decoder_input */
+    int attn_layer, attn_ld;
 } dec_attn_job;
 
 /* out = softmax(scores) . values, over n keys; scores already hold q.k. */
@@ -361,6 +363,16 @@ static void dec_attn_rows(const dec_attn_job *j, int task, int n_tasks, int cros
             }
             weighted_sum(scores, n, cross ? cross_value : self_value, j, r, h, hd,
                          j->ctx + (size_t)r * (size_t)d + (size_t)h * (size_t)hd);
+            /* ---- alignments: scores now hold this head's probabilities; average the
+             * heads of one layer (as Marian and CTranslate2 do) ---- */
+            if (cross && j->attn_out && j->layer == j->attn_layer) {
+                float *a = j->attn_out + (size_t)r * (size_t)j->attn_ld;
+                if (h == 0)
+                    memset(a, 0, sizeof *a * (size_t)j->attn_ld);
+                for (int i = 0; i < n; i++)
+                    a[i] += scores[i] / (float)m->info.decoder_heads;
+            }
+            /* ---- end alignments ---- */
         }
     }
 }
@@ -406,7 +418,8 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
     dec_attn_job j = {.model = m, .ctx = ctx, .rows = rows, .step = in->step, .cache_k = ck, .cache_v = cv,
                       .hist = in->hist, .hist_stride = in->hist_stride, .cross = in->cross_kv,
                       .row_sent = in->row_sent, .src_off = in->src_off, .src_len = in->src_len,
-                      .scores = scores, .max_keys = max_keys};
+                      .scores = scores, .max_keys = max_keys,
+                      .attn_out = in->attn_out, .attn_layer = in->attn_layer, .attn_ld = in->max_src_len};
     for (int l = 0; l < L; l++) {
         const mt_decoder_layer *Ly = &m->dec[l];
         j.layer = l;

@@ -92,6 +92,10 @@ struct mt_state {
     mt_buf lsm_scratch;         /* per thread: one row of exponentials */
     mt_buf sentences;           /* mt_sentence */
     mt_buf fin_ids, fin;        /* finished hypotheses: ids and mt_hypothesis */
+    /* return_scores / return_alignments (decode_opts.c): per-row histories like toks */
+    mt_buf attn;                /* float (rows, max_src): head-averaged cross-attention */
+    mt_buf ahist[2], shist[2];  /* int / float (rows, steps): aligned source position, log-prob */
+    mt_buf fin_align, fin_scores;
 };
 
 /* Formats a message into buf[len] (snprintf with a va_list), returns buf. */
@@ -116,6 +120,9 @@ typedef struct {
     const float *cross_kv;          /* from mt_cross_kv */
     const int *src_off, *src_len;   /* per sentence: first row in cross_kv, token count */
     int max_src_len;
+    float *attn_out;                /* optional (rows, max_src_len): layer attn_layer's cross-
+                                     * attention probabilities averaged over heads */
+    int attn_layer;
 } mt_decoder_input;
 
 /* Forward pieces (forward.c). Results live in the state's buffers. */

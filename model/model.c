@@ -197,6 +197,13 @@ static int read_hparams(mt_model *m, config_reader *r)
                          "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
                          "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
     }
+    /* Marian (which trained OPUS-MT) and Hugging Face compute different sinusoids; a
+     * converter records which one the weights were trained with. */
+    json_t *pf = json_object_get(r->cfg, "positions_formula");
+    const char *f = pf ? json_string_value(pf) : "huggingface";
+    if (!f || (strcmp(f, "huggingface") && strcmp(f, "marian")))
+        return mt_format(r->err, r->errlen, "config.json: \"positions_formula\" must be \"huggingface\" or \"marian\""), -1;
+    snprintf(in->positions, sizeof in->positions, "%s", f);
     static const char *const names[] = {"relu", "gelu", "swish", "quick_gelu", "gelu_new"};
     snprintf(in->activation, sizeof in->activation, "%s", names[m->activation]);
 
@@ -377,6 +384,51 @@ static const float *load_matrix(weight_loader *w, const mt_tensor_view *t, int64
     return seen_dst[(*n_seen)++];
 }
 
+/* The (max_positions, d) position table: a stored embed_positions table when the checkpoint
+ * has one (both sides must then agree, as the engine shares one table), else the formula
+ * of config.json. Both formulas put sin in the first half and cos in the second and are
+ * evaluated in double, then rounded, as the PyTorch reference does. */
+static int load_positions(weight_loader *w, mt_model *m, float *pos)
+{
+    mt_model_info *in = &m->info;
+    int64_t d = in->d_model, n = in->max_positions;
+    const mt_tensor_view *te = find(w, "model.encoder.embed_positions.weight");
+    const mt_tensor_view *td = find(w, "model.decoder.embed_positions.weight");
+    if ((te && check_shape(w, te, n, d)) || (td && check_shape(w, td, n, d)))
+        return -1;
+    if (te || td) {
+        snprintf(in->positions, sizeof in->positions, "stored");
+        if (!pos)
+            return 0;
+        mt_tensor_to_f32(te ? te : td, pos);
+        if (te && td) {
+            float *other = malloc(sizeof *other * (size_t)(n * d));
+            if (!other)
+                return mt_format(w->err, w->errlen, "out of memory"), -1;
+            mt_tensor_to_f32(td, other);
+            int same = !memcmp(other, pos, sizeof *other * (size_t)(n * d));
+            free(other);
+            if (!same)
+                return mt_format(w->err, w->errlen, "model.safetensors: the encoder's and the decoder's "
+                                 "embed_positions differ (one shared table is supported)"), -1;
+        }
+        return 0;
+    }
+    if (!pos)
+        return 0;
+    int marian = !strcmp(in->positions, "marian");
+    double log_inc = log(10000.0) / (d / 2 - 1 > 0 ? (double)(d / 2 - 1) : 1.0);
+    for (int64_t p = 0; p < n; p++)
+        for (int64_t i = 0; i < d / 2; i++) {
+            /* Marian: tensor2tensor timescales exp(-i log(10000)/(d/2-1)); HF: 10000^(2i/d) */
+            double angle = marian ? (double)p * exp(-(double)i * log_inc)
+                                  : (double)p / pow(10000.0, 2.0 * (double)i / (double)d);
+            pos[p * d + i] = (float)sin(angle);
+            pos[p * d + d / 2 + i] = (float)cos(angle);
+        }
+    return 0;
+}
+
 static int load_weights(mt_model *m, weight_loader *w)
 {
     const mt_model_info *in = &m->info;
@@ -419,14 +471,8 @@ static int load_weights(mt_model *m, weight_loader *w)
     m->logits_bias = bias;
 
     float *pos = take(w, (size_t)(in->max_positions * d));
-    if (pos) { /* HF MarianSinusoidalPositionalEmbedding: sin in the first half, cos in the second */
-        for (int p = 0; p < in->max_positions; p++)
-            for (int i = 0; i < d / 2; i++) {
-                double angle = p / pow(10000.0, 2.0 * i / (double)d);
-                pos[p * d + i] = (float)sin(angle);
-                pos[p * d + d / 2 + i] = (float)cos(angle);
-            }
-    }
+    if (load_positions(w, m, pos))
+        return -1;
     m->positions = pos;
 
     for (int l = 0; l < in->encoder_layers; l++) {
@@ -471,11 +517,10 @@ static int load_weights(mt_model *m, weight_loader *w)
     }
 
     /* Anything left over is a tensor this architecture does not have: refuse rather than
-     * silently ignore weights (e.g. a pre-norm model's final layer_norm). Positional
-     * tables are recomputed, so stored copies are fine. */
+     * silently ignore weights (e.g. a pre-norm model's final layer_norm). */
     for (int i = 0; i < mt_safetensors_count(w->file); i++) {
         const char *tn = mt_safetensors_at(w->file, i)->name;
-        if (!w->used[i] && !strstr(tn, "embed_positions"))
+        if (!w->used[i])
             return mt_format(w->err, w->errlen, "model.safetensors: unexpected tensor '%s' "
                              "(not part of a post-norm MarianMT model with this config.json)", tn), -1;
     }
@@ -572,4 +617,10 @@ void mt_search_options_default(const mt_model *m, mt_search_options *o)
     o->max_length = m->info.default_max_length;
     o->max_length_factor = 0.0f;
     o->n_best = 1;
+    o->sampling_topk = 1;
+    o->sampling_topp = 1.0f;
+    o->sampling_temperature = 1.0f;
+    o->repetition_penalty = 1.0f;
+    o->alignment_layer = -1;
+    o->unk_id = -1;
 }

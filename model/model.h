@@ -31,6 +31,9 @@ typedef struct {
     int default_max_length;   /* max_length from generation_config.json/config.json, else 256 */
     float default_length_penalty; /* length_penalty from the same files, else 1.0 */
     char activation[16];      /* "relu", "gelu", "swish", "quick_gelu", "gelu_new" */
+    char positions[16];       /* where the position table came from: "huggingface" (10000^(2i/d),
+                               * the default), "marian" (tensor2tensor timescales, config.json
+                               * "positions_formula": "marian") or "stored" (embed_positions) */
 } mt_model_info;
 
 /* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.
@@ -53,6 +56,31 @@ typedef struct {
     int n_bad_ids;
     mt_cancel_fn cancel;    /* optional */
     void *cancel_user;
+    /* Decoding controls (model/decode_opts.c); the defaults change nothing. Names follow
+     * CTranslate2's TranslationOptions. Sentences with different values must not share
+     * a batch (target_prefix excepted: it is per sentence). */
+    int sampling_topk;          /* 1: no sampling (default); 0: sample from the whole vocabulary;
+                                 * k > 1: from the k most likely. Sampling needs beam_size 1 */
+    float sampling_topp;        /* (0, 1]: sample from the smallest most-likely set of mass >= p */
+    float sampling_temperature; /* > 0: logits are divided by it before sampling (default 1) */
+    uint64_t seed;              /* sampling seed: sentence i draws from (seed, sentence_index[i], step) */
+    const uint64_t *sentence_index; /* per sentence, its index in the request; NULL: its batch
+                                 * position. Makes samples independent of batch composition */
+    int no_repeat_ngram_size;   /* > 0: no n-gram of this size occurs twice in an output */
+    float repetition_penalty;   /* >= 1 (1 = off): logits of generated tokens divided (if > 0)
+                                 * or multiplied (if < 0) by it, as CTranslate2 and HF do */
+    int min_length;             /* eos is not allowed before this many tokens (eos excluded),
+                                 * except at the step limit */
+    const int32_t *const *target_prefix; /* per sentence, ids the output starts with (NULL each
+                                 * or all: none); with beams the rest is searched as usual */
+    const int *target_prefix_len;
+    int return_scores;          /* fill mt_hypothesis.token_scores */
+    int return_alignments;      /* fill mt_hypothesis.alignment */
+    int alignment_layer;        /* decoder layer whose cross-attention aligns; < 0 counts from
+                                 * the end (default -1: the last) */
+    int replace_unknowns;       /* shared vocabulary only: an unk_id in an output becomes the
+                                 * source id it is aligned to (unless that is unk_id too) */
+    int32_t unk_id;             /* the tokenizer's <unk> id (default -1: none) */
 } mt_search_options;
 
 /* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */
@@ -63,6 +91,10 @@ typedef struct {
     const int32_t *ids; /* borrowed from the state, valid until its next search */
     int length;
     float score;        /* normalised: sum of log-probs / length^alpha (eos counted) */
+    const float *token_scores;  /* return_scores: length + 1 log-probs (the last is eos's), as
+                                 * the search saw them (after the controls); else NULL */
+    const int32_t *alignment;   /* return_alignments: per id, the source position (0-based, in
+                                 * the source ids) its step attended to most; else NULL */
 } mt_hypothesis;
 
 typedef struct {

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_opts.h"
 #include "internal.h"
 
 struct mt_sentence {
@@ -41,6 +42,10 @@ typedef struct {
     candidate *best; /* (rows, beam) */
     float *scratch;  /* (tasks, vocab) */
     int *n_best;     /* per row */
+    const mt_search_options *opts; /* decoding controls, used only when opts_active */
+    int opts_active;
+    const int *gen;  /* (rows, gen_stride): tokens generated so far */
+    size_t gen_stride;
 } rank_job;
 
 /* Inserts c into best[0..*n) (sorted: score descending, then arrival order) keeping k. */
@@ -66,10 +71,16 @@ static void rank_task(void *p, int task, int n_tasks)
     for (int r = task; r < j->rows; r += n_tasks) {
         float *lp = j->logits + (size_t)r * (size_t)V;
         const mt_sentence *s = &j->sents[j->row_sent[r]];
+        /* decoding controls (decode_opts.c): NULL gen = none set */
+        const int *gen = j->opts_active ? j->gen + (size_t)r * j->gen_stride : NULL;
+        if (gen)
+            mt_decode_opts_logits(j->opts, gen, j->step, lp, V);
         mt_log_softmax(lp, j->scratch + (size_t)task * (size_t)V, V);
         lp[m->info.pad_id] = -INFINITY;
         for (int b = 0; b < m->n_bad_ids; b++)
             lp[m->bad_ids[b]] = -INFINITY;
+        if (gen)
+            mt_decode_opts_logprobs(j->opts, &m->info, j->row_sent[r], gen, j->step, s->limit, lp, V);
         int k = j->beam - s->n_fin;
         candidate *best = j->best + (size_t)r * (size_t)j->beam;
         int n = 0;
@@ -77,6 +88,11 @@ static void rank_task(void *p, int task, int n_tasks)
         if (j->step == s->limit - 1) { /* forced eos */
             if (lp[eos] > -INFINITY)
                 best[n++] = (candidate){cum + lp[eos], r, eos};
+        } else if (gen && mt_decode_opts_sampling(j->opts)) { /* beam 1: one drawn candidate */
+            int v = mt_decode_opts_sample(j->opts, j->row_sent[r], j->step, lp, V,
+                                          j->scratch + (size_t)task * (size_t)V);
+            if (v >= 0)
+                best[n++] = (candidate){cum + lp[v], r, v};
         } else {
             for (int v = 0; v < V; v++) {
                 if (lp[v] == -INFINITY)
@@ -111,7 +127,9 @@ void mt_state_free(mt_state *st)
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
                       &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
-                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch};
+                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch,
+                      &st->attn, &st->ahist[0], &st->ahist[1], &st->shist[0], &st->shist[1],
+                      &st->fin_align, &st->fin_scores};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mt_buf_release(bufs[i]);
     free(st);
@@ -179,6 +197,8 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     st->error[0] = 0;
     if (n < 0 || K < 1 || K > 256 || o->n_best < 1 || o->n_best > K || o->max_length < 1)
         return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
+    if (mt_decode_opts_check(in, o, n, st->error, sizeof st->error))
+        return MT_ERR_INVALID;
     if (n == 0)
         return MT_OK;
     float *kv;
@@ -209,6 +229,22 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand || !scratch ||
         !fin_ids || !fin)
         return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
+    /* ---- return_scores / return_alignments: per-row histories moved like toks ---- */
+    int want_hist = o->return_scores || mt_decode_opts_aligns(o);
+    int *ahist[2] = {NULL, NULL}, attn_layer = mt_decode_opts_layer(in, o);
+    float *shist[2] = {NULL, NULL}, *attn = NULL, *fin_scores = NULL;
+    int32_t *fin_align = NULL;
+    if (want_hist) {
+        for (int b = 0; b < 2; b++) {
+            ahist[b] = mt_buf_reserve(&st->ahist[b], sizeof(int) * max_rows * stride);
+            shist[b] = mt_buf_reserve(&st->shist[b], sizeof(float) * max_rows * stride);
+        }
+        attn = mt_buf_reserve(&st->attn, sizeof(float) * max_rows * (size_t)max_src);
+        fin_align = mt_buf_reserve(&st->fin_align, sizeof(int32_t) * max_rows * stride);
+        fin_scores = mt_buf_reserve(&st->fin_scores, sizeof(float) * max_rows * stride);
+        if (!ahist[0] || !ahist[1] || !shist[0] || !shist[1] || !attn || !fin_align || !fin_scores)
+            return fail(st, MT_ERR_NOMEM, "out of memory for scores and alignments");
+    }
 
     int cur = 0, rows = n;
     size_t slot_base = 0;
@@ -226,13 +262,16 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         mt_decoder_input din = {.rows = rows, .step = t, .tokens = tok_in, .row_sent = rs, .hist = hist[cur],
                                 .hist_stride = (int)stride, .slot_base = slot_base, .cross_kv = kv,
                                 .src_off = src_off, .src_len = lens, .max_src_len = max_src};
+        din.attn_out = mt_decode_opts_aligns(o) ? attn : NULL;
+        din.attn_layer = attn_layer;
         float *logits;
         if ((rc = mt_decoder_step(st, &din, &logits)))
             return fail(st, rc, "out of memory in the decoder");
         slot_base += (size_t)rows;
         rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
                        .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand,
-                       .scratch = scratch};
+                       .scratch = scratch, .opts = o, .opts_active = mt_decode_opts_active(o),
+                       .gen = toks[cur], .gen_stride = stride};
         mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
 
         /* Merge each sentence's rows (contiguous) into its k best, then advance. */
@@ -262,6 +301,20 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                         ids[q] = ptoks[q];
                     fin[f] = (mt_hypothesis){.ids = ids, .length = t,
                                              .score = c->score / powf((float)(t + 1), o->length_penalty)};
+                    if (want_hist) { /* the path's log-probs (eos's last) and alignments */
+                        float *fs = fin_scores + (size_t)f * stride;
+                        int32_t *fa = fin_align + (size_t)f * stride;
+                        for (int q = 0; q < t; q++) {
+                            fs[q] = shist[cur][(size_t)c->row * stride + (size_t)q];
+                            fa[q] = ahist[cur][(size_t)c->row * stride + (size_t)q];
+                        }
+                        fs[t] = logits[(size_t)c->row * (size_t)V + (size_t)c->token];
+                        fin[f].token_scores = o->return_scores ? fs : NULL;
+                        fin[f].alignment = o->return_alignments ? fa : NULL;
+                        for (int q = 0; o->replace_unknowns && q < t; q++) /* replace_unknowns */
+                            if (ids[q] == o->unk_id && src[s][fa[q]] != o->unk_id)
+                                ids[q] = src[s][fa[q]];
+                    }
                 } else {
                     int nr = new_rows++;
                     ns[nr] = s;
@@ -271,6 +324,15 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                     memcpy(dt, ptoks, sizeof(int) * (size_t)t);
                     dt[t] = c->token;
                     memcpy(dh, hist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)(t + 1));
+                    if (want_hist) {
+                        int *da = ahist[!cur] + (size_t)nr * stride;
+                        float *ds = shist[!cur] + (size_t)nr * stride;
+                        memcpy(da, ahist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)t);
+                        memcpy(ds, shist[cur] + (size_t)c->row * stride, sizeof(float) * (size_t)t);
+                        da[t] = mt_decode_opts_aligns(o) ? mt_decode_opts_argmax(attn + (size_t)c->row * (size_t)max_src,
+                                                                              lens[s]) : 0;
+                        ds[t] = logits[(size_t)c->row * (size_t)V + (size_t)c->token];
+                    }
                 }
             }
             a = b;
