@@ -53,6 +53,8 @@ typedef struct {
     int max_texts;          /* texts per request; beyond: 413 */
     int max_text_chars;     /* characters (code points) per text; beyond: 413 */
     int max_beam_size;      /* largest beam_size a request may ask for */
+    int req_limit;          /* requests per minute per client; 0: no limit (429 beyond) */
+    long char_limit_per_minute; /* characters per minute per client; 0: no limit */
     /* [decoding]: 0 (or a negative length_penalty) = the model's own default */
     int beam_size;          /* default beam size */
     double length_penalty;  /* default length penalty; < 0: model default */

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""LibreTranslate parity (issue 14) against the real mt-server with the bundled en-de
+model: 400 for a missing q, an empty q, a missing or unknown target; the per-client rate
+limit (requests and characters per minute, off by default) answering 429 + Retry-After."""
+import os
+import shutil
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_server as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
+
+MODEL = None
+
+
+def setUpModule():
+    global MODEL
+    if not os.path.exists(ts.SERVER):
+        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    # A snapshot: the training run may rewrite models/en-de while the test runs.
+    MODEL = os.path.join(ts.TMP, "lt-en-de")
+    shutil.copytree(ts.BUNDLED, MODEL)
+
+
+class TestErrors(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ts.Server(["--model", MODEL, "--workers", "1"], name="lt-errors")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def check_400(self, body, form=False):
+        if form:
+            import urllib.parse
+            st, _, raw = self.srv.request("POST", "/translate", urllib.parse.urlencode(body),
+                                          {"Content-Type": "application/x-www-form-urlencoded"})
+            self.assertEqual(st, 400, raw)
+            return raw.decode()
+        st, _, b = self.srv.post_json(body)
+        self.assertEqual(st, 400, b)
+        self.assertIn("error", b)
+        return b["error"]
+
+    def test_missing_q(self):
+        self.check_400({"source": "en", "target": "de"})
+        self.check_400({"source": "en", "target": "de"}, form=True)
+
+    def test_empty_q(self):
+        self.assertIn("q", self.check_400({"q": "", "source": "en", "target": "de"}))
+        self.check_400({"q": [], "source": "en", "target": "de"})
+        self.check_400({"q": "", "source": "en", "target": "de"}, form=True)
+
+    def test_missing_target(self):
+        self.assertIn("target", self.check_400({"q": "Hello", "source": "en"}))
+        self.check_400({"q": "Hello", "source": "en"}, form=True)
+        self.check_400({"q": "Hello", "source": "en", "target": ""}, form=True)
+
+    def test_unknown_target(self):
+        self.check_400({"q": "Hello", "source": "en", "target": "xx"})
+        self.check_400({"q": "Hello", "source": "en", "target": "fr"})
+
+    def test_valid_request_still_200(self):
+        st, hd, b = self.srv.post_json({"q": "Hello", "source": "en", "target": "de"})
+        self.assertEqual(st, 200, b)
+        self.assertIsInstance(b["translatedText"], str)
+        # Off by default: many requests in a row are never limited.
+        for _ in range(20):
+            st, _, b = self.srv.post_json({"q": "Hi", "source": "en", "target": "de"})
+            self.assertEqual(st, 200, b)
+
+
+class TestRateLimit(unittest.TestCase):
+    def test_requests_per_minute(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--req-limit", "3"], name="lt-rate")
+        try:
+            req = {"q": "Hello", "source": "en", "target": "de"}
+            for i in range(3):
+                st, _, b = srv.post_json(req)
+                self.assertEqual(st, 200, (i, b))
+            st, hd, b = srv.post_json(req)
+            self.assertEqual(st, 429, b)
+            self.assertIn("error", b)
+            self.assertGreaterEqual(int(hd["retry-after"]), 1)
+            # Another client (an API key is a client of its own) is not limited.
+            st, _, b = srv.post_json(dict(req, api_key="someone-else"))
+            self.assertEqual(st, 200, b)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_chars_per_minute(self):
+        env = {"MT_CHAR_LIMIT_PER_MINUTE": "20"}  # the environment form of the config key
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], env=env, name="lt-chars")
+        try:
+            st, _, b = srv.post_json({"q": "Hello there", "source": "en", "target": "de"})  # 11
+            self.assertEqual(st, 200, b)
+            st, hd, b = srv.post_json({"q": "Good morning", "source": "en", "target": "de"})  # 12
+            self.assertEqual(st, 429, b)
+            self.assertIn("retry-after", hd)
+            # More than a whole minute's allowance at once: refused too.
+            st, _, b = srv.post_json({"q": "x" * 21, "source": "en", "target": "de", "api_key": "k2"})
+            self.assertEqual(st, 429, b)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_config_file_keys(self):
+        cfg = os.path.join(ts.TMP, "lt-limits.toml")
+        with open(cfg, "w") as f:
+            f.write("[limits]\nrequests_per_minute = 1\nchars_per_minute = 1000\n")
+        srv = ts.Server(["--config", cfg, "--model", MODEL, "--workers", "1"], name="lt-cfg")
+        try:
+            req = {"q": "Hello", "source": "en", "target": "de"}
+            self.assertEqual(srv.post_json(req)[0], 200)
+            st, hd, _ = srv.post_json(req)
+            self.assertEqual(st, 429)
+            self.assertIn("retry-after", hd)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
+def main():
+    suite = unittest.TestLoader().loadTestsFromModule(sys.modules[__name__])
+    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
+    return 0 if result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
