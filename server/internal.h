@@ -121,6 +121,10 @@ void srv_lt_free(mt_server *s);
 int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
                       enum MHD_Result *ret);
 
+/* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings */
+int srv_lt_is_get_path(const char *path);
+enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c);
+
 /* handler.c: libmicrohttpd callbacks (cls: the server) */
 enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,

@@ -71,6 +71,45 @@ class TestErrors(unittest.TestCase):
             self.assertEqual(st, 200, b)
 
 
+class TestFrontendSettings(unittest.TestCase):
+    def test_char_limit_reported_is_enforced(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--max-text-chars", "40"],
+                        name="lt-settings")
+        try:
+            st, hd, raw = srv.request("GET", "/frontend/settings")
+            self.assertEqual(st, 200, raw)
+            self.assertTrue(hd["content-type"].startswith("application/json"))
+            b = ts.json.loads(raw)
+            for k in ("charLimit", "keyRequired", "apiKeys", "suggestions", "filesTranslation",
+                      "supportedFilesFormat", "language", "frontendTimeout"):
+                self.assertIn(k, b)
+            self.assertEqual(b["charLimit"], 40)
+            self.assertFalse(b["keyRequired"])
+            self.assertEqual(b["language"]["source"]["code"], "en")
+            self.assertEqual(b["language"]["target"]["code"], "de")
+            limit = b["charLimit"]
+            st, _, body = srv.post_json({"q": "a" * limit, "source": "en", "target": "de"})
+            self.assertEqual(st, 200, body)
+            st, _, body = srv.post_json({"q": "a" * (limit + 1), "source": "en", "target": "de"})
+            self.assertGreaterEqual(st, 400, body)
+            self.assertIn("limit %d" % limit, body["error"])
+            st, _, _ = srv.request("POST", "/frontend/settings", "{}")
+            self.assertEqual(st, 405)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_key_required_reported(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--api-key", "sekrit"], name="lt-keys")
+        try:
+            st, _, raw = srv.request("GET", "/frontend/settings")
+            self.assertEqual(st, 200, raw)
+            b = ts.json.loads(raw)
+            self.assertTrue(b["keyRequired"])
+            self.assertTrue(b["apiKeys"])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 class TestRateLimit(unittest.TestCase):
     def test_requests_per_minute(self):
         srv = ts.Server(["--model", MODEL, "--workers", "1", "--req-limit", "3"], name="lt-rate")
