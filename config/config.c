@@ -55,6 +55,8 @@ static const setting SETTINGS[] = {
      OFF(drain_timeout), 0, 86400, "seconds to finish in-flight requests on SIGTERM/SIGINT"},
     {"server", "api_keys", "--api-key", NULL, "MT_API_KEYS", "KEY", K_KEYS, OFF(api_keys), 0, 0,
      "accepted API key (flag repeatable, env comma-separated); none: open access"},
+    {"server", "web_root", "--web-root", NULL, "MT_WEB_ROOT", "DIR", K_STR, OFF(web_root), 0, 0,
+     "directory of the web page served at / and of openapi.json for /spec (default: web/)"},
     {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,
      "translation worker threads (0: one per CPU / threads_per_worker)"},
     {"workers", "threads_per_worker", "--threads-per-worker", "--threads",
@@ -924,6 +926,8 @@ void mt_config_write(const mt_config *cfg, FILE *f)
             section = s->section;
             fprintf(f, "\n[%s]\n", section);
         }
+        /* An unset optional path (web_root) is left out: an empty value reads back as an error. */
+        if (s->kind == K_STR && !base[s->off]) continue;
         switch (s->kind) {
         case K_STR:
             fprintf(f, "%s = ", s->key);

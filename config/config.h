@@ -40,6 +40,7 @@ typedef struct {
     double drain_timeout;   /* seconds to finish in-flight requests on SIGTERM/SIGINT */
     char **api_keys;        /* accepted API keys; none = no key needed */
     int n_api_keys;
+    char web_root[256];     /* the web page's directory (/, /spec); empty: the source web/ */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */

@@ -110,6 +110,46 @@ class TestFrontendSettings(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestWebAndSpec(unittest.TestCase):
+    def test_page_spec_and_no_traversal(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], name="lt-web")
+        web = os.path.join(ts.SRC, "web")
+        try:
+            for path, name, ctype in (("/", "index.html", "text/html"),
+                                      ("/index.html", "index.html", "text/html"),
+                                      ("/app.js", "app.js", "text/javascript"),
+                                      ("/style.css", "style.css", "text/css"),
+                                      ("/spec", "openapi.json", "application/json")):
+                st, hd, raw = srv.request("GET", path)
+                self.assertEqual(st, 200, (path, raw[:200]))
+                self.assertTrue(hd["content-type"].startswith(ctype), (path, hd))
+                with open(os.path.join(web, name), "rb") as f:
+                    self.assertEqual(raw, f.read(), path)
+            spec = ts.json.loads(srv.request("GET", "/spec")[2])
+            self.assertTrue(spec["openapi"].startswith("3"))
+            self.assertIn("/translate", spec["paths"])
+            for path in ("/../README.md", "/%2e%2e/README.md", "/web/index.html", "/openapi.json",
+                         "/..%2fREADME.md", "//etc/passwd", "/index.html/"):
+                st, _, raw = srv.request("GET", path)
+                self.assertEqual(st, 404, (path, raw[:200]))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_web_root_option(self):
+        root = os.path.join(ts.TMP, "lt-webroot")
+        os.makedirs(root, exist_ok=True)
+        with open(os.path.join(root, "index.html"), "w") as f:
+            f.write("<!doctype html><title>custom</title>")
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--web-root", root], name="lt-webroot")
+        try:
+            st, hd, raw = srv.request("GET", "/")
+            self.assertEqual((st, raw), (200, b"<!doctype html><title>custom</title>"))
+            st, _, raw = srv.request("GET", "/spec")  # not in this root
+            self.assertEqual(st, 404, raw)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 class TestRateLimit(unittest.TestCase):
     def test_requests_per_minute(self):
         srv = ts.Server(["--model", MODEL, "--workers", "1", "--req-limit", "3"], name="lt-rate")
