@@ -56,6 +56,9 @@ static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *metho
             return defer(c, 405, "method not allowed: use GET");
         return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 0, NULL);
     }
+    if (c->ep == MT_EP_OTHER && strcmp(c->path, "/suggest") == 0) /* as LibreTranslate, disabled */
+        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 403,
+                     "Suggestions are disabled on this server.");
     /* ---- end issue 14 ---- */
     if (c->ep == MT_EP_OTHER) {
         char msg[300];

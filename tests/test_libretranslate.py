@@ -95,6 +95,12 @@ class TestFrontendSettings(unittest.TestCase):
             self.assertIn("limit %d" % limit, body["error"])
             st, _, _ = srv.request("POST", "/frontend/settings", "{}")
             self.assertEqual(st, 405)
+            # Suggestions are off (settings say so): /suggest answers 403, as LibreTranslate.
+            self.assertFalse(b["suggestions"])
+            st, _, body = srv.post_json({"q": "Hello", "s": "Hallo", "source": "en", "target": "de"},
+                                        path="/suggest")
+            self.assertEqual(st, 403, body)
+            self.assertIn("disabled", body["error"])
         finally:
             self.assertEqual(srv.stop(), 0)
 
