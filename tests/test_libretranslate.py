@@ -156,6 +156,32 @@ class TestWebAndSpec(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestCommandLine(unittest.TestCase):
+    def test_cli_version(self):
+        r = ts.subprocess.run([ts.CLI, "--version"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        srv = ts.subprocess.run([ts.SERVER, "--version"], capture_output=True, text=True, timeout=60)
+        version = ts.re.search(r"\d+\.\d+[\w.]*", srv.stdout + srv.stderr).group(0)
+        self.assertEqual(r.stdout.strip(), "mt-translate " + version)
+        self.assertIn("--version", ts.subprocess.run([ts.CLI, "--help"], capture_output=True,
+                                                     text=True, timeout=60).stdout)
+
+    def test_server_listening_only_after_bind(self):
+        sock = ts.socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(1)
+        port = sock.getsockname()[1]
+        try:
+            r = ts.subprocess.run([ts.SERVER, "--model", MODEL, "--host", "127.0.0.1", "--port", str(port)],
+                                  capture_output=True, text=True, timeout=120)
+            out = r.stdout + r.stderr
+            self.assertNotEqual(r.returncode, 0, out)
+            self.assertNotIn("event=listening", out)
+            self.assertIn("cannot listen", out)
+        finally:
+            sock.close()
+
+
 class TestRateLimit(unittest.TestCase):
     def test_requests_per_minute(self):
         srv = ts.Server(["--model", MODEL, "--workers", "1", "--req-limit", "3"], name="lt-rate")
