@@ -166,6 +166,18 @@ class TestCommandLine(unittest.TestCase):
         self.assertIn("--version", ts.subprocess.run([ts.CLI, "--help"], capture_output=True,
                                                      text=True, timeout=60).stdout)
 
+    def test_missing_model_directory(self):
+        missing = os.path.join(ts.TMP, "no-such-model")
+        r = ts.subprocess.run([ts.CLI, "--model", missing], input="Hello\n", capture_output=True,
+                              text=True, timeout=60)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("model directory %s does not exist" % missing, r.stderr)
+        self.assertNotIn("line -1", r.stderr)
+        r = ts.subprocess.run([ts.SERVER, "--model", missing, "--port", "0"], capture_output=True,
+                              text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("does not exist", r.stdout + r.stderr)
+
     def test_server_listening_only_after_bind(self):
         sock = ts.socket.socket()
         sock.bind(("127.0.0.1", 0))
