@@ -31,7 +31,8 @@ static void usage(FILE *f)
             "                          text translated), written back as it came, without --n-best\n"
             "  --output text|ids       ids: print generated target ids instead of text\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
-            "  --verbose               print the model and BLAS kernel in use to stderr\n");
+            "  --verbose               print the model and BLAS kernel in use to stderr\n"
+            "  --version               print the version and exit\n");
 }
 
 static int parse_int(const char *name, const char *v, int min, int *out)
@@ -75,7 +76,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"threads", 1, 0, 't'},        {"batch-size", 1, 0, 's'},  {"input", 1, 0, 'i'},
         {"output", 1, 0, 'o'},         {"source-lang", 1, 0, 'S'}, {"target-lang", 1, 0, 'T'},
         {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {"workers", 1, 0, 'w'},
-        {0, 0, 0, 0}};
+        {"version", 0, 0, 'V'},        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
         int rc = 0;
@@ -108,6 +109,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
             }
             break;
         case 'h': usage(stdout); exit(0);
+        case 'V': printf("mt-translate %s\n", MT_VERSION); exit(0);
         default: usage(stderr); return -1;
         }
         if (rc)

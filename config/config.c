@@ -55,6 +55,8 @@ static const setting SETTINGS[] = {
      OFF(drain_timeout), 0, 86400, "seconds to finish in-flight requests on SIGTERM/SIGINT"},
     {"server", "api_keys", "--api-key", NULL, "MT_API_KEYS", "KEY", K_KEYS, OFF(api_keys), 0, 0,
      "accepted API key (flag repeatable, env comma-separated); none: open access"},
+    {"server", "web_root", "--web-root", NULL, "MT_WEB_ROOT", "DIR", K_STR, OFF(web_root), 0, 0,
+     "directory of the web page served at / and of openapi.json for /spec (default: web/)"},
     {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,
      "translation worker threads (0: one per CPU / threads_per_worker)"},
     {"workers", "threads_per_worker", "--threads-per-worker", "--threads",
@@ -77,6 +79,11 @@ static const setting SETTINGS[] = {
      OFF(max_text_chars), 1, 100000000, "characters per text; beyond: 413"},
     {"limits", "max_beam_size", "--max-beam-size", NULL, "MT_MAX_BEAM_SIZE", "N", K_INT,
      OFF(max_beam_size), 1, 256, "largest beam_size (and n_best) a request may ask for"},
+    {"limits", "requests_per_minute", "--req-limit", NULL, "MT_REQ_LIMIT", "N", K_INT,
+     OFF(req_limit), 0, 100000000, "translate requests per minute per client (0: no limit); beyond: 429"},
+    {"limits", "chars_per_minute", "--char-limit-per-minute", NULL, "MT_CHAR_LIMIT_PER_MINUTE", "N",
+     K_LONG, OFF(char_limit_per_minute), 0, 1e12,
+     "characters translated per minute per client (0: no limit); beyond: 429"},
     {"decoding", "beam_size", "--beam", "--beam-size", "MT_BEAM_SIZE", "N", K_INT,
      OFF(beam_size), 0, 256, "default beam size (0: the model's num_beams, else 4)"},
     {"decoding", "length_penalty", "--length-penalty", NULL, "MT_LENGTH_PENALTY", "A", K_FLOAT,
@@ -919,6 +926,8 @@ void mt_config_write(const mt_config *cfg, FILE *f)
             section = s->section;
             fprintf(f, "\n[%s]\n", section);
         }
+        /* An unset optional path (web_root) is left out: an empty value reads back as an error. */
+        if (s->kind == K_STR && !base[s->off]) continue;
         switch (s->kind) {
         case K_STR:
             fprintf(f, "%s = ", s->key);

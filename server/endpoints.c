@@ -68,6 +68,6 @@ enum MHD_Result srv_respond_get(mt_server *s, req_ctx *c)
     case MT_EP_HEALTH: return respond_health(s, c);
     case MT_EP_METRICS: return respond_metrics(s, c);
     case MT_EP_LANGUAGES: return respond_languages(s, c);
-    default: return srv_send_error(c, 404, "not found");
+    default: return srv_lt_respond_get(s, c); /* issue 14: /frontend/settings */
     }
 }

@@ -50,6 +50,16 @@ static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *metho
 {
     int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
     int is_post = strcmp(method, "POST") == 0;
+    /* ---- LibreTranslate parity (issue 14): GET endpoints in lt_frontend.c ---- */
+    if (c->ep == MT_EP_OTHER && srv_lt_is_get_path(c->path)) {
+        if (!is_get && strcmp(method, "OPTIONS") != 0)
+            return defer(c, 405, "method not allowed: use GET");
+        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 0, NULL);
+    }
+    if (c->ep == MT_EP_OTHER && strcmp(c->path, "/suggest") == 0) /* as LibreTranslate, disabled */
+        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 403,
+                     "Suggestions are disabled on this server.");
+    /* ---- end issue 14 ---- */
     if (c->ep == MT_EP_OTHER) {
         char msg[300];
         snprintf(msg, sizeof msg, "not found: %s (endpoints: POST /translate, GET /languages, "

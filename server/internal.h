@@ -21,6 +21,8 @@
 #include "server.h"
 #include "service.h"
 
+typedef struct mt_ratelimit mt_ratelimit;
+
 typedef struct req_ctx req_ctx;
 
 struct mt_server {
@@ -45,6 +47,8 @@ struct mt_server {
     req_ctx *watched;
     int n_watched, watch_stop, watch_started;
     pthread_t watcher;
+    /* ---- LibreTranslate parity (issue 14; lt_*.c) ---- */
+    mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
 };
 
 enum { P_NEW = 0, P_BODY, P_QUEUED, P_DONE };
@@ -109,6 +113,17 @@ void srv_free_translation(req_ctx *c);
 /* endpoints.c */
 enum MHD_Result srv_respond_get(mt_server *s, req_ctx *c);
 enum MHD_Result srv_send_preflight(req_ctx *c);
+
+/* lt_limits.c: LibreTranslate's per-client limits (issue 14) */
+int srv_lt_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */
+void srv_lt_free(mt_server *s);
+/* 0 when the request may go on; else an answer (429 + Retry-After) was queued. */
+int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+                      enum MHD_Result *ret);
+
+/* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings */
+int srv_lt_is_get_path(const char *path);
+enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c);
 
 /* handler.c: libmicrohttpd callbacks (cls: the server) */
 enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const char *url,

@@ -534,6 +534,18 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
 
     if ((rc = get_lang(obj, "source", from_form, &req->source, err, errlen))) goto out;
     if ((rc = get_lang(obj, "target", from_form, &req->target, err, errlen))) goto out;
+    /* LibreTranslate answers 400 to an empty q (a "" or an empty list) and to a missing
+     * target; its clients rely on it, so the LibreTranslate form does the same. */
+    if (req->form == MT_FORM_LIBRE) {
+        if (req->n_texts == 0 || (!req->text_is_array && req->lens[0] == 0)) {
+            rc = mt_error(400, err, errlen, "Invalid request: empty q parameter");
+            goto out;
+        }
+        if (!req->target) {
+            rc = mt_error(400, err, errlen, "Invalid request: missing target parameter");
+            goto out;
+        }
+    }
 
     rc = parse_options(obj, from_form, lim, req, err, errlen);
 out:

@@ -27,6 +27,11 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->watch_cond, &ca);
     pthread_condattr_destroy(&ca);
+    /* ---- LibreTranslate parity (issue 14) ---- */
+    if (srv_lt_init(s, err, errlen)) {
+        mt_server_free(s);
+        return NULL;
+    }
 
     struct addrinfo hints, *ai = NULL;
     memset(&hints, 0, sizeof hints);
@@ -229,6 +234,7 @@ void mt_server_free(mt_server *s)
     free(s->names);
     mt_langs_free(s->langs);
     free(s->languages_json);
+    srv_lt_free(s); /* issue 14 */
     pthread_cond_destroy(&s->watch_cond);
     pthread_mutex_destroy(&s->watch_mu);
     free(s);

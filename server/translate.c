@@ -9,6 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "utf8.h"
+
 static int ct_equal(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
@@ -216,7 +218,8 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
 }
 
 /* Decodes and checks the body into c->req; 0 or an HTTP status with a message. */
-static int read_request(mt_server *s, req_ctx *c, char *err, size_t errlen)
+static int read_request(mt_server *s, req_ctx *c, char *key, size_t keylen, char *err,
+                        size_t errlen)
 {
     json_t *obj = NULL;
     int from_form = 0;
@@ -227,6 +230,8 @@ static int read_request(mt_server *s, req_ctx *c, char *err, size_t errlen)
         json_decref(obj);
         return st;
     }
+    const char *k = mt_request_api_key(obj); /* the rate limit's client (issue 14) */
+    snprintf(key, keylen, "%s", k ? k : "");
     mt_request_limits lim = {s->cfg->max_texts, s->cfg->max_text_chars, s->cfg->max_beam_size};
     st = mt_request_parse(obj, from_form, &lim, &c->req, err, errlen);
     json_decref(obj);
@@ -256,9 +261,14 @@ static enum MHD_Result queue_job(mt_server *s, req_ctx *c)
 /* The whole body is here: parse, route, hand the texts to the service (or answer now). */
 enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c)
 {
-    char err[512];
-    int st = read_request(s, c, err, sizeof err);
+    char err[512], key[128];
+    int st = read_request(s, c, key, sizeof key, err, sizeof err);
     if (st) return srv_send_error(c, st, err);
+    /* ---- LibreTranslate parity (issue 14): per-client rate limit ---- */
+    long chars = 0;
+    for (int i = 0; i < c->req.n_texts; i++) chars += (long)mt_utf8_chars(c->req.texts[i], c->req.lens[i]);
+    enum MHD_Result limited;
+    if (srv_lt_rate_check(s, c, key, chars, &limited)) return limited;
     c->route = mt_langs_resolve(s->langs, c->req.source, c->req.target, &c->detected, err, sizeof err);
     if (c->route < 0) return srv_send_error(c, 400, err);
     const mt_route *route = mt_langs_get(s->langs, c->route);

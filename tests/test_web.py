@@ -10,7 +10,8 @@ Screenshots at desktop (1280x900) and phone (390x844) widths are written to
 $MT_WEB_TEST_OUT (default: $MT_BUILD_DIR/tests/web-screenshots).
 
 Server: $MT_WEB_TEST_SERVER (a running mt-server with the page and every endpoint); else
-mt-server itself when it supports --web-root (started on the bundled en-de model); else a
+mt-server itself when it supports --web-root and its /frontend/settings reports filesTranslation
+(started on the bundled en-de model); else a
 small stand-in server below that serves web/ and answers the endpoints in LibreTranslate's
 shapes, so that the page is tested before the daemon has them. Against a real server the
 checks are the same but do not assume the stand-in's exact translations.
@@ -209,8 +210,18 @@ def real_server():
     while time.monotonic() < deadline:
         try:
             with urllib.request.urlopen(url + "health", timeout=2) as r:
-                if r.status == 200:
+                ok = r.status == 200
+            if ok:
+                # The page's whole flow (file upload, auto-detect) needs /translate_file and
+                # /detect: until mt-server reports them, the stand-in is tested (issue 14).
+                with urllib.request.urlopen(url + "frontend/settings", timeout=10) as r:
+                    settings = json.loads(r.read())
+                if settings.get("filesTranslation"):
                     return url, proc
+                print("mt-server lacks file translation: testing the page on the stand-in")
+                proc.kill()
+                proc.wait(timeout=30)
+                return None, None
         except OSError:
             time.sleep(0.5)
     proc.kill()

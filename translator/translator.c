@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "internal.h"
 
@@ -39,6 +40,13 @@ static int read_languages(const char *dir, char **src, char **tgt, char *err, si
 mt_translator *mt_translator_load(const char *dir, const char *source_lang, const char *target_lang, char *err,
                                   size_t errlen)
 {
+    /* Said first: otherwise a mistyped path reads as a missing tokenizer_config.json. */
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        mt_error(-1, err, errlen, "model directory %s does not exist%s", dir,
+                 stat(dir, &st) == 0 ? " (it is not a directory)" : "");
+        return NULL;
+    }
     mt_translator *tr = calloc(1, sizeof *tr);
     if (!tr) {
         mt_error(-1, err, errlen, "out of memory");
