@@ -482,6 +482,32 @@ static int load_weights(mt_model *m, weight_loader *w)
     return 0;
 }
 
+/* Highest layer index n such that model.<part>.layers.<n-1>.fc1.weight exists, probing
+ * upwards (cheap: names are looked up, nothing is allocated). */
+static int layers_in_file(const mt_safetensors *f, const char *part, int limit)
+{
+    char name[128];
+    int n = 0;
+    while (n < limit) {
+        mt_format(name, sizeof name, "model.%s.layers.%d.fc1.weight", part, n);
+        if (!mt_safetensors_find(f, name))
+            break;
+        n++;
+    }
+    return n;
+}
+
+static int check_layer_count(const mt_safetensors *f, const char *part, int wanted, char *err, size_t errlen)
+{
+    int have = layers_in_file(f, part, wanted + 1);
+    if (have >= wanted)
+        return 0; /* more layers than configured: the unexpected-tensor check names them */
+    mt_format(err, errlen, "config.json: %s_layers is %d but model.safetensors holds %d %s layer%s "
+              "(no tensor 'model.%s.layers.%d.fc1.weight')", part, wanted, have, part, have == 1 ? "" : "s",
+              part, have);
+    return -1;
+}
+
 mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
 {
     char tmp[1];
@@ -504,13 +530,6 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
         mt_model_free(m);
         return NULL;
     }
-    m->enc = calloc((size_t)m->info.encoder_layers, sizeof *m->enc);
-    m->dec = calloc((size_t)m->info.decoder_layers, sizeof *m->dec);
-    if (!m->enc || !m->dec) {
-        mt_model_free(m);
-        return mt_format(err, errlen, "out of memory"), NULL;
-    }
-
     char path[4096];
     mt_format(path, sizeof path, "%s/model.safetensors", dir);
     weight_loader w = {.in = &m->info, .err = err, .errlen = errlen};
@@ -518,6 +537,22 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
     if (!w.file) {
         mt_model_free(m);
         return NULL;
+    }
+    /* The layer counts size per-layer tables: check them against the file first, so a
+     * config asking for 10^9 layers is named as such rather than as "out of memory". */
+    if (check_layer_count(w.file, "encoder", m->info.encoder_layers, err, errlen) ||
+        check_layer_count(w.file, "decoder", m->info.decoder_layers, err, errlen)) {
+        mt_safetensors_close(w.file);
+        mt_model_free(m);
+        return NULL;
+    }
+    m->enc = calloc((size_t)m->info.encoder_layers, sizeof *m->enc);
+    m->dec = calloc((size_t)m->info.decoder_layers, sizeof *m->dec);
+    if (!m->enc || !m->dec) {
+        mt_safetensors_close(w.file);
+        mt_model_free(m);
+        return mt_format(err, errlen, "out of memory for %d + %d layer tables", m->info.encoder_layers,
+                         m->info.decoder_layers), NULL;
     }
     w.used = calloc((size_t)mt_safetensors_count(w.file) + 1, 1);
     /* Pass 1 validates names and shapes and sizes the arena; pass 2 fills it. */

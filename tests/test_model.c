@@ -214,6 +214,34 @@ START_TEST(config_missing_key_and_bad_value)
 }
 END_TEST
 
+/* Issue 13 item 6: a config asking for 10^9 layers is named as such, not "out of memory". */
+START_TEST(absurd_layer_count_is_named)
+{
+    tiny_model_spec s = tiny_model_default();
+    const char *dir = write_model("layers", &s);
+    char path[600];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char cfg[4096];
+    size_t n = fread(cfg, 1, sizeof cfg - 1, f);
+    fclose(f);
+    cfg[n] = 0;
+    char *at = strstr(cfg, "\"decoder_layers\"");
+    ck_assert_ptr_nonnull(at);
+    char *colon = strchr(at, ':'), *end = colon + 1;
+    while (*end == ' ' || (*end >= '0' && *end <= '9'))
+        end++;
+    f = fopen(path, "w");
+    fprintf(f, "%.*s: 1000000000%s", (int)(colon - cfg), cfg, end);
+    fclose(f);
+    const char *e = load_error(dir);
+    ASSERT_CONTAINS(e, "decoder_layers is 1000000000");
+    ASSERT_CONTAINS(e, "holds 2 decoder layers");
+    ck_assert_msg(strstr(e, "out of memory") == NULL, "%s", e);
+}
+END_TEST
+
 START_TEST(missing_tensor_is_named)
 {
     tiny_model_spec s = tiny_model_default();
@@ -587,6 +615,10 @@ START_TEST(safetensors_parser_cases)
     ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                                   "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, err, sizeof err));
     ASSERT_CONTAINS(err, "duplicate");
+    /* 2^32 * 2^32 wraps to 0 in 64 bits: must be refused for its shape, not read as empty */
+    ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4],"
+                                  "\"data_offsets\":[0,0]}}", 0, err, sizeof err));
+    ASSERT_CONTAINS(err, "more than 2^40 elements");
 }
 END_TEST
 
@@ -620,6 +652,7 @@ static Suite *model_suite(void)
     tcase_add_test(load, malformed_config_json);
     tcase_add_test(load, config_wrong_types_and_unsupported_settings);
     tcase_add_test(load, config_missing_key_and_bad_value);
+    tcase_add_test(load, absurd_layer_count_is_named);
     tcase_add_test(load, missing_tensor_is_named);
     tcase_add_test(load, wrong_shape_is_named);
     tcase_add_test(load, unexpected_tensor_is_refused);
