@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels.h"
 #include "model.h"
 #include "pool.h"
 
@@ -44,6 +45,7 @@ struct mt_model {
     mt_model_info info;
     int activation;             /* MT_ACT_* */
     int head_dim_enc, head_dim_dec;
+    const mt_kernels *kern;     /* chosen at load (mt_kernels_select) */
     int32_t *bad_ids;           /* from bad_words_ids (single-token entries) */
     int n_bad_ids;
 
@@ -89,7 +91,6 @@ struct mt_state {
     mt_buf toks[2];             /* int (rows, steps): generated tokens, double-buffered */
     mt_buf rows, next_rows;     /* per live hypothesis: sentence, token fed, score */
     mt_buf cand, n_cand;        /* per row: its best candidates */
-    mt_buf lsm_scratch;         /* per thread: one row of exponentials */
     mt_buf sentences;           /* mt_sentence */
     mt_buf fin_ids, fin;        /* finished hypotheses: ids and mt_hypothesis */
 };
@@ -126,8 +127,5 @@ void mt_cross_kv(mt_state *st, const float *enc_out, int tokens, float *kv);
 /* logits_out (rows, tgt_vocab), raw (bias added, nothing masked). */
 int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out);
 
-/* Elementwise helpers used by forward.c and search.c. */
-/* x = log_softmax(x); scratch holds n floats. */
-void mt_log_softmax(float *x, float *scratch, int n);
 
 #endif

@@ -519,6 +519,7 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_format(err, errlen, "out of memory"), NULL;
+    m->kern = mt_kernels_select();
     config_reader r = {.err = err, .errlen = errlen};
     r.cfg = load_json(dir, "config.json", 1, err, errlen, &r.failed);
     if (!r.failed)

@@ -25,10 +25,7 @@ struct mt_sentence {
     int status;
 };
 
-typedef struct {
-    float score;
-    int row, token;
-} candidate;
+typedef mt_candidate candidate;
 
 typedef struct {
     const mt_model *model;
@@ -39,50 +36,35 @@ typedef struct {
     const float *cum;
     int beam;
     candidate *best; /* (rows, beam) */
-    float *scratch;  /* (tasks, vocab) */
     int *n_best;     /* per row */
 } rank_job;
 
-/* Inserts c into best[0..*n) (sorted: score descending, then arrival order) keeping k. */
-static void keep_best(candidate *best, int *n, int k, candidate c)
-{
-    if (k < 1 || (*n == k && !(c.score > best[k - 1].score)))
-        return;
-    int i = *n < k ? (*n)++ : k - 1;
-    while (i > 0 && best[i - 1].score < c.score) {
-        best[i] = best[i - 1];
-        i--;
-    }
-    best[i] = c;
-}
-
-/* Per row: log-softmax, masks, and the row's own k best candidates (enough for the
- * sentence's top k, whatever the other rows hold). */
+/* Per row: the row's own k best candidates (enough for the sentence's top k, whatever
+ * the other rows hold) by score + log_softmax(logits), masks applied. The log-softmax is
+ * never materialised: its normaliser (logsumexp) is one vector pass, and the top-k pass
+ * forms cum + (logit - lse) only where a block of 16 might hold a candidate. */
 static void rank_task(void *p, int task, int n_tasks)
 {
     const rank_job *j = p;
     const mt_model *m = j->model;
+    const mt_kernels *kern = m->kern;
     int eos = m->info.eos_id, V = j->vocab;
     for (int r = task; r < j->rows; r += n_tasks) {
         float *lp = j->logits + (size_t)r * (size_t)V;
         const mt_sentence *s = &j->sents[j->row_sent[r]];
-        mt_log_softmax(lp, j->scratch + (size_t)task * (size_t)V, V);
+        float mx = kern->max(lp, V);
+        float lse = mx + logf(kern->exp_sum(lp, V, mx));
         lp[m->info.pad_id] = -INFINITY;
         for (int b = 0; b < m->n_bad_ids; b++)
             lp[m->bad_ids[b]] = -INFINITY;
-        int k = j->beam - s->n_fin;
         candidate *best = j->best + (size_t)r * (size_t)j->beam;
         int n = 0;
         float cum = j->cum[r];
         if (j->step == s->limit - 1) { /* forced eos */
             if (lp[eos] > -INFINITY)
-                best[n++] = (candidate){cum + lp[eos], r, eos};
+                best[n++] = (candidate){cum + (lp[eos] - lse), r, eos};
         } else {
-            for (int v = 0; v < V; v++) {
-                if (lp[v] == -INFINITY)
-                    continue;
-                keep_best(best, &n, k, (candidate){cum + lp[v], r, v});
-            }
+            n = kern->top_k(lp, V, lse, cum, j->beam - s->n_fin, r, best);
         }
         j->n_best[r] = n;
     }
@@ -111,7 +93,7 @@ void mt_state_free(mt_state *st)
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
                       &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
-                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch};
+                      &st->fin_ids, &st->fin, &st->n_cand};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mt_buf_release(bufs[i]);
     free(st);
@@ -203,10 +185,9 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     int *next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
     candidate *best = mt_buf_reserve(&st->cand, sizeof(candidate) * max_rows * (size_t)K);
     int *n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * max_rows);
-    float *scratch = mt_buf_reserve(&st->lsm_scratch, sizeof(float) * (size_t)V * (size_t)mt_pool_threads(st->pool));
     int32_t *fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * max_rows * stride);
     mt_hypothesis *fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * max_rows);
-    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand || !scratch ||
+    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand ||
         !fin_ids || !fin)
         return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
 
@@ -231,8 +212,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
             return fail(st, rc, "out of memory in the decoder");
         slot_base += (size_t)rows;
         rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
-                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand,
-                       .scratch = scratch};
+                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand};
         mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
 
         /* Merge each sentence's rows (contiguous) into its k best, then advance. */
@@ -248,7 +228,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
             candidate top[256];
             for (int r = a; r < b; r++)
                 for (int i = 0; i < n_cand[r]; i++)
-                    keep_best(top, &n_top, k, best[(size_t)r * (size_t)K + (size_t)i]);
+                    mt_keep_best(top, &n_top, k, best[(size_t)r * (size_t)K + (size_t)i]);
             int cancelled = o->cancel && o->cancel(o->cancel_user, s);
             if (cancelled)
                 S->status = MT_ERR_CANCELLED;
