@@ -188,7 +188,7 @@ static int flush_chunk(const mt_translator *tr, mt_state *st, const mt_translate
 
 int main(int argc, char **argv)
 {
-    mt_blas_select_kernels(argv);
+    mt_process_setup(argv);
     cli_args a = {.threads = 1, .batch = 32};
     if (parse_args(argc, argv, &a))
         return 2;

@@ -162,8 +162,11 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
     float *tmp = mt_buf_reserve(&st->enc_tmp, sizeof(float) * T * (size_t)d);
     float *f = mt_buf_reserve(&st->enc_ffn, sizeof(float) * T * (size_t)ffn);
     float *scores = mt_buf_reserve(&st->att_scores, sizeof(float) * (size_t)threads * (size_t)max_len * (size_t)max_len);
-    if (!x || !qkv || !ctx || !tmp || !f || !scores)
+    if (!x || !qkv || !ctx || !tmp || !f || !scores) {
+        mt_format(st->error, sizeof st->error, "out of memory for the encoder's activations (%d sentences, %d tokens)",
+                  n, total);
         return MT_ERR_NOMEM;
+    }
     for (int s = 0; s < n; s++)
         embed(m, m->enc_embed, src[s], lens[s], 0, 0, x + (size_t)off[s] * (size_t)d);
 
@@ -291,10 +294,17 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
                             sizeof(float) * slots_needed * slot_floats);
     float *cv = mt_buf_grow(&st->self_v, sizeof(float) * in->slot_base * slot_floats,
                             sizeof(float) * slots_needed * slot_floats);
-    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !ck || !cv)
+    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !ck || !cv) {
+        mt_format(st->error, sizeof st->error,
+                  "out of memory for the decoder at step %d (%d hypotheses, %zu cached key/value slots)", in->step,
+                  rows, slots_needed);
         return MT_ERR_NOMEM;
-    if (in->step >= info->max_positions)
+    }
+    if (in->step >= info->max_positions) {
+        mt_format(st->error, sizeof st->error, "decoding step %d is past max_position_embeddings (%d)", in->step,
+                  info->max_positions);
         return MT_ERR_INVALID;
+    }
 
     embed(m, m->dec_embed, in->tokens, rows, in->step, 1, x);
     float scale = 1.0f / sqrtf((float)m->head_dim_dec);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format.h"
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"
@@ -95,8 +96,6 @@ struct mt_state {
     mt_buf fin_ids, fin;        /* finished hypotheses: ids and mt_hypothesis */
 };
 
-/* Formats a message into buf[len] (snprintf with a va_list), returns buf. */
-char *mt_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Makes b hold at least bytes; returns its pointer or NULL when out of memory. */
 void *mt_buf_reserve(mt_buf *b, size_t bytes);

@@ -17,17 +17,6 @@
 #include "internal.h"
 #include "safetensors.h"
 
-char *mt_format(char *buf, size_t len, const char *fmt, ...)
-{
-    if (!buf || !len)
-        return buf;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
 void *mt_buf_reserve(mt_buf *b, size_t bytes)
 {
     if (bytes <= b->cap)
@@ -515,7 +504,6 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
         err = tmp;
         errlen = sizeof tmp;
     }
-    mt_blas_single_threaded();
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_format(err, errlen, "out of memory"), NULL;

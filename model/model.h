@@ -81,24 +81,19 @@ const char *mt_state_error(const mt_state *state);
 int mt_translate_ids(mt_state *state, const mt_search_options *opts, int n,
                      const int32_t *const *src_ids, const int *src_lens, mt_result *results);
 
-/* Reference checks: encoder output [src_len, d_model] for one source, and the
- * decoder's logits [prefix_len, tgt_vocab] (h . lm_head^T + final_logits_bias, before
- * any masking) for a prefix that starts with the start token. Buffers are the caller's. */
-int mt_encode_one(mt_state *state, const int32_t *src, int src_len, float *out);
-int mt_decoder_logits(mt_state *state, const int32_t *src, int src_len,
-                      const int32_t *prefix, int prefix_len, float *out);
-
 /* Name of the BLAS kernel family in use, e.g. "SkylakeX" (for logs). */
 const char *mt_blas_core_name(void);
 
-/* Call first in main(): on an AVX-512 CPU where OpenBLAS would use older kernels
- * (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell), re-executes the program
- * with OPENBLAS_CORETYPE=SkylakeX. MT_BLAS_CORETYPE=NAME forces a family, =keep opts out.
- * Returns when nothing needed changing (or exec failed). */
-void mt_blas_select_kernels(char **argv);
+/* Process setup: call once, first thing in main(), before any thread starts. It makes
+ * OpenBLAS single-threaded (states split products across their own threads; OpenBLAS
+ * threads on top would oversubscribe the cores) and, on an AVX-512 CPU where OpenBLAS
+ * would use older kernels (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell),
+ * re-executes the program (argv; NULL: never) with OPENBLAS_CORETYPE=SkylakeX.
+ * MT_BLAS_CORETYPE=NAME forces a family, =keep opts out. Returns when nothing needed
+ * changing (or exec failed). mt_model_load does none of this. */
+void mt_process_setup(char **argv);
 
-/* Makes OpenBLAS itself single-threaded (states split products across their own
- * threads); mt_model_load calls it. */
-void mt_blas_single_threaded(void);
+/* Older name of mt_process_setup (kept so callers not yet renamed still build). */
+void mt_blas_select_kernels(char **argv);
 
 #endif

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "format.h"
 
 enum { MAX_HEADER_BYTES = 100 * 1024 * 1024 };
 

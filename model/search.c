@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "probe.h"
 
 struct mt_sentence {
     int limit;      /* decoding steps allowed */
@@ -107,6 +108,12 @@ static int fail(mt_state *st, int code, const char *msg)
     return code;
 }
 
+/* For a failure the callee has already described in st->error: keeps its words. */
+static int fail_keep(mt_state *st, int code, const char *fallback)
+{
+    return st->error[0] ? code : fail(st, code, fallback);
+}
+
 /* Checks sources and runs the encoder plus the cross-attention projections. */
 static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const int *lens, float **kv,
                            int *max_len)
@@ -130,13 +137,17 @@ static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const
         *max_len = lens[s] > *max_len ? lens[s] : *max_len;
     }
     float *enc;
+    st->error[0] = 0;
     int rc = mt_encode_batch(st, n, src, lens, &enc);
     if (rc)
-        return fail(st, rc, "out of memory in the encoder");
+        return fail_keep(st, rc, "the encoder failed");
     *kv = mt_buf_reserve(&st->cross_kv, sizeof(float) * (size_t)total * (size_t)in->decoder_layers * 2 *
                                             (size_t)in->d_model);
-    if (!*kv)
-        return fail(st, MT_ERR_NOMEM, "out of memory for cross-attention keys");
+    if (!*kv) {
+        mt_format(st->error, sizeof st->error, "out of memory for the cross-attention keys and values of %d tokens",
+                  total);
+        return MT_ERR_NOMEM;
+    }
     mt_cross_kv(st, enc, total, *kv);
     return MT_OK;
 }
@@ -189,7 +200,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     mt_hypothesis *fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * max_rows);
     if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand ||
         !fin_ids || !fin)
-        return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
+        return fail(st, MT_ERR_NOMEM, "out of memory for the beam search's bookkeeping");
 
     int cur = 0, rows = n;
     size_t slot_base = 0;
@@ -209,7 +220,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                                 .src_off = src_off, .src_len = lens, .max_src_len = max_src};
         float *logits;
         if ((rc = mt_decoder_step(st, &din, &logits)))
-            return fail(st, rc, "out of memory in the decoder");
+            return fail_keep(st, rc, "the decoder failed");
         slot_base += (size_t)rows;
         rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
                        .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand};
@@ -319,7 +330,7 @@ int mt_decoder_logits(mt_state *st, const int32_t *src, int src_len, const int32
                                 .src_off = &off, .src_len = &src_len, .max_src_len = src_len};
         float *logits;
         if ((rc = mt_decoder_step(st, &din, &logits)))
-            return fail(st, rc, "out of memory in the decoder");
+            return fail_keep(st, rc, "the decoder failed");
         memcpy(out + (size_t)t * (size_t)in->tgt_vocab_size, logits, sizeof(float) * (size_t)in->tgt_vocab_size);
     }
     return MT_OK;

@@ -56,7 +56,7 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-    mt_blas_select_kernels(argv); /* before anything else: it may re-execute the program */
+    mt_process_setup(argv); /* before anything else: it may re-execute the program */
     mt_config cfg;
     mt_config_init(&cfg);
     char err[1024];

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../model/internal.h"
+#include "../model/probe.h"
 #include "../model/safetensors.h"
 #include "model.h"
 #include "tiny_model.h"
@@ -858,6 +859,7 @@ static Suite *model_suite(void)
 
 int main(void)
 {
+    mt_process_setup(NULL);
     SRunner *sr = srunner_create(model_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
