@@ -163,125 +163,100 @@ static int step_limit(const mt_model_info *in, const mt_search_options *o, int s
     return limit < 1 ? 1 : limit;
 }
 
-int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
-                     const int *lens, mt_result *results)
+/* One mt_translate_ids call's buffers (all owned by the state) and fixed sizes. Per live
+ * hypothesis (row), rows/next hold three columns: sentence | token fed | score. */
+typedef struct {
+    const mt_search_options *o;
+    int K, V, cur;
+    size_t stride, max_rows;      /* steps + 1; sentences * beam */
+    mt_sentence *sents;
+    int *hist[2], *toks[2];       /* (rows, stride), double-buffered */
+    int *rows, *next;
+    candidate *best;              /* (rows, K) */
+    int *n_cand;
+    int32_t *fin_ids;
+    mt_hypothesis *fin;
+} search_run;
+
+static int search_alloc(mt_state *st, search_run *sr, int n, const int *lens)
 {
-    const mt_model *m = st->model;
-    const mt_model_info *in = &m->info;
-    int V = in->tgt_vocab_size, K = o->beam_size;
-    st->error[0] = 0;
-    if (n < 0 || K < 1 || K > 256 || o->n_best < 1 || o->n_best > K || o->max_length < 1)
-        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
-    if (n == 0)
-        return MT_OK;
-    float *kv;
-    int max_src, rc = prepare_sources(st, n, src, lens, &kv, &max_src);
-    if (rc)
-        return rc;
-
-    mt_sentence *sents = mt_buf_reserve(&st->sentences, sizeof *sents * (size_t)n);
+    const mt_model_info *in = &st->model->info;
+    sr->sents = mt_buf_reserve(&st->sentences, sizeof *sr->sents * (size_t)n);
     int max_limit = 1;
-    for (int s = 0; s < n && sents; s++) {
-        sents[s] = (mt_sentence){.limit = step_limit(in, o, lens[s]), .fin_first = s * K, .status = MT_OK};
-        max_limit = sents[s].limit > max_limit ? sents[s].limit : max_limit;
+    for (int s = 0; s < n && sr->sents; s++) {
+        sr->sents[s] = (mt_sentence){.limit = step_limit(in, sr->o, lens[s]), .fin_first = s * sr->K,
+                                     .status = MT_OK};
+        max_limit = sr->sents[s].limit > max_limit ? sr->sents[s].limit : max_limit;
     }
-    size_t stride = (size_t)max_limit + 1, max_rows = (size_t)n * (size_t)K;
-    int *hist[2], *toks[2];
+    sr->stride = (size_t)max_limit + 1;
+    sr->max_rows = (size_t)n * (size_t)sr->K;
+    size_t cells = sr->max_rows * sr->stride;
     for (int b = 0; b < 2; b++) {
-        hist[b] = mt_buf_reserve(&st->hist[b], sizeof(int) * max_rows * stride);
-        toks[b] = mt_buf_reserve(&st->toks[b], sizeof(int) * max_rows * stride);
+        sr->hist[b] = mt_buf_reserve(&st->hist[b], sizeof(int) * cells);
+        sr->toks[b] = mt_buf_reserve(&st->toks[b], sizeof(int) * cells);
     }
-    /* per live hypothesis (row): sentence | token fed at this step | score, as 3 columns */
-    int *row_sent = mt_buf_reserve(&st->rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
-    int *next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
-    candidate *best = mt_buf_reserve(&st->cand, sizeof(candidate) * max_rows * (size_t)K);
-    int *n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * max_rows);
-    int32_t *fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * max_rows * stride);
-    mt_hypothesis *fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * max_rows);
-    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand ||
-        !fin_ids || !fin)
+    sr->rows = mt_buf_reserve(&st->rows, (sizeof(int) * 2 + sizeof(float)) * sr->max_rows);
+    sr->next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * sr->max_rows);
+    sr->best = mt_buf_reserve(&st->cand, sizeof(candidate) * sr->max_rows * (size_t)sr->K);
+    sr->n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * sr->max_rows);
+    sr->fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * cells);
+    sr->fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * sr->max_rows);
+    if (!sr->sents || !sr->hist[0] || !sr->hist[1] || !sr->toks[0] || !sr->toks[1] || !sr->rows || !sr->next ||
+        !sr->best || !sr->n_cand || !sr->fin_ids || !sr->fin)
         return fail(st, MT_ERR_NOMEM, "out of memory for the beam search's bookkeeping");
+    return MT_OK;
+}
 
-    int cur = 0, rows = n;
-    size_t slot_base = 0;
-    for (int r = 0; r < n; r++) {
-        row_sent[r] = r;
-        row_sent[max_rows + r] = in->decoder_start_id;
-        ((float *)(row_sent + 2 * max_rows))[r] = 0.0f;
-    }
-    int *src_off = st->src_off.ptr; /* filled by the encoder */
-    for (int t = 0; rows > 0; t++) {
-        int *rs = row_sent, *tok_in = row_sent + max_rows;
-        float *cum = (float *)(row_sent + 2 * max_rows);
-        for (int r = 0; r < rows; r++)
-            hist[cur][(size_t)r * stride + (size_t)t] = (int)(slot_base + (size_t)r);
-        mt_decoder_input din = {.rows = rows, .step = t, .tokens = tok_in, .row_sent = rs, .hist = hist[cur],
-                                .hist_stride = (int)stride, .slot_base = slot_base, .cross_kv = kv,
-                                .src_off = src_off, .src_len = lens, .max_src_len = max_src};
-        float *logits;
-        if ((rc = mt_decoder_step(st, &din, &logits)))
-            return fail_keep(st, rc, "the decoder failed");
-        slot_base += (size_t)rows;
-        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
-                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand};
-        mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
-
-        /* Merge each sentence's rows (contiguous) into its k best, then advance. */
-        int new_rows = 0;
-        int *ns = next, *ntok = next + max_rows;
-        float *ncum = (float *)(next + 2 * max_rows);
-        for (int a = 0; a < rows;) {
-            int s = rs[a], b = a;
-            while (b < rows && rs[b] == s)
-                b++;
-            mt_sentence *S = &sents[s];
-            int k = K - S->n_fin, n_top = 0;
-            candidate top[256];
-            for (int r = a; r < b; r++)
-                for (int i = 0; i < n_cand[r]; i++)
-                    mt_keep_best(top, &n_top, k, best[(size_t)r * (size_t)K + (size_t)i]);
-            int cancelled = o->cancel && o->cancel(o->cancel_user, s);
-            if (cancelled)
-                S->status = MT_ERR_CANCELLED;
-            for (int i = 0; i < n_top && !cancelled; i++) {
-                const candidate *c = &top[i];
-                const int *ptoks = toks[cur] + (size_t)c->row * stride;
-                if (c->token == in->eos_id) {
-                    int f = S->fin_first + S->n_fin++;
-                    int32_t *ids = fin_ids + (size_t)f * stride;
-                    for (int q = 0; q < t; q++)
-                        ids[q] = ptoks[q];
-                    fin[f] = (mt_hypothesis){.ids = ids, .length = t,
-                                             .score = c->score / powf((float)(t + 1), o->length_penalty)};
-                } else {
-                    int nr = new_rows++;
-                    ns[nr] = s;
-                    ntok[nr] = c->token;
-                    ncum[nr] = c->score;
-                    int *dt = toks[!cur] + (size_t)nr * stride, *dh = hist[!cur] + (size_t)nr * stride;
-                    memcpy(dt, ptoks, sizeof(int) * (size_t)t);
-                    dt[t] = c->token;
-                    memcpy(dh, hist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)(t + 1));
-                }
-            }
-            a = b;
+/* Merges sentence rs[a]'s rows [a, b) into its k best candidates at step t: those ending
+ * in eos finish, the others become rows of step t+1 (appended at *new_rows). Returns b. */
+static int advance_sentence(const mt_model_info *in, search_run *sr, int a, int rows, int t, int *new_rows)
+{
+    const mt_search_options *o = sr->o;
+    const int *rs = sr->rows;
+    int s = rs[a], b = a, cur = sr->cur;
+    while (b < rows && rs[b] == s)
+        b++;
+    mt_sentence *S = &sr->sents[s];
+    int k = sr->K - S->n_fin, n_top = 0;
+    candidate top[256];
+    for (int r = a; r < b; r++)
+        for (int i = 0; i < sr->n_cand[r]; i++)
+            mt_keep_best(top, &n_top, k, sr->best[(size_t)r * (size_t)sr->K + (size_t)i]);
+    int cancelled = o->cancel && o->cancel(o->cancel_user, s);
+    if (cancelled)
+        S->status = MT_ERR_CANCELLED;
+    int *ns = sr->next, *ntok = sr->next + sr->max_rows;
+    float *ncum = (float *)(sr->next + 2 * sr->max_rows);
+    for (int i = 0; i < n_top && !cancelled; i++) {
+        const candidate *c = &top[i];
+        const int *ptoks = sr->toks[cur] + (size_t)c->row * sr->stride;
+        if (c->token == in->eos_id) {
+            int f = S->fin_first + S->n_fin++;
+            int32_t *ids = sr->fin_ids + (size_t)f * sr->stride;
+            for (int q = 0; q < t; q++)
+                ids[q] = ptoks[q];
+            sr->fin[f] = (mt_hypothesis){.ids = ids, .length = t,
+                                         .score = c->score / powf((float)(t + 1), o->length_penalty)};
+        } else {
+            int nr = (*new_rows)++;
+            ns[nr] = s;
+            ntok[nr] = c->token;
+            ncum[nr] = c->score;
+            int *dt = sr->toks[!cur] + (size_t)nr * sr->stride, *dh = sr->hist[!cur] + (size_t)nr * sr->stride;
+            memcpy(dt, ptoks, sizeof(int) * (size_t)t);
+            dt[t] = c->token;
+            memcpy(dh, sr->hist[cur] + (size_t)c->row * sr->stride, sizeof(int) * (size_t)(t + 1));
         }
-        int *swap = row_sent;
-        row_sent = next;
-        next = swap;
-        cur = !cur;
-        rows = new_rows;
     }
-    /* The row buffers may have been swapped: keep the state pointing at what it owns. */
-    if (row_sent != st->rows.ptr) {
-        mt_buf tmp = st->rows;
-        st->rows = st->next_rows;
-        st->next_rows = tmp;
-    }
+    return b;
+}
 
+/* Each sentence's finished hypotheses, best first (stable), into results. */
+static void collect_results(search_run *sr, int n, mt_result *results)
+{
     for (int s = 0; s < n; s++) {
-        mt_sentence *S = &sents[s];
-        mt_hypothesis *h = fin + S->fin_first;
+        mt_sentence *S = &sr->sents[s];
+        mt_hypothesis *h = sr->fin + S->fin_first;
         for (int i = 1; i < S->n_fin; i++) { /* insertion sort: stable, n_fin <= beam */
             mt_hypothesis x = h[i];
             int j = i;
@@ -291,9 +266,68 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
             }
             h[j] = x;
         }
-        int keep = S->status == MT_OK ? (S->n_fin < o->n_best ? S->n_fin : o->n_best) : 0;
+        int keep = S->status == MT_OK ? (S->n_fin < sr->o->n_best ? S->n_fin : sr->o->n_best) : 0;
         results[s] = (mt_result){.status = S->status, .n_hyps = keep, .hyps = h};
     }
+}
+
+int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
+                     const int *lens, mt_result *results)
+{
+    const mt_model *m = st->model;
+    const mt_model_info *in = &m->info;
+    st->error[0] = 0;
+    if (n < 0 || o->beam_size < 1 || o->beam_size > 256 || o->n_best < 1 || o->n_best > o->beam_size ||
+        o->max_length < 1)
+        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
+    if (n == 0)
+        return MT_OK;
+    float *kv;
+    int max_src, rc = prepare_sources(st, n, src, lens, &kv, &max_src);
+    if (rc)
+        return rc;
+    search_run sr = {.o = o, .K = o->beam_size, .V = in->tgt_vocab_size};
+    if ((rc = search_alloc(st, &sr, n, lens)))
+        return rc;
+
+    int rows = n;
+    size_t slot_base = 0, R = sr.max_rows;
+    for (int r = 0; r < n; r++) {
+        sr.rows[r] = r;
+        sr.rows[R + r] = in->decoder_start_id;
+        ((float *)(sr.rows + 2 * R))[r] = 0.0f;
+    }
+    int *src_off = st->src_off.ptr; /* filled by the encoder */
+    for (int t = 0; rows > 0; t++) {
+        for (int r = 0; r < rows; r++)
+            sr.hist[sr.cur][(size_t)r * sr.stride + (size_t)t] = (int)(slot_base + (size_t)r);
+        mt_decoder_input din = {.rows = rows, .step = t, .tokens = sr.rows + R, .row_sent = sr.rows,
+                                .hist = sr.hist[sr.cur], .hist_stride = (int)sr.stride, .slot_base = slot_base,
+                                .cross_kv = kv, .src_off = src_off, .src_len = lens, .max_src_len = max_src};
+        float *logits;
+        if ((rc = mt_decoder_step(st, &din, &logits)))
+            return fail_keep(st, rc, "the decoder failed");
+        slot_base += (size_t)rows;
+        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = sr.V, .step = t, .row_sent = sr.rows,
+                       .sents = sr.sents, .cum = (float *)(sr.rows + 2 * R), .beam = sr.K, .best = sr.best,
+                       .n_best = sr.n_cand};
+        mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
+        int new_rows = 0;
+        for (int a = 0; a < rows;) /* each sentence's rows are contiguous */
+            a = advance_sentence(in, &sr, a, rows, t, &new_rows);
+        int *swap = sr.rows;
+        sr.rows = sr.next;
+        sr.next = swap;
+        sr.cur = !sr.cur;
+        rows = new_rows;
+    }
+    /* The row buffers may have been swapped: keep the state pointing at what it owns. */
+    if (sr.rows != st->rows.ptr) {
+        mt_buf tmp = st->rows;
+        st->rows = st->next_rows;
+        st->next_rows = tmp;
+    }
+    collect_results(&sr, n, results);
     return MT_OK;
 }
 
