@@ -135,6 +135,60 @@ static int read_bool(config_reader *r, const char *key, int fallback)
     return json_is_true(v);
 }
 
+/* activation_function (MarianConfig's default: gelu) into m->activation and info. */
+static int read_activation(mt_model *m, config_reader *r)
+{
+    mt_model_info *in = &m->info;
+    json_t *act = json_object_get(r->cfg, "activation_function");
+    const char *a = act ? json_string_value(act) : "gelu"; /* MarianConfig's default */
+    if (!a)
+        return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
+    if (!strcmp(a, "relu")) {
+        m->activation = MT_ACT_RELU;
+    } else if (!strcmp(a, "gelu")) {
+        m->activation = MT_ACT_GELU;
+    } else if (!strcmp(a, "swish") || !strcmp(a, "silu")) {
+        m->activation = MT_ACT_SWISH;
+    } else if (!strcmp(a, "quick_gelu")) {
+        m->activation = MT_ACT_QUICK_GELU;
+    } else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
+        m->activation = MT_ACT_GELU_TANH;
+    } else {
+        return mt_format(r->err, r->errlen,
+                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
+                         "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
+    }
+    static const char *const names[] = {"relu", "gelu", "swish", "quick_gelu", "gelu_new"};
+    snprintf(in->activation, sizeof in->activation, "%s", names[m->activation]);
+    return 0;
+}
+
+/* bad_words_ids: single-token entries only. */
+static int read_bad_ids(mt_model *m, config_reader *r)
+{
+    mt_model_info *in = &m->info;
+    json_t *bad = lookup(r, "bad_words_ids", 1);
+    if (bad && !json_is_null(bad)) {
+        if (!json_is_array(bad))
+            return mt_format(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
+        m->bad_ids = calloc(json_array_size(bad) + 1, sizeof *m->bad_ids);
+        if (!m->bad_ids)
+            return mt_format(r->err, r->errlen, "out of memory"), -1;
+        size_t i;
+        json_t *seq;
+        json_array_foreach(bad, i, seq) {
+            json_t *id = json_array_get(seq, 0);
+            if (!json_is_array(seq) || json_array_size(seq) != 1 || !json_is_integer(id) ||
+                json_integer_value(id) < 0 || json_integer_value(id) >= in->tgt_vocab_size)
+                return mt_format(r->err, r->errlen,
+                                 "config.json: bad_words_ids[%zu] must be a one-token list with an id below %d "
+                                 "(multi-token sequences are not supported)", i, in->tgt_vocab_size), -1;
+            m->bad_ids[m->n_bad_ids++] = (int32_t)json_integer_value(id);
+        }
+    }
+    return 0;
+}
+
 static int read_hparams(mt_model *m, config_reader *r)
 {
     mt_model_info *in = &m->info;
@@ -167,27 +221,8 @@ static int read_hparams(mt_model *m, config_reader *r)
             return mt_format(r->err, r->errlen, "config.json: \"length_penalty\" must be a number"), -1;
         in->default_length_penalty = (float)json_number_value(lp);
     }
-    json_t *act = json_object_get(r->cfg, "activation_function");
-    const char *a = act ? json_string_value(act) : "gelu"; /* MarianConfig's default */
-    if (!a)
-        return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
-    if (!strcmp(a, "relu")) {
-        m->activation = MT_ACT_RELU;
-    } else if (!strcmp(a, "gelu")) {
-        m->activation = MT_ACT_GELU;
-    } else if (!strcmp(a, "swish") || !strcmp(a, "silu")) {
-        m->activation = MT_ACT_SWISH;
-    } else if (!strcmp(a, "quick_gelu")) {
-        m->activation = MT_ACT_QUICK_GELU;
-    } else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
-        m->activation = MT_ACT_GELU_TANH;
-    } else {
-        return mt_format(r->err, r->errlen,
-                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
-                         "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
-    }
-    static const char *const names[] = {"relu", "gelu", "swish", "quick_gelu", "gelu_new"};
-    snprintf(in->activation, sizeof in->activation, "%s", names[m->activation]);
+    if (read_activation(m, r))
+        return -1;
 
     if (!static_pos)
         return mt_format(r->err, r->errlen, "config.json: static_position_embeddings=false (learned positions) is not supported"), -1;
@@ -208,26 +243,7 @@ static int read_hparams(mt_model *m, config_reader *r)
     m->head_dim_enc = in->d_model / in->encoder_heads;
     m->head_dim_dec = in->d_model / in->decoder_heads;
 
-    json_t *bad = lookup(r, "bad_words_ids", 1);
-    if (bad && !json_is_null(bad)) {
-        if (!json_is_array(bad))
-            return mt_format(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
-        m->bad_ids = calloc(json_array_size(bad) + 1, sizeof *m->bad_ids);
-        if (!m->bad_ids)
-            return mt_format(r->err, r->errlen, "out of memory"), -1;
-        size_t i;
-        json_t *seq;
-        json_array_foreach(bad, i, seq) {
-            json_t *id = json_array_get(seq, 0);
-            if (!json_is_array(seq) || json_array_size(seq) != 1 || !json_is_integer(id) ||
-                json_integer_value(id) < 0 || json_integer_value(id) >= in->tgt_vocab_size)
-                return mt_format(r->err, r->errlen,
-                                 "config.json: bad_words_ids[%zu] must be a one-token list with an id below %d "
-                                 "(multi-token sequences are not supported)", i, in->tgt_vocab_size), -1;
-            m->bad_ids[m->n_bad_ids++] = (int32_t)json_integer_value(id);
-        }
-    }
-    return 0;
+    return read_bad_ids(m, r);
 }
 
 /* ---- weights ---- */
@@ -366,11 +382,11 @@ static const float *load_matrix(weight_loader *w, const mt_tensor_view *t, int64
     return seen_dst[(*n_seen)++];
 }
 
-static int load_weights(mt_model *m, weight_loader *w)
+/* Embeddings, output projection, logits bias and the sinusoidal position table. */
+static int load_embeddings(mt_model *m, weight_loader *w)
 {
     const mt_model_info *in = &m->info;
     int64_t d = in->d_model;
-    char name[256];
     const mt_tensor_view *seen[3];
     const float *seen_dst[3];
     int n_seen = 0;
@@ -417,47 +433,74 @@ static int load_weights(mt_model *m, weight_loader *w)
             }
     }
     m->positions = pos;
+    return 0;
+}
 
-    for (int l = 0; l < in->encoder_layers; l++) {
-        mt_encoder_layer *L = &m->enc[l];
-        char pre[128];
-        mt_format(pre, sizeof pre, "model.encoder.layers.%d", l);
-        if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+static int load_encoder_layer(mt_model *m, weight_loader *w, int l)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    mt_encoder_layer *L = &m->enc[l];
+    char name[256];
+    char pre[128];
+    mt_format(pre, sizeof pre, "model.encoder.layers.%d", l);
+    if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+        return -1;
+    return 0;
+}
+
+/* Decoder layer l; its cross-attention k,v go into rows 2l*d.. of the fused matrix. */
+static int load_decoder_layer(mt_model *m, weight_loader *w, int l, float *ckv_w, float *ckv_b)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    mt_decoder_layer *L = &m->dec[l];
+    char name[256];
+    char pre[128];
+    mt_format(pre, sizeof pre, "model.decoder.layers.%d", l);
+    size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
+    if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
+                    ckv_w ? ckv_w + kw : NULL) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
+                    ckv_b ? ckv_b + kb : NULL) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
+                    ckv_w ? ckv_w + kw + (size_t)(d * d) : NULL) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
+                    ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+        return -1;
+    return 0;
+}
+
+static int load_weights(mt_model *m, weight_loader *w)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    if (load_embeddings(m, w))
+        return -1;
+    for (int l = 0; l < in->encoder_layers; l++)
+        if (load_encoder_layer(m, w, l))
             return -1;
-    }
     float *ckv_w = take(w, (size_t)(in->decoder_layers * 2 * d * d));
     float *ckv_b = take(w, (size_t)(in->decoder_layers * 2 * d));
     m->cross_kv.w = ckv_w;
     m->cross_kv.b = ckv_b;
-    for (int l = 0; l < in->decoder_layers; l++) {
-        mt_decoder_layer *L = &m->dec[l];
-        char pre[128];
-        mt_format(pre, sizeof pre, "model.decoder.layers.%d", l);
-        size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
-        if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
-                        ckv_w ? ckv_w + kw : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
-                        ckv_b ? ckv_b + kb : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
-                        ckv_w ? ckv_w + kw + (size_t)(d * d) : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
-                        ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+    for (int l = 0; l < in->decoder_layers; l++)
+        if (load_decoder_layer(m, w, l, ckv_w, ckv_b))
             return -1;
-    }
 
     /* Anything left over is a tensor this architecture does not have: refuse rather than
      * silently ignore weights (e.g. a pre-norm model's final layer_norm). Positional
