@@ -47,6 +47,7 @@ struct mt_model {
     int activation;             /* MT_ACT_* */
     int head_dim_enc, head_dim_dec;
     const mt_kernels *kern;     /* chosen at load (mt_kernels_select) */
+    mt_compute_type compute;    /* resolved at load: MT_COMPUTE_FLOAT32 */
     int32_t *bad_ids;           /* from bad_words_ids (single-token entries) */
     int n_bad_ids;
 

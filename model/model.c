@@ -540,7 +540,50 @@ static int check_layer_count(const mt_safetensors *f, const char *part, int want
     return -1;
 }
 
-mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
+static const char *const compute_names[] = {"default", "float32", "bfloat16", "int8", "auto"};
+
+void mt_model_options_default(mt_model_options *o) { *o = (mt_model_options){.compute_type = MT_COMPUTE_DEFAULT}; }
+
+int mt_compute_type_parse(const char *name, mt_compute_type *out)
+{
+    for (int i = 0; name && i < (int)(sizeof compute_names / sizeof *compute_names); i++)
+        if (!strcmp(name, compute_names[i])) {
+            *out = (mt_compute_type)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *mt_compute_type_name(mt_compute_type t)
+{
+    return (int)t >= 0 && (int)t < (int)(sizeof compute_names / sizeof *compute_names) ? compute_names[t] : "?";
+}
+
+mt_compute_type mt_model_compute_type(const mt_model *m) { return m->compute; }
+
+/* DEFAULT (then MT_COMPUTE_TYPE) and AUTO resolved to what this build computes. */
+static int resolve_compute(mt_compute_type want, mt_compute_type *out, char *err, size_t errlen)
+{
+    const char *env = getenv("MT_COMPUTE_TYPE");
+    if (want == MT_COMPUTE_DEFAULT && env && *env && mt_compute_type_parse(env, &want))
+        return mt_format(err, errlen, "MT_COMPUTE_TYPE=%s: expected float32, bfloat16, int8 or auto", env), -1;
+    switch (want) {
+    case MT_COMPUTE_DEFAULT: /* the directory stores F32/F16/BF16 weights */
+    case MT_COMPUTE_FLOAT32:
+    case MT_COMPUTE_AUTO:    /* float32 is the only type this build measures: it wins */
+        *out = MT_COMPUTE_FLOAT32;
+        return 0;
+    case MT_COMPUTE_BFLOAT16:
+    case MT_COMPUTE_INT8:
+        return mt_format(err, errlen, "compute type %s is not available in this build of the engine "
+                         "(float32 only; use float32 or auto)", mt_compute_type_name(want)), -1;
+    }
+    return mt_format(err, errlen, "unknown compute type %d", (int)want), -1;
+}
+
+mt_model *mt_model_load(const char *dir, char *err, size_t errlen) { return mt_model_load_ex(dir, NULL, err, errlen); }
+
+mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen)
 {
     char tmp[1];
     if (!err) {
@@ -551,6 +594,10 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
     if (!m)
         return mt_format(err, errlen, "out of memory"), NULL;
     m->kern = mt_kernels_select();
+    if (resolve_compute(opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &m->compute, err, errlen)) {
+        mt_model_free(m);
+        return NULL;
+    }
     config_reader r = {.err = err, .errlen = errlen};
     r.cfg = load_json(dir, "config.json", 1, err, errlen, &r.failed);
     if (!r.failed)

@@ -33,9 +33,30 @@ typedef struct {
     char activation[16];      /* "relu", "gelu", "swish", "quick_gelu", "gelu_new" */
 } mt_model_info;
 
+/* Arithmetic the matrix products use. DEFAULT: what the directory stores (F32/F16/BF16
+ * weights: float32), or the MT_COMPUTE_TYPE environment variable when set. AUTO: the
+ * fastest type measured on the running CPU within the quality bound. This build
+ * computes float32 only: BFLOAT16 and INT8 are refused at load with a message. */
+typedef enum {
+    MT_COMPUTE_DEFAULT, MT_COMPUTE_FLOAT32, MT_COMPUTE_BFLOAT16, MT_COMPUTE_INT8, MT_COMPUTE_AUTO
+} mt_compute_type;
+
+typedef struct {
+    mt_compute_type compute_type; /* see above; MT_COMPUTE_DEFAULT unless asked */
+} mt_model_options;
+
+void mt_model_options_default(mt_model_options *opts);
+/* "float32" | "bfloat16" | "int8" | "auto" | "default" -> *out; 0, or -1 for other names. */
+int mt_compute_type_parse(const char *name, mt_compute_type *out);
+const char *mt_compute_type_name(mt_compute_type type);
+
 /* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.
- * Weights are converted once into one aligned arena that is then made read-only. */
+ * Weights are converted once into one aligned arena that is then made read-only.
+ * mt_model_load is mt_model_load_ex with default options. */
 mt_model *mt_model_load(const char *dir, char *err, size_t errlen);
+mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen);
+/* The compute type the model runs (never DEFAULT or AUTO: what they resolved to). */
+mt_compute_type mt_model_compute_type(const mt_model *model);
 void mt_model_free(mt_model *model);
 const mt_model_info *mt_model_get_info(const mt_model *model);
 

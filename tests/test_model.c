@@ -243,6 +243,56 @@ START_TEST(absurd_layer_count_is_named)
 }
 END_TEST
 
+/* Compute types through the engine API: names round-trip, float32/auto/default load and
+ * resolve to a type this build runs (auto never to one it lacks), the ones not built yet
+ * are refused with a message, and MT_COMPUTE_TYPE applies only to DEFAULT. */
+START_TEST(compute_types_resolve_or_are_refused)
+{
+    const char *names[] = {"default", "float32", "bfloat16", "int8", "auto"};
+    for (int i = 0; i < 5; i++) {
+        mt_compute_type t;
+        ck_assert_int_eq(mt_compute_type_parse(names[i], &t), 0);
+        ck_assert_str_eq(mt_compute_type_name(t), names[i]);
+    }
+    mt_compute_type t;
+    ck_assert_int_eq(mt_compute_type_parse("fp8", &t), -1);
+    ck_assert_int_eq(mt_compute_type_parse(NULL, &t), -1);
+
+    tiny_model_spec s = tiny_model_default();
+    const char *dir = write_model("compute", &s);
+    char err[512];
+    mt_model_options o;
+    unsetenv("MT_COMPUTE_TYPE");
+    for (int want = MT_COMPUTE_DEFAULT; want <= MT_COMPUTE_AUTO; want++) {
+        mt_model_options_default(&o);
+        o.compute_type = (mt_compute_type)want;
+        err[0] = 0;
+        mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
+        if (want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8) {
+            ck_assert_ptr_null(m);
+            ASSERT_CONTAINS(err, mt_compute_type_name((mt_compute_type)want));
+            ASSERT_CONTAINS(err, "not available");
+        } else {
+            ck_assert_msg(m != NULL, "%s: %s", names[want], err);
+            ck_assert_int_eq(mt_model_compute_type(m), MT_COMPUTE_FLOAT32);
+            mt_model_free(m);
+        }
+    }
+    setenv("MT_COMPUTE_TYPE", "int8", 1);
+    ck_assert_ptr_null(mt_model_load(dir, err, sizeof err));
+    ASSERT_CONTAINS(err, "int8");
+    mt_model_options_default(&o);
+    o.compute_type = MT_COMPUTE_FLOAT32; /* an explicit choice wins over the variable */
+    mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
+    ck_assert_ptr_nonnull(m);
+    mt_model_free(m);
+    setenv("MT_COMPUTE_TYPE", "fp8", 1);
+    ck_assert_ptr_null(mt_model_load(dir, err, sizeof err));
+    ASSERT_CONTAINS(err, "MT_COMPUTE_TYPE=fp8");
+    unsetenv("MT_COMPUTE_TYPE");
+}
+END_TEST
+
 START_TEST(missing_tensor_is_named)
 {
     tiny_model_spec s = tiny_model_default();
@@ -825,6 +875,7 @@ static Suite *model_suite(void)
     tcase_add_test(load, config_wrong_types_and_unsupported_settings);
     tcase_add_test(load, config_missing_key_and_bad_value);
     tcase_add_test(load, absurd_layer_count_is_named);
+    tcase_add_test(load, compute_types_resolve_or_are_refused);
     tcase_add_test(load, missing_tensor_is_named);
     tcase_add_test(load, wrong_shape_is_named);
     tcase_add_test(load, unexpected_tensor_is_refused);
