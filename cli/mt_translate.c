@@ -255,7 +255,7 @@ int main(int argc, char **argv)
 {
     /* Process setup (BLAS kernel choice, may re-exec): to become the model's explicit
      * process-setup call once model.h offers one. */
-    mt_blas_select_kernels(argv);
+    mt_process_setup(argv);
     cli_args a = {.threads = 1, .workers = 1, .batch = 32};
     if (parse_args(argc, argv, &a))
         return 2;

@@ -36,9 +36,30 @@ typedef struct {
                                * "positions_formula": "marian") or "stored" (embed_positions) */
 } mt_model_info;
 
+/* Arithmetic the matrix products use. DEFAULT: what the directory stores (F32/F16/BF16
+ * weights: float32), or the MT_COMPUTE_TYPE environment variable when set. AUTO: the
+ * fastest type measured on the running CPU within the quality bound. This build
+ * computes float32 only: BFLOAT16 and INT8 are refused at load with a message. */
+typedef enum {
+    MT_COMPUTE_DEFAULT, MT_COMPUTE_FLOAT32, MT_COMPUTE_BFLOAT16, MT_COMPUTE_INT8, MT_COMPUTE_AUTO
+} mt_compute_type;
+
+typedef struct {
+    mt_compute_type compute_type; /* see above; MT_COMPUTE_DEFAULT unless asked */
+} mt_model_options;
+
+void mt_model_options_default(mt_model_options *opts);
+/* "float32" | "bfloat16" | "int8" | "auto" | "default" -> *out; 0, or -1 for other names. */
+int mt_compute_type_parse(const char *name, mt_compute_type *out);
+const char *mt_compute_type_name(mt_compute_type type);
+
 /* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.
- * Weights are converted once into one aligned arena that is then made read-only. */
+ * Weights are converted once into one aligned arena that is then made read-only.
+ * mt_model_load is mt_model_load_ex with default options. */
 mt_model *mt_model_load(const char *dir, char *err, size_t errlen);
+mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen);
+/* The compute type the model runs (never DEFAULT or AUTO: what they resolved to). */
+mt_compute_type mt_model_compute_type(const mt_model *model);
 void mt_model_free(mt_model *model);
 const mt_model_info *mt_model_get_info(const mt_model *model);
 
@@ -113,24 +134,19 @@ const char *mt_state_error(const mt_state *state);
 int mt_translate_ids(mt_state *state, const mt_search_options *opts, int n,
                      const int32_t *const *src_ids, const int *src_lens, mt_result *results);
 
-/* Reference checks: encoder output [src_len, d_model] for one source, and the
- * decoder's logits [prefix_len, tgt_vocab] (h . lm_head^T + final_logits_bias, before
- * any masking) for a prefix that starts with the start token. Buffers are the caller's. */
-int mt_encode_one(mt_state *state, const int32_t *src, int src_len, float *out);
-int mt_decoder_logits(mt_state *state, const int32_t *src, int src_len,
-                      const int32_t *prefix, int prefix_len, float *out);
-
 /* Name of the BLAS kernel family in use, e.g. "SkylakeX" (for logs). */
 const char *mt_blas_core_name(void);
 
-/* Call first in main(): on an AVX-512 CPU where OpenBLAS would use older kernels
- * (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell), re-executes the program
- * with OPENBLAS_CORETYPE=SkylakeX. MT_BLAS_CORETYPE=NAME forces a family, =keep opts out.
- * Returns when nothing needed changing (or exec failed). */
-void mt_blas_select_kernels(char **argv);
+/* Process setup: call once, first thing in main(), before any thread starts. It makes
+ * OpenBLAS single-threaded (states split products across their own threads; OpenBLAS
+ * threads on top would oversubscribe the cores) and, on an AVX-512 CPU where OpenBLAS
+ * would use older kernels (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell),
+ * re-executes the program (argv; NULL: never) with OPENBLAS_CORETYPE=SkylakeX.
+ * MT_BLAS_CORETYPE=NAME forces a family, =keep opts out. Returns when nothing needed
+ * changing (or exec failed). mt_model_load does none of this. */
+void mt_process_setup(char **argv);
 
-/* Makes OpenBLAS itself single-threaded (states split products across their own
- * threads); mt_model_load calls it. */
-void mt_blas_single_threaded(void);
+/* Older name of mt_process_setup (kept so callers not yet renamed still build). */
+void mt_blas_select_kernels(char **argv);
 
 #endif

@@ -106,7 +106,7 @@ int main(int argc, char **argv)
 {
     /* Process setup before anything else (it may re-execute the program): to become the
      * model's one explicit process-setup call once model.h offers it. */
-    mt_blas_select_kernels(argv);
+    mt_process_setup(argv);
     mt_config cfg;
     mt_config_init(&cfg);
     char err[1024];
