@@ -1,4 +1,5 @@
 /* formats.c: file formats for translation. See formats.h for the contract. */
+#include "utf8.h"
 #include "formats.h"
 
 #include <ctype.h>
@@ -237,23 +238,8 @@ static int buf_finish(buf *b, unsigned char **out, size_t *out_len, char *err, s
 /* Byte offset of the first invalid UTF-8 sequence, or -1 if all valid. */
 static long utf8_invalid_at(const unsigned char *s, size_t len)
 {
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        size_t k = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3
-                                                                                          : 9;
-        if (k == 9 || i + k >= len + (k ? 0 : 1)) {
-            if (k == 0) {
-                i++;
-                continue;
-            }
-            return (long)i;
-        }
-        for (size_t j = 1; j <= k; j++)
-            if ((s[i + j] & 0xc0) != 0x80) return (long)i;
-        i += k + 1;
-    }
-    return -1;
+    size_t bad;
+    return mt_utf8_check((const char *)s, len, &bad) ? -1 : (long)bad;
 }
 
 static int is_blank(const char *s, size_t len)

@@ -1,5 +1,5 @@
-/* utf8.h: the one UTF-8 validator of the tree outside model/ and tokenizer/ (the request
- * parser, segmentation and the config reader all use it): strict UTF-8, no overlong
+/* utf8.h: the one UTF-8 validator of the tree (the tokenizer, the request parser,
+ * segmentation, the config reader and file formats all use it): strict UTF-8, no overlong
  * forms, no surrogates, nothing above U+10FFFF.
  *
  * Thread-safety: pure functions.
