@@ -1,13 +1,15 @@
 /* mt-translate: translates UTF-8 lines from stdin to stdout, one output line per input
- * line, in order; with --input html, the whole input is one HTML document. It runs the
- * same pipeline as mt-server (sentence splitting included), so both always agree. */
+ * line, in order; with --input html, the whole input is one HTML document. It only turns
+ * arguments into service options and prints results: the translation service
+ * (translator/service.h) that mt-server uses runs the pipeline, batching the sentences of
+ * a chunk of lines by length across --workers threads, so both always agree. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "translator.h"
+#include "service.h"
 
 enum { CHUNK_LINES = 20000 }; /* lines translated together: sorted by length across the chunk */
 
@@ -21,14 +23,16 @@ static void usage(FILE *f)
             "  --max-length N          at most N decoding steps, eos included (default: the model's, else 256)\n"
             "  --max-length-factor F   also at most F * source length + 10 steps (default 0: off)\n"
             "  --n-best N              print N hypotheses per line as 'INDEX ||| text ||| score'\n"
-            "  --threads N             threads for the matrix products (default 1)\n"
+            "  --threads N             threads for the matrix products, per worker (default 1)\n"
+            "  --workers N             translation worker threads, each running batches (default 1)\n"
             "  --batch-size N          sentences per batch (default 32)\n"
             "  --input text|ids|html   ids: lines are space-separated source ids (eos appended);\n"
             "                          html: the whole input is one HTML document (markup kept,\n"
             "                          text translated), written back as it came, without --n-best\n"
             "  --output text|ids       ids: print generated target ids instead of text\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
-            "  --verbose               print the model and BLAS kernel in use to stderr\n");
+            "  --verbose               print the model and BLAS kernel in use to stderr\n"
+            "  --version               print the version and exit\n");
 }
 
 static int parse_int(const char *name, const char *v, int min, int *out)
@@ -59,7 +63,7 @@ static int parse_float(const char *name, const char *v, float *out)
 
 typedef struct {
     const char *model, *source_lang, *target_lang;
-    int beam, n_best, max_length, threads, batch, input_ids, input_html, output_ids, verbose;
+    int beam, n_best, max_length, threads, workers, batch, input_ids, input_html, output_ids, verbose;
     float length_penalty, max_length_factor;
     int have_lp, have_factor;
 } cli_args;
@@ -71,7 +75,8 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"max-length", 1, 0, 'L'},     {"max-length-factor", 1, 0, 'F'}, {"n-best", 1, 0, 'n'},
         {"threads", 1, 0, 't'},        {"batch-size", 1, 0, 's'},  {"input", 1, 0, 'i'},
         {"output", 1, 0, 'o'},         {"source-lang", 1, 0, 'S'}, {"target-lang", 1, 0, 'T'},
-        {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {0, 0, 0, 0}};
+        {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {"workers", 1, 0, 'w'},
+        {"version", 0, 0, 'V'},        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
         int rc = 0;
@@ -83,6 +88,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 'F': rc = parse_float("--max-length-factor", optarg, &a->max_length_factor); a->have_factor = 1; break;
         case 'n': rc = parse_int("--n-best", optarg, 1, &a->n_best); break;
         case 't': rc = parse_int("--threads", optarg, 1, &a->threads); break;
+        case 'w': rc = parse_int("--workers", optarg, 1, &a->workers); break;
         case 's': rc = parse_int("--batch-size", optarg, 1, &a->batch); break;
         case 'S': a->source_lang = optarg; break;
         case 'T': a->target_lang = optarg; break;
@@ -103,6 +109,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
             }
             break;
         case 'h': usage(stdout); exit(0);
+        case 'V': printf("mt-translate %s\n", MT_VERSION); exit(0);
         default: usage(stderr); return -1;
         }
         if (rc)
@@ -126,7 +133,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
 }
 
 /* --input html: translates all of stdin as one document. */
-static int translate_document(const mt_translator *tr, mt_state *st, const mt_translate_options *opts)
+static int translate_document(mt_service *svc, const mt_service_options *opts)
 {
     size_t len = 0, cap = 1 << 16, got;
     char *doc = malloc(cap), err[512];
@@ -146,7 +153,7 @@ static int translate_document(const mt_translator *tr, mt_state *st, const mt_tr
     }
     mt_translation out;
     const char *text = doc;
-    int rc = mt_translator_translate(tr, st, opts, 1, &text, &len, &out, err, sizeof err);
+    int rc = mt_service_translate(svc, 0, opts, 1, &text, &len, &out, err, sizeof err);
     free(doc);
     if (rc) {
         fprintf(stderr, "mt-translate: %s\n", err);
@@ -158,8 +165,8 @@ static int translate_document(const mt_translator *tr, mt_state *st, const mt_tr
 }
 
 /* Translates and prints lines[0, n). */
-static int flush_chunk(const mt_translator *tr, mt_state *st, const mt_translate_options *opts, char **lines,
-                       size_t *lens, int n, long first_index)
+static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **lines, size_t *lens, int n,
+                       long first_index)
 {
     mt_translation *out = calloc((size_t)n + 1, sizeof *out);
     char err[512];
@@ -167,7 +174,7 @@ static int flush_chunk(const mt_translator *tr, mt_state *st, const mt_translate
         fprintf(stderr, "mt-translate: out of memory\n");
         return -1;
     }
-    if (mt_translator_translate(tr, st, opts, n, (const char *const *)lines, lens, out, err, sizeof err)) {
+    if (mt_service_translate(svc, 0, opts, n, (const char *const *)lines, lens, out, err, sizeof err)) {
         fprintf(stderr, "mt-translate: %s\n", err);
         free(out);
         return -1;
@@ -186,56 +193,32 @@ static int flush_chunk(const mt_translator *tr, mt_state *st, const mt_translate
     return fflush(stdout) == 0 ? 0 : -1;
 }
 
-int main(int argc, char **argv)
+/* The service options from the command line; 0, or -1 after a message. */
+static int build_options(const mt_service *svc, const cli_args *a, mt_service_options *opts)
 {
-    mt_blas_select_kernels(argv);
-    cli_args a = {.threads = 1, .batch = 32};
-    if (parse_args(argc, argv, &a))
-        return 2;
-    char err[1024];
-    mt_translator *tr = mt_translator_load(a.model, a.source_lang, a.target_lang, err, sizeof err);
-    if (!tr) {
-        fprintf(stderr, "mt-translate: cannot load model: %s\n", err);
-        return 1;
+    mt_service_options_default(svc, 0, opts);
+    if (a->beam)
+        opts->search.beam_size = a->beam;
+    if (a->have_lp)
+        opts->search.length_penalty = a->length_penalty;
+    if (a->max_length)
+        opts->search.max_length = a->max_length;
+    if (a->have_factor)
+        opts->search.max_length_factor = a->max_length_factor;
+    opts->search.n_best = a->n_best ? a->n_best : 1;
+    opts->input = a->input_ids ? MT_FORMAT_IDS : a->input_html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    opts->output_ids = a->output_ids;
+    if (opts->search.n_best > opts->search.beam_size) {
+        fprintf(stderr, "mt-translate: --n-best %d is larger than the beam size %d\n", opts->search.n_best,
+                opts->search.beam_size);
+        return -1;
     }
-    mt_translate_options opts;
-    mt_translate_options_default(tr, &opts);
-    if (a.beam)
-        opts.search.beam_size = a.beam;
-    if (a.have_lp)
-        opts.search.length_penalty = a.length_penalty;
-    if (a.max_length)
-        opts.search.max_length = a.max_length;
-    if (a.have_factor)
-        opts.search.max_length_factor = a.max_length_factor;
-    opts.search.n_best = a.n_best ? a.n_best : 1;
-    opts.max_batch = a.batch;
-    opts.input_ids = a.input_ids;
-    opts.html = a.input_html;
-    opts.output_ids = a.output_ids;
-    if (opts.search.n_best > opts.search.beam_size) {
-        fprintf(stderr, "mt-translate: --n-best %d is larger than the beam size %d\n", opts.search.n_best,
-                opts.search.beam_size);
-        mt_translator_free(tr);
-        return 2;
-    }
-    mt_state *st = mt_state_create(mt_translator_model(tr), a.threads, err, sizeof err);
-    if (!st) {
-        fprintf(stderr, "mt-translate: %s\n", err);
-        mt_translator_free(tr);
-        return 1;
-    }
-    if (a.verbose)
-        fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d thread(s)\n",
-                mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
-                opts.search.beam_size, mt_blas_core_name(), a.threads);
+    return 0;
+}
 
-    if (opts.html) {
-        int rc = translate_document(tr, st, &opts) ? 1 : 0;
-        mt_state_free(st);
-        mt_translator_free(tr);
-        return rc;
-    }
+/* Reads stdin's lines and translates them CHUNK_LINES at a time. */
+static int translate_lines(mt_service *svc, const mt_service_options *opts)
+{
     char **lines = calloc(CHUNK_LINES, sizeof *lines);
     size_t *lens = calloc(CHUNK_LINES, sizeof *lens);
     int n = 0, rc = lines && lens ? 0 : 1;
@@ -251,7 +234,7 @@ int main(int argc, char **argv)
         line = NULL;
         cap = 0;
         if (n == CHUNK_LINES) {
-            rc = flush_chunk(tr, st, &opts, lines, lens, n, done) ? 1 : 0;
+            rc = flush_chunk(svc, opts, lines, lens, n, done) ? 1 : 0;
             for (int i = 0; i < n; i++)
                 free(lines[i]);
             done += n;
@@ -260,12 +243,49 @@ int main(int argc, char **argv)
     }
     free(line);
     if (!rc && n)
-        rc = flush_chunk(tr, st, &opts, lines, lens, n, done) ? 1 : 0;
+        rc = flush_chunk(svc, opts, lines, lens, n, done) ? 1 : 0;
     for (int i = 0; i < n; i++)
         free(lines[i]);
     free(lines);
     free(lens);
-    mt_state_free(st);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    /* Process setup (BLAS kernel choice, may re-exec): to become the model's explicit
+     * process-setup call once model.h offers one. */
+    mt_process_setup(argv);
+    cli_args a = {.threads = 1, .workers = 1, .batch = 32};
+    if (parse_args(argc, argv, &a))
+        return 2;
+    char err[1024];
+    mt_translator *tr = mt_translator_load(a.model, a.source_lang, a.target_lang, err, sizeof err);
+    if (!tr) {
+        fprintf(stderr, "mt-translate: cannot load model: %s\n", err);
+        return 1;
+    }
+    mt_service_config cfg;
+    mt_service_config_default(&cfg);
+    cfg.workers = a.workers;
+    cfg.threads_per_worker = a.threads;
+    cfg.max_sentences = a.batch;
+    mt_service *svc = mt_service_create(&tr, 1, &cfg, NULL, err, sizeof err);
+    if (!svc) {
+        fprintf(stderr, "mt-translate: %s\n", err);
+        mt_translator_free(tr);
+        return 1;
+    }
+    mt_service_options opts;
+    int rc = 2;
+    if (build_options(svc, &a, &opts) == 0) {
+        if (a.verbose)
+            fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
+                    mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
+                    opts.search.beam_size, mt_blas_core_name(), a.workers, a.threads);
+        rc = opts.input == MT_FORMAT_HTML ? (translate_document(svc, &opts) ? 1 : 0) : translate_lines(svc, &opts);
+    }
+    mt_service_free(svc);
     mt_translator_free(tr);
     return rc;
 }

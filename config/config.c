@@ -1,4 +1,5 @@
-/* config.c: the settings table, the strict TOML-subset reader, environment and flags. */
+/* config.c: the settings table and where settings come from: defaults, a config file
+ * (read by toml.c), the environment and flags; then validation. */
 #include "config.h"
 
 #include <ctype.h>
@@ -10,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "error.h"
+#include "toml.h"
 
 #ifndef MT_VERSION
 #define MT_VERSION "0.1.0"
@@ -51,6 +55,8 @@ static const setting SETTINGS[] = {
      OFF(drain_timeout), 0, 86400, "seconds to finish in-flight requests on SIGTERM/SIGINT"},
     {"server", "api_keys", "--api-key", NULL, "MT_API_KEYS", "KEY", K_KEYS, OFF(api_keys), 0, 0,
      "accepted API key (flag repeatable, env comma-separated); none: open access"},
+    {"server", "web_root", "--web-root", NULL, "MT_WEB_ROOT", "DIR", K_STR, OFF(web_root), 0, 0,
+     "directory of the web page served at / and of openapi.json for /spec (default: web/)"},
     {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,
      "translation worker threads (0: one per CPU / threads_per_worker)"},
     {"workers", "threads_per_worker", "--threads-per-worker", "--threads",
@@ -73,6 +79,11 @@ static const setting SETTINGS[] = {
      OFF(max_text_chars), 1, 100000000, "characters per text; beyond: 413"},
     {"limits", "max_beam_size", "--max-beam-size", NULL, "MT_MAX_BEAM_SIZE", "N", K_INT,
      OFF(max_beam_size), 1, 256, "largest beam_size (and n_best) a request may ask for"},
+    {"limits", "requests_per_minute", "--req-limit", NULL, "MT_REQ_LIMIT", "N", K_INT,
+     OFF(req_limit), 0, 100000000, "translate requests per minute per client (0: no limit); beyond: 429"},
+    {"limits", "chars_per_minute", "--char-limit-per-minute", NULL, "MT_CHAR_LIMIT_PER_MINUTE", "N",
+     K_LONG, OFF(char_limit_per_minute), 0, 1e12,
+     "characters translated per minute per client (0: no limit); beyond: 429"},
     {"decoding", "beam_size", "--beam", "--beam-size", "MT_BEAM_SIZE", "N", K_INT,
      OFF(beam_size), 0, 256, "default beam size (0: the model's num_beams, else 4)"},
     {"decoding", "length_penalty", "--length-penalty", NULL, "MT_LENGTH_PENALTY", "A", K_FLOAT,
@@ -162,19 +173,6 @@ const char *mt_config_log_level_name(int level)
 
 /* ------------------------------------------------------------------ small helpers */
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 static char *dupn(const char *s, size_t n)
 {
     char *d = malloc(n + 1);
@@ -244,11 +242,11 @@ static int store_number(mt_config *cfg, const setting *s, double v, int is_integ
 {
     char *base = (char *)cfg;
     if ((s->kind == K_INT || s->kind == K_LONG) && !is_integer)
-        return fail(err, errlen, "%s must be an integer", where);
+        return mt_error(-1, err, errlen, "%s must be an integer", where);
     if (!(v >= s->min && v <= s->max)) {
         if (s->kind == K_FLOAT)
-            return fail(err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
-        return fail(err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
+            return mt_error(-1, err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
+        return mt_error(-1, err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
                     s->max);
     }
     if (s->kind == K_INT) *(int *)(base + s->off) = (int)v;
@@ -266,12 +264,12 @@ static int store_number_text(mt_config *cfg, const setting *s, const char *text,
     if (s->kind == K_FLOAT) {
         double v = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(v) || isspace((unsigned char)text[0]))
-            return fail(err, errlen, "%s: '%s' is not a number", where, text);
+            return mt_error(-1, err, errlen, "%s: '%s' is not a number", where, text);
         return store_number(cfg, s, v, 1, where, err, errlen);
     }
     long long v = strtoll(text, &end, 10);
     if (end == text || *end || errno || isspace((unsigned char)text[0]))
-        return fail(err, errlen, "%s: '%s' is not an integer", where, text);
+        return mt_error(-1, err, errlen, "%s: '%s' is not an integer", where, text);
     return store_number(cfg, s, (double)v, 1, where, err, errlen);
 }
 
@@ -282,8 +280,8 @@ static int apply_text(mt_config *cfg, const setting *s, const char *text, const 
     char *base = (char *)cfg;
     switch (s->kind) {
     case K_STR:
-        if (!*text) return fail(err, errlen, "%s: empty value", where);
-        if (strlen(text) >= 256) return fail(err, errlen, "%s: value too long", where);
+        if (!*text) return mt_error(-1, err, errlen, "%s: empty value", where);
+        if (strlen(text) >= 256) return mt_error(-1, err, errlen, "%s: value too long", where);
         snprintf(base + s->off, 256, "%s", text);
         return 0;
     case K_INT:
@@ -292,14 +290,14 @@ static int apply_text(mt_config *cfg, const setting *s, const char *text, const 
     case K_BOOL: {
         int b;
         if (parse_bool_text(text, &b))
-            return fail(err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
+            return mt_error(-1, err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
         *(int *)(base + s->off) = b;
         return 0;
     }
     case K_LEVEL: {
         int l;
         if (parse_level_text(text, &l))
-            return fail(err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
+            return mt_error(-1, err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
                         where, text);
         *(int *)(base + s->off) = l;
         return 0;
@@ -307,13 +305,13 @@ static int apply_text(mt_config *cfg, const setting *s, const char *text, const 
     case K_KEYS: /* handled by the callers (lists) */
         break;
     }
-    return fail(err, errlen, "%s: internal error", where);
+    return mt_error(-1, err, errlen, "%s: internal error", where);
 }
 
 int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!spec || !*spec) return fail(err, errlen, "empty model directory");
+    if (!spec || !*spec) return mt_error(-1, err, errlen, "empty model directory");
     /* DIR:SRC:TGT when the last two ':'-separated parts are language codes. */
     const char *c2 = strrchr(spec, ':');
     const char *c1 = NULL;
@@ -327,7 +325,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
         if (!src || !tgt) {
             free(src);
             free(tgt);
-            return fail(err, errlen, "out of memory");
+            return mt_error(-1, err, errlen, "out of memory");
         }
         if (valid_lang(src) && valid_lang(tgt)) {
             out->path = dupn(spec, (size_t)(c1 - spec));
@@ -335,7 +333,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
             out->target = tgt;
             if (!out->path) {
                 free_model(out);
-                return fail(err, errlen, "out of memory");
+                return mt_error(-1, err, errlen, "out of memory");
             }
             return 0;
         }
@@ -343,422 +341,14 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
         free(tgt);
     }
     out->path = dup(spec);
-    return out->path ? 0 : fail(err, errlen, "out of memory");
-}
-
-/* ------------------------------------------------------------------ TOML subset reader */
-
-typedef enum { V_STR, V_INT, V_FLOAT, V_BOOL, V_ARRAY } vtype;
-
-typedef struct {
-    vtype type;
-    int line, col;
-    char *s;          /* V_STR */
-    size_t slen;
-    long long i;      /* V_INT */
-    double f;         /* V_FLOAT */
-    int b;            /* V_BOOL */
-    char **items;     /* V_ARRAY (strings only) */
-    size_t *item_lens;
-    int n_items;
-} tvalue;
-
-typedef struct {
-    const char *p, *end;
-    const char *name;
-    int line, col;
-    char *err;
-    size_t errlen;
-} reader;
-
-static void tvalue_clear(tvalue *v)
-{
-    free(v->s);
-    for (int i = 0; i < v->n_items; i++) free(v->items[i]);
-    free(v->items);
-    free(v->item_lens);
-    memset(v, 0, sizeof *v);
-}
-
-static const char *vtype_name(vtype t)
-{
-    switch (t) {
-    case V_STR: return "a string";
-    case V_INT: return "an integer";
-    case V_FLOAT: return "a float";
-    case V_BOOL: return "a boolean";
-    case V_ARRAY: return "an array";
-    }
-    return "?";
-}
-
-static int rfail(reader *r, int line, int col, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int rfail(reader *r, int line, int col, const char *fmt, ...)
-{
-    if (r->err && r->errlen) {
-        int n = snprintf(r->err, r->errlen, "%s:%d:%d: ", r->name, line, col);
-        if (n >= 0 && (size_t)n < r->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
-            va_end(ap);
-        }
-    }
-    return -1;
-}
-
-static int at_end(const reader *r) { return r->p >= r->end; }
-static int peek(const reader *r) { return at_end(r) ? -1 : (unsigned char)*r->p; }
-
-static void advance(reader *r)
-{
-    if (at_end(r)) return;
-    if (*r->p == '\n') {
-        r->line++;
-        r->col = 1;
-    } else if (((unsigned char)*r->p & 0xC0) != 0x80) {
-        r->col++; /* columns count characters, not UTF-8 continuation bytes */
-    }
-    r->p++;
-}
-
-static void skip_ws(reader *r)
-{
-    while (peek(r) == ' ' || peek(r) == '\t') advance(r);
-}
-
-/* Skips spaces and a comment; then expects end of line or end of file. */
-static int expect_eol(reader *r)
-{
-    skip_ws(r);
-    if (peek(r) == '#')
-        while (!at_end(r) && peek(r) != '\n') advance(r);
-    if (peek(r) == '\r') advance(r);
-    if (at_end(r)) return 0;
-    if (peek(r) != '\n') return rfail(r, r->line, r->col, "expected end of line, found '%c'", peek(r));
-    advance(r);
-    return 0;
-}
-
-/* Length of a valid UTF-8 sequence at s (within n bytes), or 0. */
-static int utf8_len(const unsigned char *s, size_t n)
-{
-    if (s[0] < 0x80) return 1;
-    int len;
-    uint32_t cp;
-    if ((s[0] & 0xE0) == 0xC0) { len = 2; cp = s[0] & 0x1F; }
-    else if ((s[0] & 0xF0) == 0xE0) { len = 3; cp = s[0] & 0x0F; }
-    else if ((s[0] & 0xF8) == 0xF0) { len = 4; cp = s[0] & 0x07; }
-    else return 0;
-    if ((size_t)len > n) return 0;
-    for (int i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
-static int put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Reads a "basic" or 'literal' single-line string; r->p is at the quote. */
-static int read_string(reader *r, char **out, size_t *outlen)
-{
-    int line = r->line, col = r->col;
-    char q = *r->p;
-    if (r->end - r->p >= 3 && r->p[1] == q && r->p[2] == q)
-        return rfail(r, line, col, "multi-line strings are not supported");
-    advance(r);
-    size_t cap = 16, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) return rfail(r, line, col, "out of memory");
-    for (;;) {
-        if (at_end(r) || peek(r) == '\n') {
-            free(buf);
-            return rfail(r, line, col, "unterminated string");
-        }
-        if (cap - n < 8) {
-            cap *= 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                return rfail(r, line, col, "out of memory");
-            }
-            buf = nb;
-        }
-        int c = peek(r);
-        if (c == q) {
-            advance(r);
-            break;
-        }
-        if (c < 0x20 && c != '\t') {
-            free(buf);
-            return rfail(r, r->line, r->col, "control character in string");
-        }
-        if (c == '\\' && q == '"') {
-            int el = r->line, ec = r->col;
-            advance(r);
-            int e = peek(r);
-            uint32_t cp = 0;
-            int hex = 0;
-            switch (e) {
-            case 'b': buf[n++] = '\b'; break;
-            case 't': buf[n++] = '\t'; break;
-            case 'n': buf[n++] = '\n'; break;
-            case 'f': buf[n++] = '\f'; break;
-            case 'r': buf[n++] = '\r'; break;
-            case '"': buf[n++] = '"'; break;
-            case '\\': buf[n++] = '\\'; break;
-            case 'u': hex = 4; break;
-            case 'U': hex = 8; break;
-            default:
-                free(buf);
-                return rfail(r, el, ec, "invalid escape sequence in string");
-            }
-            advance(r);
-            for (int k = 0; k < hex; k++) {
-                int h = peek(r);
-                if (!isxdigit(h)) {
-                    free(buf);
-                    return rfail(r, el, ec, "invalid \\%c escape: expected %d hex digits",
-                                 e, hex);
-                }
-                cp = cp * 16 + (uint32_t)(isdigit(h) ? h - '0' : (tolower(h) - 'a' + 10));
-                advance(r);
-            }
-            if (hex) {
-                if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                    free(buf);
-                    return rfail(r, el, ec, "invalid code point U+%04X in escape", cp);
-                }
-                n += (size_t)put_utf8(buf + n, cp);
-            }
-            continue;
-        }
-        int l = utf8_len((const unsigned char *)r->p, (size_t)(r->end - r->p));
-        if (!l) {
-            free(buf);
-            return rfail(r, r->line, r->col, "invalid UTF-8 in string");
-        }
-        for (int k = 0; k < l; k++) {
-            buf[n++] = *r->p;
-            advance(r);
-        }
-    }
-    buf[n] = '\0';
-    *out = buf;
-    *outlen = n;
-    return 0;
-}
-
-static int is_bare(int c) { return isalnum(c) || c == '_' || c == '-'; }
-
-/* Reads an integer, float or boolean (a bare word up to a delimiter). */
-static int read_scalar(reader *r, tvalue *v)
-{
-    v->line = r->line;
-    v->col = r->col;
-    const char *start = r->p;
-    while (!at_end(r) && (is_bare(peek(r)) || peek(r) == '.' || peek(r) == '+')) advance(r);
-    size_t n = (size_t)(r->p - start);
-    if (n == 0)
-        return rfail(r, v->line, v->col, "expected a value (string, number, boolean or array)");
-    char word[64];
-    if (n >= sizeof word) return rfail(r, v->line, v->col, "invalid value");
-    memcpy(word, start, n);
-    word[n] = '\0';
-    if (strcmp(word, "true") == 0 || strcmp(word, "false") == 0) {
-        v->type = V_BOOL;
-        v->b = word[0] == 't';
-        return 0;
-    }
-    /* Numbers: [+-] digits with single '_' between digits, optional fraction/exponent. */
-    char clean[64];
-    size_t m = 0;
-    const char *s = word;
-    int is_float = 0, digits = 0;
-    if (*s == '+' || *s == '-') clean[m++] = *s++;
-    if (!isdigit((unsigned char)*s)) goto bad;
-    if (s[0] == '0' && isdigit((unsigned char)s[1])) goto bad; /* no leading zeros */
-    for (; *s; s++) {
-        if (isdigit((unsigned char)*s)) {
-            clean[m++] = *s;
-            digits++;
-        } else if (*s == '_') {
-            if (!isdigit((unsigned char)s[-1]) || !isdigit((unsigned char)s[1])) goto bad;
-        } else if (*s == '.') {
-            if (is_float || !isdigit((unsigned char)s[-1]) || !isdigit((unsigned char)s[1]))
-                goto bad;
-            is_float = 1;
-            clean[m++] = '.';
-        } else if (*s == 'e' || *s == 'E') {
-            if (!isdigit((unsigned char)s[-1])) goto bad;
-            is_float = 2;
-            clean[m++] = 'e';
-            if (s[1] == '+' || s[1] == '-') clean[m++] = *++s;
-            if (!isdigit((unsigned char)s[1])) goto bad;
-            for (s++; *s; s++) {
-                if (!isdigit((unsigned char)*s)) goto bad;
-                clean[m++] = *s;
-            }
-            break;
-        } else {
-            goto bad;
-        }
-    }
-    clean[m] = '\0';
-    if (!digits) goto bad;
-    errno = 0;
-    if (is_float) {
-        v->type = V_FLOAT;
-        v->f = strtod(clean, NULL);
-        if (errno || !isfinite(v->f)) goto bad;
-    } else {
-        v->type = V_INT;
-        v->i = strtoll(clean, NULL, 10);
-        if (errno) return rfail(r, v->line, v->col, "integer '%s' is too large", word);
-    }
-    return 0;
-bad:
-    return rfail(r, v->line, v->col, "invalid value '%s'", word);
-}
-
-static int read_value(reader *r, tvalue *v);
-
-/* Skips whitespace, newlines and comments inside an array. */
-static void skip_array_space(reader *r)
-{
-    for (;;) {
-        int c = peek(r);
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-            advance(r);
-        } else if (c == '#') {
-            while (!at_end(r) && peek(r) != '\n') advance(r);
-        } else {
-            return;
-        }
-    }
-}
-
-static int read_array(reader *r, tvalue *v)
-{
-    v->type = V_ARRAY;
-    advance(r); /* [ */
-    for (;;) {
-        skip_array_space(r);
-        if (at_end(r)) return rfail(r, v->line, v->col, "unterminated array");
-        if (peek(r) == ']') {
-            advance(r);
-            return 0;
-        }
-        tvalue item = {0};
-        if (read_value(r, &item)) {
-            tvalue_clear(&item);
-            return -1;
-        }
-        if (item.type != V_STR) {
-            int l = item.line, c = item.col;
-            vtype t = item.type;
-            tvalue_clear(&item);
-            return rfail(r, l, c, "arrays may only hold strings here, found %s", vtype_name(t));
-        }
-        char **items = realloc(v->items, (size_t)(v->n_items + 1) * sizeof *items);
-        if (items) v->items = items;
-        size_t *lens = realloc(v->item_lens, (size_t)(v->n_items + 1) * sizeof *lens);
-        if (lens) v->item_lens = lens;
-        if (!items || !lens) {
-            tvalue_clear(&item);
-            return rfail(r, v->line, v->col, "out of memory");
-        }
-        v->items[v->n_items] = item.s;
-        v->item_lens[v->n_items] = item.slen;
-        v->n_items++;
-        item.s = NULL;
-        skip_array_space(r);
-        if (peek(r) == ',') {
-            advance(r);
-            continue;
-        }
-        if (peek(r) == ']') continue;
-        if (at_end(r)) return rfail(r, v->line, v->col, "unterminated array");
-        return rfail(r, r->line, r->col, "expected ',' or ']' in array");
-    }
-}
-
-static int read_value(reader *r, tvalue *v)
-{
-    v->line = r->line;
-    v->col = r->col;
-    int c = peek(r);
-    if (c == '"' || c == '\'') {
-        v->type = V_STR;
-        return read_string(r, &v->s, &v->slen);
-    }
-    if (c == '[') return read_array(r, v);
-    if (c == '{') return rfail(r, v->line, v->col, "inline tables are not supported");
-    return read_scalar(r, v);
-}
-
-/* Reads a key (bare or quoted) into buf. */
-static int read_key(reader *r, char *buf, size_t cap)
-{
-    int line = r->line, col = r->col;
-    if (peek(r) == '"' || peek(r) == '\'') {
-        char *s;
-        size_t n;
-        if (read_string(r, &s, &n)) return -1;
-        if (n == 0 || n >= cap) {
-            free(s);
-            return rfail(r, line, col, "invalid key");
-        }
-        memcpy(buf, s, n + 1);
-        free(s);
-    } else {
-        size_t n = 0;
-        while (!at_end(r) && is_bare(peek(r))) {
-            if (n + 1 >= cap) return rfail(r, line, col, "key too long");
-            buf[n++] = *r->p;
-            advance(r);
-        }
-        buf[n] = '\0';
-        if (n == 0) {
-            if (peek(r) < 0x20 || peek(r) >= 0x7f)
-                return rfail(r, line, col, "expected a key");
-            return rfail(r, line, col, "expected a key, found '%c'", peek(r));
-        }
-    }
-    skip_ws(r);
-    if (peek(r) == '.') return rfail(r, line, col, "dotted keys are not supported");
-    return 0;
+    return out->path ? 0 : mt_error(-1, err, errlen, "out of memory");
 }
 
 /* ------------------------------------------------------------------ applying a file */
 
 typedef struct {
     mt_config *cfg;
-    reader *r;
+    mt_toml_reader *r;
     const char *base_dir;
     char section[64];
     int in_models;           /* current table is a [[models]] entry */
@@ -776,43 +366,43 @@ static int finish_model(file_ctx *fc)
 {
     if (!fc->in_models) return 0;
     fc->in_models = 0;
-    reader *r = fc->r;
+    mt_toml_reader *r = fc->r;
     mt_config_model *m = &fc->model;
     if (!m->path)
-        return rfail(r, fc->model_line, fc->model_col, "[[models]] entry has no 'path'");
+        return mt_toml_fail(r, fc->model_line, fc->model_col, "[[models]] entry has no 'path'");
     if (!m->source != !m->target)
-        return rfail(r, fc->model_line, fc->model_col,
+        return mt_toml_fail(r, fc->model_line, fc->model_col,
                      "[[models]] entry must give both 'source' and 'target', or neither");
     if (fc->base_dir && *fc->base_dir && m->path[0] != '/') {
         size_t n = strlen(fc->base_dir) + strlen(m->path) + 2;
         char *p = malloc(n);
-        if (!p) return rfail(r, fc->model_line, fc->model_col, "out of memory");
+        if (!p) return mt_toml_fail(r, fc->model_line, fc->model_col, "out of memory");
         snprintf(p, n, "%s/%s", fc->base_dir, m->path);
         free(m->path);
         m->path = p;
     }
-    if (push_model(fc->cfg, m)) return rfail(r, fc->model_line, fc->model_col, "out of memory");
+    if (push_model(fc->cfg, m)) return mt_toml_fail(r, fc->model_line, fc->model_col, "out of memory");
     return 0;
 }
 
-static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, tvalue *v)
+static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, mt_toml_value *v)
 {
-    reader *r = fc->r;
+    mt_toml_reader *r = fc->r;
     int idx = -1;
     for (int i = 0; i < 4; i++)
         if (strcmp(key, MODEL_KEYS[i]) == 0) idx = i;
     if (idx < 0)
-        return rfail(r, kl, kc, "unknown key '%s' in [[models]] (known: path, source, target, name)",
+        return mt_toml_fail(r, kl, kc, "unknown key '%s' in [[models]] (known: path, source, target, name)",
                      key);
-    if (fc->seen_model_keys[idx]) return rfail(r, kl, kc, "duplicate key 'models.%s'", key);
+    if (fc->seen_model_keys[idx]) return mt_toml_fail(r, kl, kc, "duplicate key 'models.%s'", key);
     fc->seen_model_keys[idx] = 1;
-    if (v->type != V_STR)
-        return rfail(r, v->line, v->col, "models.%s must be a string, not %s", key,
-                     vtype_name(v->type));
+    if (v->type != MT_TOML_STR)
+        return mt_toml_fail(r, v->line, v->col, "models.%s must be a string, not %s", key,
+                     mt_toml_type_name(v->type));
     if (v->slen == 0 || strlen(v->s) != v->slen)
-        return rfail(r, v->line, v->col, "models.%s must not be empty", key);
+        return mt_toml_fail(r, v->line, v->col, "models.%s must not be empty", key);
     if ((idx == 1 || idx == 2) && !valid_lang(v->s))
-        return rfail(r, v->line, v->col,
+        return mt_toml_fail(r, v->line, v->col,
                      "models.%s: '%s' is not a language code (letters, digits, '-', '_')", key,
                      v->s);
     char **field = idx == 0 ? &fc->model.path
@@ -825,12 +415,94 @@ static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, tvalue
     return 0;
 }
 
-static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, tvalue *v)
+/* "unknown key" naming the keys of the current table. */
+static int unknown_key(file_ctx *fc, const char *key, int kl, int kc)
 {
-    reader *r = fc->r;
+    char known[512];
+    size_t n = 0;
+    known[0] = '\0';
+    for (size_t i = 0; i < N_SETTINGS; i++)
+        if (strcmp(SETTINGS[i].section, fc->section) == 0 && n < sizeof known) {
+            int w = snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", SETTINGS[i].key);
+            if (w > 0) n += (size_t)w;
+        }
+    return mt_toml_fail(fc->r, kl, kc, "unknown key '%s' in [%s] (known: %s)", key, fc->section, known);
+}
+
+/* Stores a file value into setting s (named `where` in messages). */
+static int store_value(file_ctx *fc, const setting *s, const char *where, mt_toml_value *v)
+{
+    mt_toml_reader *r = fc->r;
+    char *base = (char *)fc->cfg;
+    char msg[256];
+    switch (s->kind) {
+    case K_STR:
+        if (v->type != MT_TOML_STR)
+            return mt_toml_fail(r, v->line, v->col, "%s must be a string, not %s", where, mt_toml_type_name(v->type));
+        if (v->slen == 0 || strlen(v->s) != v->slen)
+            return mt_toml_fail(r, v->line, v->col, "%s must not be empty", where);
+        if (v->slen >= 256) return mt_toml_fail(r, v->line, v->col, "%s is too long", where);
+        memcpy(base + s->off, v->s, v->slen + 1);
+        return 0;
+    case K_INT:
+    case K_LONG:
+    case K_FLOAT: {
+        double d;
+        int is_int;
+        if (v->type == MT_TOML_INT) {
+            d = (double)v->i;
+            is_int = 1;
+        } else if (v->type == MT_TOML_FLOAT) {
+            d = v->f;
+            is_int = 0;
+        } else {
+            return mt_toml_fail(r, v->line, v->col, "%s must be %s, not %s", where,
+                         s->kind == K_FLOAT ? "a number" : "an integer", mt_toml_type_name(v->type));
+        }
+        if (s->kind != K_FLOAT && !is_int)
+            return mt_toml_fail(r, v->line, v->col, "%s must be an integer, not a float", where);
+        if (store_number(fc->cfg, s, d, is_int, where, msg, sizeof msg))
+            return mt_toml_fail(r, v->line, v->col, "%s", msg);
+        return 0;
+    }
+    case K_BOOL:
+        if (v->type != MT_TOML_BOOL)
+            return mt_toml_fail(r, v->line, v->col, "%s must be a boolean (true or false), not %s", where,
+                         mt_toml_type_name(v->type));
+        *(int *)(base + s->off) = v->b;
+        return 0;
+    case K_LEVEL: {
+        int l;
+        if (v->type != MT_TOML_STR)
+            return mt_toml_fail(r, v->line, v->col, "%s must be a string, not %s", where, mt_toml_type_name(v->type));
+        if (parse_level_text(v->s, &l))
+            return mt_toml_fail(r, v->line, v->col, "%s: '%s' is not a log level (error, warn, info, debug)",
+                         where, v->s);
+        *(int *)(base + s->off) = l;
+        return 0;
+    }
+    case K_KEYS:
+        if (v->type != MT_TOML_ARRAY)
+            return mt_toml_fail(r, v->line, v->col, "%s must be an array of strings, not %s", where,
+                         mt_toml_type_name(v->type));
+        free_keys(fc->cfg);
+        for (int i = 0; i < v->n_items; i++) {
+            if (v->item_lens[i] == 0 || strlen(v->items[i]) != v->item_lens[i])
+                return mt_toml_fail(r, v->line, v->col, "%s: keys must not be empty", where);
+            if (push_key(fc->cfg, v->items[i], v->item_lens[i]))
+                return mt_toml_fail(r, v->line, v->col, "out of memory");
+        }
+        return 0;
+    }
+    return mt_toml_fail(r, v->line, v->col, "internal error");
+}
+
+static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, mt_toml_value *v)
+{
+    mt_toml_reader *r = fc->r;
     if (fc->in_models) return apply_model_key(fc, key, kl, kc, v);
     if (!fc->section[0])
-        return rfail(r, kl, kc, "key '%s' outside a table: put it under [server], [workers], "
+        return mt_toml_fail(r, kl, kc, "key '%s' outside a table: put it under [server], [workers], "
                      "[batch], [limits], [decoding] or [log]", key);
     const setting *s = NULL;
     size_t si = 0;
@@ -839,109 +511,24 @@ static int apply_file_key(file_ctx *fc, const char *key, int kl, int kc, tvalue 
             s = &SETTINGS[i];
             si = i;
         }
-    if (!s) {
-        char known[512];
-        size_t n = 0;
-        known[0] = '\0';
-        for (size_t i = 0; i < N_SETTINGS; i++)
-            if (strcmp(SETTINGS[i].section, fc->section) == 0 && n < sizeof known) {
-                int w = snprintf(known + n, sizeof known - n, "%s%s", n ? ", " : "", SETTINGS[i].key);
-                if (w > 0) n += (size_t)w;
-            }
-        return rfail(r, kl, kc, "unknown key '%s' in [%s] (known: %s)", key, fc->section, known);
-    }
-    if (fc->seen_keys[si]) return rfail(r, kl, kc, "duplicate key '%s.%s'", s->section, key);
+    if (!s) return unknown_key(fc, key, kl, kc);
+    if (fc->seen_keys[si]) return mt_toml_fail(r, kl, kc, "duplicate key '%s.%s'", s->section, key);
     fc->seen_keys[si] = 1;
 
     char where[128];
     snprintf(where, sizeof where, "%s.%s", s->section, s->key);
-    char *base = (char *)fc->cfg;
-    char msg[256];
-    switch (s->kind) {
-    case K_STR:
-        if (v->type != V_STR)
-            return rfail(r, v->line, v->col, "%s must be a string, not %s", where, vtype_name(v->type));
-        if (v->slen == 0 || strlen(v->s) != v->slen)
-            return rfail(r, v->line, v->col, "%s must not be empty", where);
-        if (v->slen >= 256) return rfail(r, v->line, v->col, "%s is too long", where);
-        memcpy(base + s->off, v->s, v->slen + 1);
-        return 0;
-    case K_INT:
-    case K_LONG:
-    case K_FLOAT: {
-        double d;
-        int is_int;
-        if (v->type == V_INT) {
-            d = (double)v->i;
-            is_int = 1;
-        } else if (v->type == V_FLOAT) {
-            d = v->f;
-            is_int = 0;
-        } else {
-            return rfail(r, v->line, v->col, "%s must be %s, not %s", where,
-                         s->kind == K_FLOAT ? "a number" : "an integer", vtype_name(v->type));
-        }
-        if (s->kind != K_FLOAT && !is_int)
-            return rfail(r, v->line, v->col, "%s must be an integer, not a float", where);
-        if (store_number(fc->cfg, s, d, is_int, where, msg, sizeof msg))
-            return rfail(r, v->line, v->col, "%s", msg);
-        return 0;
-    }
-    case K_BOOL:
-        if (v->type != V_BOOL)
-            return rfail(r, v->line, v->col, "%s must be a boolean (true or false), not %s", where,
-                         vtype_name(v->type));
-        *(int *)(base + s->off) = v->b;
-        return 0;
-    case K_LEVEL: {
-        int l;
-        if (v->type != V_STR)
-            return rfail(r, v->line, v->col, "%s must be a string, not %s", where, vtype_name(v->type));
-        if (parse_level_text(v->s, &l))
-            return rfail(r, v->line, v->col, "%s: '%s' is not a log level (error, warn, info, debug)",
-                         where, v->s);
-        *(int *)(base + s->off) = l;
-        return 0;
-    }
-    case K_KEYS:
-        if (v->type != V_ARRAY)
-            return rfail(r, v->line, v->col, "%s must be an array of strings, not %s", where,
-                         vtype_name(v->type));
-        free_keys(fc->cfg);
-        for (int i = 0; i < v->n_items; i++) {
-            if (v->item_lens[i] == 0 || strlen(v->items[i]) != v->item_lens[i])
-                return rfail(r, v->line, v->col, "%s: keys must not be empty", where);
-            if (push_key(fc->cfg, v->items[i], v->item_lens[i]))
-                return rfail(r, v->line, v->col, "out of memory");
-        }
-        return 0;
-    }
-    return rfail(r, kl, kc, "internal error");
+    return store_value(fc, s, where, v);
 }
 
-static int read_table_header(file_ctx *fc)
+/* A table header: [section], or a [[models]] entry. */
+static int apply_table(file_ctx *fc, const mt_toml_item *it)
 {
-    reader *r = fc->r;
-    int line = r->line, col = r->col;
-    advance(r);
-    int array = 0;
-    if (peek(r) == '[') {
-        array = 1;
-        advance(r);
-    }
-    skip_ws(r);
-    char name[64];
-    if (read_key(r, name, sizeof name)) return -1;
-    if (peek(r) != ']') return rfail(r, r->line, r->col, "expected ']' after table name");
-    advance(r);
-    if (array) {
-        if (peek(r) != ']') return rfail(r, r->line, r->col, "expected ']]' after table name");
-        advance(r);
-    }
-    if (expect_eol(r)) return -1;
+    mt_toml_reader *r = fc->r;
+    int line = it->line, col = it->col, array = it->array;
+    const char *name = it->name;
     if (finish_model(fc)) return -1;
     if (strcmp(name, "models") == 0) {
-        if (!array) return rfail(r, line, col, "models are an array of tables: write [[models]]");
+        if (!array) return mt_toml_fail(r, line, col, "models are an array of tables: write [[models]]");
         if (!fc->models_replaced) {
             free_models(fc->cfg);
             fc->models_replaced = 1;
@@ -957,10 +544,10 @@ static int read_table_header(file_ctx *fc)
     for (size_t i = 0; i < N_SECTIONS; i++)
         if (strcmp(SECTIONS[i], name) == 0) si = i;
     if (si == N_SECTIONS)
-        return rfail(r, line, col, "unknown table [%s] (known: server, workers, batch, limits, "
-                     "decoding, log, [[models]])", name);
-    if (array) return rfail(r, line, col, "[%s] is a table, not an array of tables", name);
-    if (fc->seen_sections[si]) return rfail(r, line, col, "duplicate table [%s]", name);
+        return mt_toml_fail(r, line, col, "unknown table [%s] (known: server, workers, batch, limits, "
+                            "decoding, log, [[models]])", name);
+    if (array) return mt_toml_fail(r, line, col, "[%s] is a table, not an array of tables", name);
+    if (fc->seen_sections[si]) return mt_toml_fail(r, line, col, "duplicate table [%s]", name);
     fc->seen_sections[si] = 1;
     snprintf(fc->section, sizeof fc->section, "%s", name);
     return 0;
@@ -969,48 +556,26 @@ static int read_table_header(file_ctx *fc)
 int mt_config_load_string(mt_config *cfg, const char *text, size_t len, const char *name,
                           const char *base_dir, char *err, size_t errlen)
 {
-    reader r = {text, text + len, name ? name : "<config>", 1, 1, err, errlen};
+    mt_toml_reader r;
+    mt_toml_init(&r, text, len, name, err, errlen);
     file_ctx fc;
     memset(&fc, 0, sizeof fc);
     fc.cfg = cfg;
     fc.r = &r;
     fc.base_dir = base_dir;
     int rc = 0;
-    /* A leading UTF-8 byte order mark is allowed. */
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) r.p += 3;
-    while (!at_end(&r)) {
-        skip_ws(&r);
-        int c = peek(&r);
-        if (c == -1) break;
-        if (c == '\n' || c == '\r' || c == '#') {
-            if ((rc = expect_eol(&r))) break;
-            continue;
+    mt_toml_item it;
+    int ev;
+    while ((ev = mt_toml_next(&r, &it)) > 0) {
+        if (ev == MT_TOML_TABLE) {
+            rc = apply_table(&fc, &it);
+        } else {
+            rc = apply_file_key(&fc, it.name, it.line, it.col, &it.value);
+            mt_toml_value_clear(&it.value);
         }
-        if (c == '[') {
-            if ((rc = read_table_header(&fc))) break;
-            continue;
-        }
-        int kl = r.line, kc = r.col;
-        char key[64];
-        if ((rc = read_key(&r, key, sizeof key))) break;
-        skip_ws(&r);
-        if (peek(&r) != '=') {
-            rc = rfail(&r, r.line, r.col, "expected '=' after key '%s'", key);
-            break;
-        }
-        advance(&r);
-        skip_ws(&r);
-        if (at_end(&r) || peek(&r) == '\n' || peek(&r) == '#') {
-            rc = rfail(&r, r.line, r.col, "missing value for key '%s'", key);
-            break;
-        }
-        tvalue v = {0};
-        rc = read_value(&r, &v);
-        if (!rc) rc = expect_eol(&r);
-        if (!rc) rc = apply_file_key(&fc, key, kl, kc, &v);
-        tvalue_clear(&v);
         if (rc) break;
     }
+    if (ev < 0) rc = -1;
     if (!rc) rc = finish_model(&fc);
     free_model(&fc.model);
     return rc ? -1 : 0;
@@ -1019,13 +584,13 @@ int mt_config_load_string(mt_config *cfg, const char *text, size_t len, const ch
 int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
+    if (!f) return mt_error(-1, err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (;;) {
         if (!buf) {
             fclose(f);
-            return fail(err, errlen, "%s: out of memory", path);
+            return mt_error(-1, err, errlen, "%s: out of memory", path);
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
@@ -1034,7 +599,7 @@ int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errl
             if (cap >= (16u << 20)) {
                 free(buf);
                 fclose(f);
-                return fail(err, errlen, "%s: config file larger than 16 MiB", path);
+                return mt_error(-1, err, errlen, "%s: config file larger than 16 MiB", path);
             }
             cap *= 2;
             char *nb = realloc(buf, cap);
@@ -1046,12 +611,12 @@ int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errl
     fclose(f);
     if (rerr) {
         free(buf);
-        return fail(err, errlen, "%s: read error", path);
+        return mt_error(-1, err, errlen, "%s: read error", path);
     }
     char *dir = dup(path);
     if (!dir) {
         free(buf);
-        return fail(err, errlen, "out of memory");
+        return mt_error(-1, err, errlen, "out of memory");
     }
     char *slash = strrchr(dir, '/');
     if (slash) {
@@ -1107,15 +672,15 @@ static int model_item(void *user, const char *s, size_t n)
 {
     model_item_ctx *c = user;
     char *spec = dupn(s, n);
-    if (!spec) return fail(c->err, c->errlen, "out of memory");
+    if (!spec) return mt_error(-1, c->err, c->errlen, "out of memory");
     mt_config_model m;
     char e[256];
     int rc = mt_config_parse_model_spec(spec, &m, e, sizeof e);
     free(spec);
-    if (rc) return fail(c->err, c->errlen, "%s: %s", c->where, e);
+    if (rc) return mt_error(-1, c->err, c->errlen, "%s: %s", c->where, e);
     if (push_model(c->cfg, &m)) {
         free_model(&m);
-        return fail(c->err, c->errlen, "out of memory");
+        return mt_error(-1, c->err, c->errlen, "out of memory");
     }
     return 0;
 }
@@ -1130,7 +695,7 @@ int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t err
         snprintf(where, sizeof where, "environment variable %s", s->env);
         if (s->kind == K_KEYS) {
             free_keys(cfg);
-            if (for_each_item(v, key_item, cfg)) return fail(err, errlen, "out of memory");
+            if (for_each_item(v, key_item, cfg)) return mt_error(-1, err, errlen, "out of memory");
             continue;
         }
         if (apply_text(cfg, s, v, where, err, errlen)) return -1;
@@ -1175,11 +740,11 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
         if (strcmp(a, "--version") == 0) { cfg->show_version = 1; continue; }
         if (strcmp(a, "--print-config") == 0) { cfg->print_config = 1; continue; }
         if ((m = match_flag("--config", argc, argv, &i, &v))) {
-            if (m < 0) return fail(err, errlen, "--config needs a value");
+            if (m < 0) return mt_error(-1, err, errlen, "--config needs a value");
             continue; /* loaded by mt_config_resolve */
         }
         if ((m = match_flag("--model", argc, argv, &i, &v))) {
-            if (m < 0) return fail(err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
+            if (m < 0) return mt_error(-1, err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
             if (!models_given++) free_models(cfg);
             model_item_ctx c = {cfg, err, errlen, "--model"};
             if (model_item(&c, v, strlen(v))) return -1;
@@ -1204,21 +769,21 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
                     break;
                 }
                 m = match_flag(names[j], argc, argv, &i, &v);
-                if (m < 0) return fail(err, errlen, "%s needs a value (%s)", names[j], s->metavar);
+                if (m < 0) return mt_error(-1, err, errlen, "%s needs a value (%s)", names[j], s->metavar);
                 if (m > 0) hit = s;
             }
         }
         if (!hit) {
-            if (a[0] == '-') return fail(err, errlen, "unknown option '%s' (see --help)", a);
-            return fail(err, errlen, "unexpected argument '%s' (see --help)", a);
+            if (a[0] == '-') return mt_error(-1, err, errlen, "unknown option '%s' (see --help)", a);
+            return mt_error(-1, err, errlen, "unexpected argument '%s' (see --help)", a);
         }
         if (!v) continue;
         char where[64];
         snprintf(where, sizeof where, "%s", hit->flag);
         if (hit->kind == K_KEYS) {
-            if (!*v) return fail(err, errlen, "%s: empty value", hit->flag);
+            if (!*v) return mt_error(-1, err, errlen, "%s: empty value", hit->flag);
             if (!keys_given++) free_keys(cfg);
-            if (push_key(cfg, v, strlen(v))) return fail(err, errlen, "out of memory");
+            if (push_key(cfg, v, strlen(v))) return mt_error(-1, err, errlen, "out of memory");
             continue;
         }
         if (apply_text(cfg, hit, v, where, err, errlen)) return -1;
@@ -1231,21 +796,21 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
 int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
 {
     if (cfg->n_models == 0)
-        return fail(err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
+        return mt_error(-1, err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
                     "in a config file (--config FILE)");
     for (int i = 0; i < cfg->n_models; i++) {
         const mt_config_model *m = &cfg->models[i];
-        if (!m->path || !*m->path) return fail(err, errlen, "model %d has no directory", i + 1);
+        if (!m->path || !*m->path) return mt_error(-1, err, errlen, "model %d has no directory", i + 1);
         if (!m->source != !m->target)
-            return fail(err, errlen, "model %s: give both source and target, or neither", m->path);
+            return mt_error(-1, err, errlen, "model %s: give both source and target, or neither", m->path);
         if ((m->source && !valid_lang(m->source)) || (m->target && !valid_lang(m->target)))
-            return fail(err, errlen, "model %s: invalid language code", m->path);
+            return mt_error(-1, err, errlen, "model %s: invalid language code", m->path);
     }
     if (cfg->beam_size > cfg->max_beam_size)
-        return fail(err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
+        return mt_error(-1, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
                     cfg->beam_size, cfg->max_beam_size);
     for (int i = 0; i < cfg->n_api_keys; i++)
-        if (!cfg->api_keys[i][0]) return fail(err, errlen, "empty API key");
+        if (!cfg->api_keys[i][0]) return mt_error(-1, err, errlen, "empty API key");
     return 0;
 }
 
@@ -1256,7 +821,7 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m = match_flag("--config", argc, argv, &i, &v);
-        if (m < 0) return fail(err, errlen, "--config needs a value");
+        if (m < 0) return mt_error(-1, err, errlen, "--config needs a value");
         if (m > 0) path = v;
     }
     if (!path) {
@@ -1277,7 +842,7 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
     if (path) {
         if (mt_config_load_file(cfg, path, err, errlen)) return -1;
         free(cfg->config_path);
-        if (!(cfg->config_path = dup(path))) return fail(err, errlen, "out of memory");
+        if (!(cfg->config_path = dup(path))) return mt_error(-1, err, errlen, "out of memory");
     }
     if (mt_config_apply_env(cfg, envp, err, errlen)) return -1;
     if (mt_config_apply_args(cfg, argc, argv, err, errlen)) return -1;
@@ -1361,6 +926,8 @@ void mt_config_write(const mt_config *cfg, FILE *f)
             section = s->section;
             fprintf(f, "\n[%s]\n", section);
         }
+        /* An unset optional path (web_root) is left out: an empty value reads back as an error. */
+        if (s->kind == K_STR && !base[s->off]) continue;
         switch (s->kind) {
         case K_STR:
             fprintf(f, "%s = ", s->key);

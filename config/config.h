@@ -40,6 +40,7 @@ typedef struct {
     double drain_timeout;   /* seconds to finish in-flight requests on SIGTERM/SIGINT */
     char **api_keys;        /* accepted API keys; none = no key needed */
     int n_api_keys;
+    char web_root[256];     /* the web page's directory (/, /spec); empty: the source web/ */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */
@@ -53,6 +54,8 @@ typedef struct {
     int max_texts;          /* texts per request; beyond: 413 */
     int max_text_chars;     /* characters (code points) per text; beyond: 413 */
     int max_beam_size;      /* largest beam_size a request may ask for */
+    int req_limit;          /* requests per minute per client; 0: no limit (429 beyond) */
+    long char_limit_per_minute; /* characters per minute per client; 0: no limit */
     /* [decoding]: 0 (or a negative length_penalty) = the model's own default */
     int beam_size;          /* default beam size */
     double length_penalty;  /* default length penalty; < 0: model default */

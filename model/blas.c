@@ -4,7 +4,7 @@
  * OPENBLAS_CORETYPE environment variable or its CPU table. Debian's 0.3.21 does not know
  * recent AVX-512 cores, and environments often pin OPENBLAS_CORETYPE=Haswell; either way
  * sgemm runs at half the speed the CPU offers. The choice cannot be changed after the
- * library is loaded, so executables call mt_blas_select_kernels() first thing: it sets
+ * library is loaded, so executables call mt_process_setup() first thing: it sets
  * the variable and re-executes the program when a faster family applies. */
 #include <cblas.h>
 #include <stdio.h>
@@ -43,22 +43,23 @@ static const char *wanted_core(void)
     return NULL;
 }
 
-void mt_blas_select_kernels(char **argv)
-{
-    const char *want = wanted_core();
-    if (!want || getenv("MT_BLAS_REEXECUTED"))
-        return;
-    if (!strcasecmp(openblas_get_corename(), want))
-        return;
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    setenv("MT_BLAS_REEXECUTED", "1", 1); /* never loop, even if OpenBLAS refuses the name */
-    execv("/proc/self/exe", argv);
-    /* exec failed (no /proc?): carry on with the kernels already loaded */
-}
-
-void mt_blas_single_threaded(void)
+static void blas_single_threaded(void)
 {
     /* Our own pool splits each product; OpenBLAS threading on top would oversubscribe
      * the cores and serialise concurrent callers on its shared thread pool. */
     openblas_set_num_threads(1);
 }
+
+void mt_process_setup(char **argv)
+{
+    const char *want = wanted_core();
+    if (argv && want && !getenv("MT_BLAS_REEXECUTED") && strcasecmp(openblas_get_corename(), want)) {
+        setenv("OPENBLAS_CORETYPE", want, 1);
+        setenv("MT_BLAS_REEXECUTED", "1", 1); /* never loop, even if OpenBLAS refuses the name */
+        execv("/proc/self/exe", argv);
+        /* exec failed (no /proc?): carry on with the kernels already loaded */
+    }
+    blas_single_threaded();
+}
+
+void mt_blas_select_kernels(char **argv) { mt_process_setup(argv); }

@@ -16,31 +16,11 @@
 /* ---- matrix products split over the state's threads ---- */
 
 typedef struct {
+    const mt_kernels *kern;
     const float *x, *w, *b;
     float *y;
     int m, k, n, act, chunk, by_rows;
 } linear_job;
-
-static void apply_bias_act(float *y, int rows, int ld, int cols, const float *b, int act)
-{
-    for (int i = 0; i < rows; i++) {
-        float *r = y + (size_t)i * (size_t)ld;
-        for (int j = 0; j < cols; j++) {
-            float v = r[j] + (b ? b[j] : 0.0f);
-            if (act == MT_ACT_RELU + 1)
-                v = v > 0.0f ? v : 0.0f;
-            else if (act == MT_ACT_GELU + 1)
-                v = 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
-            else if (act == MT_ACT_SWISH + 1)
-                v = v / (1.0f + expf(-v));
-            else if (act == MT_ACT_QUICK_GELU + 1)
-                v = v / (1.0f + expf(-1.702f * v));
-            else if (act == MT_ACT_GELU_TANH + 1)
-                v = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
-            r[j] = v;
-        }
-    }
-}
 
 static void linear_task(void *ctx, int task, int n_tasks)
 {
@@ -55,7 +35,7 @@ static void linear_task(void *ctx, int task, int n_tasks)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, j->n, j->k, 1.0f,
                     j->x + (size_t)lo * (size_t)j->k, j->k, j->w, j->k, 0.0f,
                     j->y + (size_t)lo * (size_t)j->n, j->n);
-        apply_bias_act(j->y + (size_t)lo * (size_t)j->n, hi - lo, j->n, j->n, j->b, j->act);
+        j->kern->bias_act(j->y + (size_t)lo * (size_t)j->n, hi - lo, j->n, j->n, j->b, j->act);
     } else {
         if (hi > j->n)
             hi = j->n;
@@ -63,7 +43,7 @@ static void linear_task(void *ctx, int task, int n_tasks)
             return;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->m, hi - lo, j->k, 1.0f, j->x, j->k,
                     j->w + (size_t)lo * (size_t)j->k, j->k, 0.0f, j->y + lo, j->n);
-        apply_bias_act(j->y + lo, j->m, j->n, hi - lo, j->b ? j->b + lo : NULL, j->act);
+        j->kern->bias_act(j->y + lo, j->m, j->n, hi - lo, j->b ? j->b + lo : NULL, j->act);
     }
 }
 
@@ -75,7 +55,7 @@ static void linear_task(void *ctx, int task, int n_tasks)
 static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w *lin, int n, float *y, int act)
 {
     int threads = mt_pool_threads(st->pool);
-    linear_job j = {.x = x, .w = lin->w, .b = lin->b, .y = y, .m = m, .k = k, .n = n, .act = act};
+    linear_job j = {.kern = st->model->kern, .x = x, .w = lin->w, .b = lin->b, .y = y, .m = m, .k = k, .n = n, .act = act};
     int tasks = 1;
     if (threads > 1 && n >= 512) {
         tasks = threads;
@@ -111,84 +91,9 @@ static void add_norm(float *x, const float *delta, int rows, int d, const mt_nor
     }
 }
 
-/* exp(x) for x <= 0 (Cephes' expf: range reduction by ln 2, degree-6 polynomial, about
- * 1 ulp), written without calls or branches so loops over it vectorise. The softmax over
- * a 58k-word vocabulary for every hypothesis at every step would otherwise spend more time
- * in libm's exp than the products spend computing the logits. */
-static inline float exp_nonpositive(float x)
+static void softmax_inplace(const mt_kernels *kern, float *x, int n)
 {
-    x = x < -87.0f ? -87.0f : x;
-    float n = -(float)(int)(0.5f - x * 1.44269504088896341f); /* round(x / ln 2); x <= 0 */
-    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    float y = p * r * r + r + 1.0f;
-    union {
-        uint32_t u;
-        float f;
-    } scale = {.u = (uint32_t)((int)n + 127) << 23};
-    return y * scale.f;
-}
-
-/* x[i] = exp(x[i] - shift); returns the sum, accumulated in 16 lanes. */
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static float exp_shift_sum(float *x, int n, float shift)
-{
-    float lanes[16] = {0};
-    int i = 0;
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++) {
-            float e = exp_nonpositive(x[i + l] - shift);
-            x[i + l] = e;
-            lanes[l] += e;
-        }
-    float sum = 0.0f;
-    for (; i < n; i++) {
-        x[i] = exp_nonpositive(x[i] - shift);
-        sum += x[i];
-    }
-    for (int l = 0; l < 16; l++)
-        sum += lanes[l];
-    return sum;
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-static float max_of(const float *x, int n)
-{
-    float lanes[16];
-    int i = 0;
-    for (int l = 0; l < 16; l++)
-        lanes[l] = x[0];
-    for (; i + 16 <= n; i += 16)
-        for (int l = 0; l < 16; l++)
-            lanes[l] = x[i + l] > lanes[l] ? x[i + l] : lanes[l];
-    float mx = x[0];
-    for (; i < n; i++)
-        mx = x[i] > mx ? x[i] : mx;
-    for (int l = 0; l < 16; l++)
-        mx = lanes[l] > mx ? lanes[l] : mx;
-    return mx;
-}
-
-static void softmax_inplace(float *x, int n)
-{
-    float inv = 1.0f / exp_shift_sum(x, n, max_of(x, n));
-    for (int i = 0; i < n; i++)
-        x[i] *= inv;
-}
-
-/* x = log_softmax(x). The exponentials go to a scratch row so x keeps the logits. */
-void mt_log_softmax(float *x, float *scratch, int n)
-{
-    float mx = max_of(x, n);
-    memcpy(scratch, x, sizeof *x * (size_t)n);
-    float lse = mx + logf(exp_shift_sum(scratch, n, mx));
-    for (int i = 0; i < n; i++)
-        x[i] -= lse;
+    kern->scale(x, n, 1.0f / kern->exp_store_sum(x, n, kern->max(x, n)));
 }
 
 static void embed(const mt_model *m, const float *table, const int32_t *ids, int n, int first_pos,
@@ -225,12 +130,11 @@ static void enc_attn_task(void *p, int task, int n_tasks)
         int s = pair / j->heads, h = pair % j->heads, len = j->len[s];
         float *q = j->qkv + (size_t)j->off[s] * (size_t)ld + (size_t)h * (size_t)j->hd;
         const float *k = q + d, *v = q + 2 * d;
-        for (int i = 0; i < len; i++)
-            for (int c = 0; c < j->hd; c++)
-                q[(size_t)i * (size_t)ld + (size_t)c] *= scale; /* HF scales q before the product */
+        for (int i = 0; i < len; i++) /* HF scales q before the product */
+            j->model->kern->scale(q + (size_t)i * (size_t)ld, j->hd, scale);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, len, len, j->hd, 1.0f, q, ld, k, ld, 0.0f, scores, len);
         for (int i = 0; i < len; i++)
-            softmax_inplace(scores + (size_t)i * (size_t)len, len);
+            softmax_inplace(j->model->kern, scores + (size_t)i * (size_t)len, len);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, len, j->hd, len, 1.0f, scores, len, v, ld, 0.0f,
                     j->ctx + (size_t)j->off[s] * (size_t)d + (size_t)h * (size_t)j->hd, d);
     }
@@ -258,8 +162,11 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
     float *tmp = mt_buf_reserve(&st->enc_tmp, sizeof(float) * T * (size_t)d);
     float *f = mt_buf_reserve(&st->enc_ffn, sizeof(float) * T * (size_t)ffn);
     float *scores = mt_buf_reserve(&st->att_scores, sizeof(float) * (size_t)threads * (size_t)max_len * (size_t)max_len);
-    if (!x || !qkv || !ctx || !tmp || !f || !scores)
+    if (!x || !qkv || !ctx || !tmp || !f || !scores) {
+        mt_format(st->error, sizeof st->error, "out of memory for the encoder's activations (%d sentences, %d tokens)",
+                  n, total);
         return MT_ERR_NOMEM;
+    }
     for (int s = 0; s < n; s++)
         embed(m, m->enc_embed, src[s], lens[s], 0, 0, x + (size_t)off[s] * (size_t)d);
 
@@ -301,20 +208,19 @@ typedef struct {
     const int *row_sent, *src_off, *src_len;
     float *scores;        /* max_keys floats per task */
     int max_keys;
+    float *attn_out;      /* optional alignment copy-out, see mt_decoder_input */
+    int attn_layer, attn_ld;
 } dec_attn_job;
 
 /* out = softmax(scores) . values, over n keys; scores already hold q.k. */
 static void weighted_sum(float *scores, int n, const float *(*value_at)(const dec_attn_job *, int, int, int),
                          const dec_attn_job *j, int r, int h, int hd, float *out)
 {
-    softmax_inplace(scores, n);
+    const mt_kernels *kern = j->model->kern;
+    softmax_inplace(kern, scores, n);
     memset(out, 0, sizeof *out * (size_t)hd);
-    for (int i = 0; i < n; i++) {
-        const float *v = value_at(j, r, h, i);
-        float p = scores[i];
-        for (int c = 0; c < hd; c++)
-            out[c] += p * v[c];
-    }
+    for (int i = 0; i < n; i++)
+        kern->axpy(out, scores[i], value_at(j, r, h, i), hd);
 }
 
 static const float *self_key(const dec_attn_job *j, int r, int h, int i)
@@ -352,15 +258,20 @@ static void dec_attn_rows(const dec_attn_job *j, int task, int n_tasks, int cros
         int n = cross ? j->src_len[j->row_sent[r]] : j->step + 1;
         for (int h = 0; h < m->info.decoder_heads; h++) {
             const float *q = j->q + (size_t)r * (size_t)j->ldq + (size_t)h * (size_t)hd;
-            for (int i = 0; i < n; i++) {
-                const float *k = cross ? cross_key(j, r, h, i) : self_key(j, r, h, i);
-                float s = 0.0f;
-                for (int c = 0; c < hd; c++)
-                    s += q[c] * k[c];
-                scores[i] = s;
-            }
+            for (int i = 0; i < n; i++)
+                scores[i] = m->kern->dot(q, cross ? cross_key(j, r, h, i) : self_key(j, r, h, i), hd);
             weighted_sum(scores, n, cross ? cross_value : self_value, j, r, h, hd,
                          j->ctx + (size_t)r * (size_t)d + (size_t)h * (size_t)hd);
+            /* ---- alignments: scores now hold this head's probabilities; average the
+             * heads of one layer (as Marian and CTranslate2 do) ---- */
+            if (cross && j->attn_out && j->layer == j->attn_layer) {
+                float *a = j->attn_out + (size_t)r * (size_t)j->attn_ld;
+                if (h == 0)
+                    memset(a, 0, sizeof *a * (size_t)j->attn_ld);
+                for (int i = 0; i < n; i++)
+                    a[i] += scores[i] / (float)m->info.decoder_heads;
+            }
+            /* ---- end alignments ---- */
         }
     }
 }
@@ -368,11 +279,10 @@ static void dec_attn_rows(const dec_attn_job *j, int task, int n_tasks, int cros
 static void self_attn_task(void *p, int task, int n_tasks) { dec_attn_rows(p, task, n_tasks, 0); }
 static void cross_attn_task(void *p, int task, int n_tasks) { dec_attn_rows(p, task, n_tasks, 1); }
 
-static void scale_rows(float *x, int rows, int ld, int cols, float s)
+static void scale_rows(const mt_kernels *kern, float *x, int rows, int ld, int cols, float s)
 {
     for (int i = 0; i < rows; i++)
-        for (int c = 0; c < cols; c++)
-            x[(size_t)i * (size_t)ld + (size_t)c] *= s;
+        kern->scale(x + (size_t)i * (size_t)ld, cols, s);
 }
 
 int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out)
@@ -396,17 +306,25 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
                             sizeof(float) * slots_needed * slot_floats);
     float *cv = mt_buf_grow(&st->self_v, sizeof(float) * in->slot_base * slot_floats,
                             sizeof(float) * slots_needed * slot_floats);
-    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !ck || !cv)
+    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !ck || !cv) {
+        mt_format(st->error, sizeof st->error,
+                  "out of memory for the decoder at step %d (%d hypotheses, %zu cached key/value slots)", in->step,
+                  rows, slots_needed);
         return MT_ERR_NOMEM;
-    if (in->step >= info->max_positions)
+    }
+    if (in->step >= info->max_positions) {
+        mt_format(st->error, sizeof st->error, "decoding step %d is past max_position_embeddings (%d)", in->step,
+                  info->max_positions);
         return MT_ERR_INVALID;
+    }
 
     embed(m, m->dec_embed, in->tokens, rows, in->step, 1, x);
     float scale = 1.0f / sqrtf((float)m->head_dim_dec);
     dec_attn_job j = {.model = m, .ctx = ctx, .rows = rows, .step = in->step, .cache_k = ck, .cache_v = cv,
                       .hist = in->hist, .hist_stride = in->hist_stride, .cross = in->cross_kv,
                       .row_sent = in->row_sent, .src_off = in->src_off, .src_len = in->src_len,
-                      .scores = scores, .max_keys = max_keys};
+                      .scores = scores, .max_keys = max_keys,
+                      .attn_out = in->attn_out, .attn_layer = in->attn_layer, .attn_ld = in->max_src_len};
     for (int l = 0; l < L; l++) {
         const mt_decoder_layer *Ly = &m->dec[l];
         j.layer = l;
@@ -418,7 +336,7 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
             memcpy(ck + at, qkv + (size_t)r * 3 * (size_t)d + (size_t)d, sizeof(float) * (size_t)d);
             memcpy(cv + at, qkv + (size_t)r * 3 * (size_t)d + 2 * (size_t)d, sizeof(float) * (size_t)d);
         }
-        scale_rows(qkv, rows, 3 * d, d, scale);
+        scale_rows(m->kern, qkv, rows, 3 * d, d, scale);
         j.q = qkv;
         j.ldq = 3 * d;
         mt_pool_run(st->pool, self_attn_task, &j, threads);
@@ -426,7 +344,7 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
         add_norm(x, tmp, rows, d, &Ly->self_norm);
         /* cross-attention over the (precomputed) encoder keys and values */
         linear(st, x, rows, d, &Ly->cross_q, d, qkv, 0);
-        scale_rows(qkv, rows, d, d, scale);
+        scale_rows(m->kern, qkv, rows, d, d, scale);
         j.ldq = d;
         mt_pool_run(st->pool, cross_attn_task, &j, threads);
         linear(st, ctx, rows, d, &Ly->cross_out, d, tmp, 0);

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format.h"
+#include "kernels.h"
 #include "model.h"
 #include "pool.h"
 
@@ -44,6 +46,8 @@ struct mt_model {
     mt_model_info info;
     int activation;             /* MT_ACT_* */
     int head_dim_enc, head_dim_dec;
+    const mt_kernels *kern;     /* chosen at load (mt_kernels_select) */
+    mt_compute_type compute;    /* resolved at load: MT_COMPUTE_FLOAT32 */
     int32_t *bad_ids;           /* from bad_words_ids (single-token entries) */
     int n_bad_ids;
 
@@ -89,13 +93,15 @@ struct mt_state {
     mt_buf toks[2];             /* int (rows, steps): generated tokens, double-buffered */
     mt_buf rows, next_rows;     /* per live hypothesis: sentence, token fed, score */
     mt_buf cand, n_cand;        /* per row: its best candidates */
-    mt_buf lsm_scratch;         /* per thread: one row of exponentials */
     mt_buf sentences;           /* mt_sentence */
     mt_buf fin_ids, fin;        /* finished hypotheses: ids and mt_hypothesis */
+    /* return_scores / return_alignments (decode_opts.c): per-row histories like toks */
+    mt_buf attn;                /* float (rows, max_src): head-averaged cross-attention */
+    mt_buf ahist[2], shist[2];  /* int / float (rows, steps): aligned source position, log-prob */
+    mt_buf fin_align, fin_scores;
+    mt_buf sample_scratch;      /* float (tasks, vocab): sampling's sort space */
 };
 
-/* Formats a message into buf[len] (snprintf with a va_list), returns buf. */
-char *mt_format(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Makes b hold at least bytes; returns its pointer or NULL when out of memory. */
 void *mt_buf_reserve(mt_buf *b, size_t bytes);
@@ -116,6 +122,9 @@ typedef struct {
     const float *cross_kv;          /* from mt_cross_kv */
     const int *src_off, *src_len;   /* per sentence: first row in cross_kv, token count */
     int max_src_len;
+    float *attn_out;                /* optional (rows, max_src_len): layer attn_layer's cross-
+                                     * attention probabilities averaged over heads */
+    int attn_layer;
 } mt_decoder_input;
 
 /* Forward pieces (forward.c). Results live in the state's buffers. */
@@ -126,8 +135,5 @@ void mt_cross_kv(mt_state *st, const float *enc_out, int tokens, float *kv);
 /* logits_out (rows, tgt_vocab), raw (bias added, nothing masked). */
 int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out);
 
-/* Elementwise helpers used by forward.c and search.c. */
-/* x = log_softmax(x); scratch holds n floats. */
-void mt_log_softmax(float *x, float *scratch, int n);
 
 #endif

@@ -17,17 +17,6 @@
 #include "internal.h"
 #include "safetensors.h"
 
-char *mt_format(char *buf, size_t len, const char *fmt, ...)
-{
-    if (!buf || !len)
-        return buf;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, len, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
 void *mt_buf_reserve(mt_buf *b, size_t bytes)
 {
     if (bytes <= b->cap)
@@ -146,6 +135,60 @@ static int read_bool(config_reader *r, const char *key, int fallback)
     return json_is_true(v);
 }
 
+/* activation_function (MarianConfig's default: gelu) into m->activation and info. */
+static int read_activation(mt_model *m, config_reader *r)
+{
+    mt_model_info *in = &m->info;
+    json_t *act = json_object_get(r->cfg, "activation_function");
+    const char *a = act ? json_string_value(act) : "gelu"; /* MarianConfig's default */
+    if (!a)
+        return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
+    if (!strcmp(a, "relu")) {
+        m->activation = MT_ACT_RELU;
+    } else if (!strcmp(a, "gelu")) {
+        m->activation = MT_ACT_GELU;
+    } else if (!strcmp(a, "swish") || !strcmp(a, "silu")) {
+        m->activation = MT_ACT_SWISH;
+    } else if (!strcmp(a, "quick_gelu")) {
+        m->activation = MT_ACT_QUICK_GELU;
+    } else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
+        m->activation = MT_ACT_GELU_TANH;
+    } else {
+        return mt_format(r->err, r->errlen,
+                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
+                         "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
+    }
+    static const char *const names[] = {"relu", "gelu", "swish", "quick_gelu", "gelu_new"};
+    snprintf(in->activation, sizeof in->activation, "%s", names[m->activation]);
+    return 0;
+}
+
+/* bad_words_ids: single-token entries only. */
+static int read_bad_ids(mt_model *m, config_reader *r)
+{
+    mt_model_info *in = &m->info;
+    json_t *bad = lookup(r, "bad_words_ids", 1);
+    if (bad && !json_is_null(bad)) {
+        if (!json_is_array(bad))
+            return mt_format(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
+        m->bad_ids = calloc(json_array_size(bad) + 1, sizeof *m->bad_ids);
+        if (!m->bad_ids)
+            return mt_format(r->err, r->errlen, "out of memory"), -1;
+        size_t i;
+        json_t *seq;
+        json_array_foreach(bad, i, seq) {
+            json_t *id = json_array_get(seq, 0);
+            if (!json_is_array(seq) || json_array_size(seq) != 1 || !json_is_integer(id) ||
+                json_integer_value(id) < 0 || json_integer_value(id) >= in->tgt_vocab_size)
+                return mt_format(r->err, r->errlen,
+                                 "config.json: bad_words_ids[%zu] must be a one-token list with an id below %d "
+                                 "(multi-token sequences are not supported)", i, in->tgt_vocab_size), -1;
+            m->bad_ids[m->n_bad_ids++] = (int32_t)json_integer_value(id);
+        }
+    }
+    return 0;
+}
+
 static int read_hparams(mt_model *m, config_reader *r)
 {
     mt_model_info *in = &m->info;
@@ -178,27 +221,15 @@ static int read_hparams(mt_model *m, config_reader *r)
             return mt_format(r->err, r->errlen, "config.json: \"length_penalty\" must be a number"), -1;
         in->default_length_penalty = (float)json_number_value(lp);
     }
-    json_t *act = json_object_get(r->cfg, "activation_function");
-    const char *a = act ? json_string_value(act) : "gelu"; /* MarianConfig's default */
-    if (!a)
-        return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
-    if (!strcmp(a, "relu")) {
-        m->activation = MT_ACT_RELU;
-    } else if (!strcmp(a, "gelu")) {
-        m->activation = MT_ACT_GELU;
-    } else if (!strcmp(a, "swish") || !strcmp(a, "silu")) {
-        m->activation = MT_ACT_SWISH;
-    } else if (!strcmp(a, "quick_gelu")) {
-        m->activation = MT_ACT_QUICK_GELU;
-    } else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
-        m->activation = MT_ACT_GELU_TANH;
-    } else {
-        return mt_format(r->err, r->errlen,
-                         "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
-                         "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
-    }
-    static const char *const names[] = {"relu", "gelu", "swish", "quick_gelu", "gelu_new"};
-    snprintf(in->activation, sizeof in->activation, "%s", names[m->activation]);
+    if (read_activation(m, r))
+        return -1;
+    /* Marian (which trained OPUS-MT) and Hugging Face compute different sinusoids; a
+     * converter records which one the weights were trained with. */
+    json_t *pf = json_object_get(r->cfg, "positions_formula");
+    const char *f = pf ? json_string_value(pf) : "huggingface";
+    if (!f || (strcmp(f, "huggingface") && strcmp(f, "marian")))
+        return mt_format(r->err, r->errlen, "config.json: \"positions_formula\" must be \"huggingface\" or \"marian\""), -1;
+    snprintf(in->positions, sizeof in->positions, "%s", f);
 
     if (!static_pos)
         return mt_format(r->err, r->errlen, "config.json: static_position_embeddings=false (learned positions) is not supported"), -1;
@@ -219,26 +250,7 @@ static int read_hparams(mt_model *m, config_reader *r)
     m->head_dim_enc = in->d_model / in->encoder_heads;
     m->head_dim_dec = in->d_model / in->decoder_heads;
 
-    json_t *bad = lookup(r, "bad_words_ids", 1);
-    if (bad && !json_is_null(bad)) {
-        if (!json_is_array(bad))
-            return mt_format(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
-        m->bad_ids = calloc(json_array_size(bad) + 1, sizeof *m->bad_ids);
-        if (!m->bad_ids)
-            return mt_format(r->err, r->errlen, "out of memory"), -1;
-        size_t i;
-        json_t *seq;
-        json_array_foreach(bad, i, seq) {
-            json_t *id = json_array_get(seq, 0);
-            if (!json_is_array(seq) || json_array_size(seq) != 1 || !json_is_integer(id) ||
-                json_integer_value(id) < 0 || json_integer_value(id) >= in->tgt_vocab_size)
-                return mt_format(r->err, r->errlen,
-                                 "config.json: bad_words_ids[%zu] must be a one-token list with an id below %d "
-                                 "(multi-token sequences are not supported)", i, in->tgt_vocab_size), -1;
-            m->bad_ids[m->n_bad_ids++] = (int32_t)json_integer_value(id);
-        }
-    }
-    return 0;
+    return read_bad_ids(m, r);
 }
 
 /* ---- weights ---- */
@@ -377,11 +389,56 @@ static const float *load_matrix(weight_loader *w, const mt_tensor_view *t, int64
     return seen_dst[(*n_seen)++];
 }
 
-static int load_weights(mt_model *m, weight_loader *w)
+/* The (max_positions, d) position table: a stored embed_positions table when the checkpoint
+ * has one (both sides must then agree, as the engine shares one table), else the formula
+ * of config.json. Both formulas put sin in the first half and cos in the second and are
+ * evaluated in double, then rounded, as the PyTorch reference does. */
+static int load_positions(weight_loader *w, mt_model *m, float *pos)
+{
+    mt_model_info *in = &m->info;
+    int64_t d = in->d_model, n = in->max_positions;
+    const mt_tensor_view *te = find(w, "model.encoder.embed_positions.weight");
+    const mt_tensor_view *td = find(w, "model.decoder.embed_positions.weight");
+    if ((te && check_shape(w, te, n, d)) || (td && check_shape(w, td, n, d)))
+        return -1;
+    if (te || td) {
+        snprintf(in->positions, sizeof in->positions, "stored");
+        if (!pos)
+            return 0;
+        mt_tensor_to_f32(te ? te : td, pos);
+        if (te && td) {
+            float *other = malloc(sizeof *other * (size_t)(n * d));
+            if (!other)
+                return mt_format(w->err, w->errlen, "out of memory"), -1;
+            mt_tensor_to_f32(td, other);
+            int same = !memcmp(other, pos, sizeof *other * (size_t)(n * d));
+            free(other);
+            if (!same)
+                return mt_format(w->err, w->errlen, "model.safetensors: the encoder's and the decoder's "
+                                 "embed_positions differ (one shared table is supported)"), -1;
+        }
+        return 0;
+    }
+    if (!pos)
+        return 0;
+    int marian = !strcmp(in->positions, "marian");
+    double log_inc = log(10000.0) / (d / 2 - 1 > 0 ? (double)(d / 2 - 1) : 1.0);
+    for (int64_t p = 0; p < n; p++)
+        for (int64_t i = 0; i < d / 2; i++) {
+            /* Marian: tensor2tensor timescales exp(-i log(10000)/(d/2-1)); HF: 10000^(2i/d) */
+            double angle = marian ? (double)p * exp(-(double)i * log_inc)
+                                  : (double)p / pow(10000.0, 2.0 * (double)i / (double)d);
+            pos[p * d + i] = (float)sin(angle);
+            pos[p * d + d / 2 + i] = (float)cos(angle);
+        }
+    return 0;
+}
+
+/* Embeddings, output projection, logits bias and the sinusoidal position table. */
+static int load_embeddings(mt_model *m, weight_loader *w)
 {
     const mt_model_info *in = &m->info;
     int64_t d = in->d_model;
-    char name[256];
     const mt_tensor_view *seen[3];
     const float *seen_dst[3];
     int n_seen = 0;
@@ -419,80 +476,173 @@ static int load_weights(mt_model *m, weight_loader *w)
     m->logits_bias = bias;
 
     float *pos = take(w, (size_t)(in->max_positions * d));
-    if (pos) { /* HF MarianSinusoidalPositionalEmbedding: sin in the first half, cos in the second */
-        for (int p = 0; p < in->max_positions; p++)
-            for (int i = 0; i < d / 2; i++) {
-                double angle = p / pow(10000.0, 2.0 * i / (double)d);
-                pos[p * d + i] = (float)sin(angle);
-                pos[p * d + d / 2 + i] = (float)cos(angle);
-            }
-    }
+    if (load_positions(w, m, pos))
+        return -1;
     m->positions = pos;
+    return 0;
+}
 
-    for (int l = 0; l < in->encoder_layers; l++) {
-        mt_encoder_layer *L = &m->enc[l];
-        char pre[128];
-        mt_format(pre, sizeof pre, "model.encoder.layers.%d", l);
-        if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+static int load_encoder_layer(mt_model *m, weight_loader *w, int l)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    mt_encoder_layer *L = &m->enc[l];
+    char name[256];
+    char pre[128];
+    mt_format(pre, sizeof pre, "model.encoder.layers.%d", l);
+    if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+        return -1;
+    return 0;
+}
+
+/* Decoder layer l; its cross-attention k,v go into rows 2l*d.. of the fused matrix. */
+static int load_decoder_layer(mt_model *m, weight_loader *w, int l, float *ckv_w, float *ckv_b)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    mt_decoder_layer *L = &m->dec[l];
+    char name[256];
+    char pre[128];
+    mt_format(pre, sizeof pre, "model.decoder.layers.%d", l);
+    size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
+    if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
+                    ckv_w ? ckv_w + kw : NULL) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
+                    ckv_b ? ckv_b + kb : NULL) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
+                    ckv_w ? ckv_w + kw + (size_t)(d * d) : NULL) ||
+        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
+                    ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
+        load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
+        load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+        return -1;
+    return 0;
+}
+
+static int load_weights(mt_model *m, weight_loader *w)
+{
+    const mt_model_info *in = &m->info;
+    int64_t d = in->d_model;
+    if (load_embeddings(m, w))
+        return -1;
+    for (int l = 0; l < in->encoder_layers; l++)
+        if (load_encoder_layer(m, w, l))
             return -1;
-    }
     float *ckv_w = take(w, (size_t)(in->decoder_layers * 2 * d * d));
     float *ckv_b = take(w, (size_t)(in->decoder_layers * 2 * d));
     m->cross_kv.w = ckv_w;
     m->cross_kv.b = ckv_b;
-    for (int l = 0; l < in->decoder_layers; l++) {
-        mt_decoder_layer *L = &m->dec[l];
-        char pre[128];
-        mt_format(pre, sizeof pre, "model.decoder.layers.%d", l);
-        size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
-        if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
-                        ckv_w ? ckv_w + kw : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
-                        ckv_b ? ckv_b + kb : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
-                        ckv_w ? ckv_w + kw + (size_t)(d * d) : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
-                        ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
-            load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
-            load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+    for (int l = 0; l < in->decoder_layers; l++)
+        if (load_decoder_layer(m, w, l, ckv_w, ckv_b))
             return -1;
-    }
 
     /* Anything left over is a tensor this architecture does not have: refuse rather than
-     * silently ignore weights (e.g. a pre-norm model's final layer_norm). Positional
-     * tables are recomputed, so stored copies are fine. */
+     * silently ignore weights (e.g. a pre-norm model's final layer_norm). */
     for (int i = 0; i < mt_safetensors_count(w->file); i++) {
         const char *tn = mt_safetensors_at(w->file, i)->name;
-        if (!w->used[i] && !strstr(tn, "embed_positions"))
+        if (!w->used[i])
             return mt_format(w->err, w->errlen, "model.safetensors: unexpected tensor '%s' "
                              "(not part of a post-norm MarianMT model with this config.json)", tn), -1;
     }
     return 0;
 }
 
-mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
+/* Highest layer index n such that model.<part>.layers.<n-1>.fc1.weight exists, probing
+ * upwards (cheap: names are looked up, nothing is allocated). */
+static int layers_in_file(const mt_safetensors *f, const char *part, int limit)
+{
+    char name[128];
+    int n = 0;
+    while (n < limit) {
+        mt_format(name, sizeof name, "model.%s.layers.%d.fc1.weight", part, n);
+        if (!mt_safetensors_find(f, name))
+            break;
+        n++;
+    }
+    return n;
+}
+
+static int check_layer_count(const mt_safetensors *f, const char *part, int wanted, char *err, size_t errlen)
+{
+    int have = layers_in_file(f, part, wanted + 1);
+    if (have >= wanted)
+        return 0; /* more layers than configured: the unexpected-tensor check names them */
+    mt_format(err, errlen, "config.json: %s_layers is %d but model.safetensors holds %d %s layer%s "
+              "(no tensor 'model.%s.layers.%d.fc1.weight')", part, wanted, have, part, have == 1 ? "" : "s",
+              part, have);
+    return -1;
+}
+
+static const char *const compute_names[] = {"default", "float32", "bfloat16", "int8", "auto"};
+
+void mt_model_options_default(mt_model_options *o) { *o = (mt_model_options){.compute_type = MT_COMPUTE_DEFAULT}; }
+
+int mt_compute_type_parse(const char *name, mt_compute_type *out)
+{
+    for (int i = 0; name && i < (int)(sizeof compute_names / sizeof *compute_names); i++)
+        if (!strcmp(name, compute_names[i])) {
+            *out = (mt_compute_type)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *mt_compute_type_name(mt_compute_type t)
+{
+    return (int)t >= 0 && (int)t < (int)(sizeof compute_names / sizeof *compute_names) ? compute_names[t] : "?";
+}
+
+mt_compute_type mt_model_compute_type(const mt_model *m) { return m->compute; }
+
+/* DEFAULT (then MT_COMPUTE_TYPE) and AUTO resolved to what this build computes. */
+static int resolve_compute(mt_compute_type want, mt_compute_type *out, char *err, size_t errlen)
+{
+    const char *env = getenv("MT_COMPUTE_TYPE");
+    if (want == MT_COMPUTE_DEFAULT && env && *env && mt_compute_type_parse(env, &want))
+        return mt_format(err, errlen, "MT_COMPUTE_TYPE=%s: expected float32, bfloat16, int8 or auto", env), -1;
+    switch (want) {
+    case MT_COMPUTE_DEFAULT: /* the directory stores F32/F16/BF16 weights */
+    case MT_COMPUTE_FLOAT32:
+    case MT_COMPUTE_AUTO:    /* float32 is the only type this build measures: it wins */
+        *out = MT_COMPUTE_FLOAT32;
+        return 0;
+    case MT_COMPUTE_BFLOAT16:
+    case MT_COMPUTE_INT8:
+        return mt_format(err, errlen, "compute type %s is not available in this build of the engine "
+                         "(float32 only; use float32 or auto)", mt_compute_type_name(want)), -1;
+    }
+    return mt_format(err, errlen, "unknown compute type %d", (int)want), -1;
+}
+
+mt_model *mt_model_load(const char *dir, char *err, size_t errlen) { return mt_model_load_ex(dir, NULL, err, errlen); }
+
+mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen)
 {
     char tmp[1];
     if (!err) {
         err = tmp;
         errlen = sizeof tmp;
     }
-    mt_blas_single_threaded();
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_format(err, errlen, "out of memory"), NULL;
+    m->kern = mt_kernels_select();
+    if (resolve_compute(opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &m->compute, err, errlen)) {
+        mt_model_free(m);
+        return NULL;
+    }
     config_reader r = {.err = err, .errlen = errlen};
     r.cfg = load_json(dir, "config.json", 1, err, errlen, &r.failed);
     if (!r.failed)
@@ -504,13 +654,6 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
         mt_model_free(m);
         return NULL;
     }
-    m->enc = calloc((size_t)m->info.encoder_layers, sizeof *m->enc);
-    m->dec = calloc((size_t)m->info.decoder_layers, sizeof *m->dec);
-    if (!m->enc || !m->dec) {
-        mt_model_free(m);
-        return mt_format(err, errlen, "out of memory"), NULL;
-    }
-
     char path[4096];
     mt_format(path, sizeof path, "%s/model.safetensors", dir);
     weight_loader w = {.in = &m->info, .err = err, .errlen = errlen};
@@ -518,6 +661,22 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen)
     if (!w.file) {
         mt_model_free(m);
         return NULL;
+    }
+    /* The layer counts size per-layer tables: check them against the file first, so a
+     * config asking for 10^9 layers is named as such rather than as "out of memory". */
+    if (check_layer_count(w.file, "encoder", m->info.encoder_layers, err, errlen) ||
+        check_layer_count(w.file, "decoder", m->info.decoder_layers, err, errlen)) {
+        mt_safetensors_close(w.file);
+        mt_model_free(m);
+        return NULL;
+    }
+    m->enc = calloc((size_t)m->info.encoder_layers, sizeof *m->enc);
+    m->dec = calloc((size_t)m->info.decoder_layers, sizeof *m->dec);
+    if (!m->enc || !m->dec) {
+        mt_safetensors_close(w.file);
+        mt_model_free(m);
+        return mt_format(err, errlen, "out of memory for %d + %d layer tables", m->info.encoder_layers,
+                         m->info.decoder_layers), NULL;
     }
     w.used = calloc((size_t)mt_safetensors_count(w.file) + 1, 1);
     /* Pass 1 validates names and shapes and sizes the arena; pass 2 fills it. */
@@ -572,4 +731,10 @@ void mt_search_options_default(const mt_model *m, mt_search_options *o)
     o->max_length = m->info.default_max_length;
     o->max_length_factor = 0.0f;
     o->n_best = 1;
+    o->sampling_topk = 1;
+    o->sampling_topp = 1.0f;
+    o->sampling_temperature = 1.0f;
+    o->repetition_penalty = 1.0f;
+    o->alignment_layer = -1;
+    o->unk_id = -1;
 }

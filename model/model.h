@@ -31,11 +31,35 @@ typedef struct {
     int default_max_length;   /* max_length from generation_config.json/config.json, else 256 */
     float default_length_penalty; /* length_penalty from the same files, else 1.0 */
     char activation[16];      /* "relu", "gelu", "swish", "quick_gelu", "gelu_new" */
+    char positions[16];       /* where the position table came from: "huggingface" (10000^(2i/d),
+                               * the default), "marian" (tensor2tensor timescales, config.json
+                               * "positions_formula": "marian") or "stored" (embed_positions) */
 } mt_model_info;
 
+/* Arithmetic the matrix products use. DEFAULT: what the directory stores (F32/F16/BF16
+ * weights: float32), or the MT_COMPUTE_TYPE environment variable when set. AUTO: the
+ * fastest type measured on the running CPU within the quality bound. This build
+ * computes float32 only: BFLOAT16 and INT8 are refused at load with a message. */
+typedef enum {
+    MT_COMPUTE_DEFAULT, MT_COMPUTE_FLOAT32, MT_COMPUTE_BFLOAT16, MT_COMPUTE_INT8, MT_COMPUTE_AUTO
+} mt_compute_type;
+
+typedef struct {
+    mt_compute_type compute_type; /* see above; MT_COMPUTE_DEFAULT unless asked */
+} mt_model_options;
+
+void mt_model_options_default(mt_model_options *opts);
+/* "float32" | "bfloat16" | "int8" | "auto" | "default" -> *out; 0, or -1 for other names. */
+int mt_compute_type_parse(const char *name, mt_compute_type *out);
+const char *mt_compute_type_name(mt_compute_type type);
+
 /* Loads DIR/config.json (+ generation_config.json) and DIR/model.safetensors.
- * Weights are converted once into one aligned arena that is then made read-only. */
+ * Weights are converted once into one aligned arena that is then made read-only.
+ * mt_model_load is mt_model_load_ex with default options. */
 mt_model *mt_model_load(const char *dir, char *err, size_t errlen);
+mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen);
+/* The compute type the model runs (never DEFAULT or AUTO: what they resolved to). */
+mt_compute_type mt_model_compute_type(const mt_model *model);
 void mt_model_free(mt_model *model);
 const mt_model_info *mt_model_get_info(const mt_model *model);
 
@@ -53,6 +77,31 @@ typedef struct {
     int n_bad_ids;
     mt_cancel_fn cancel;    /* optional */
     void *cancel_user;
+    /* Decoding controls (model/decode_opts.c); the defaults change nothing. Names follow
+     * CTranslate2's TranslationOptions. Sentences with different values must not share
+     * a batch (target_prefix excepted: it is per sentence). */
+    int sampling_topk;          /* 1: no sampling (default); 0: sample from the whole vocabulary;
+                                 * k > 1: from the k most likely. Sampling needs beam_size 1 */
+    float sampling_topp;        /* (0, 1]: sample from the smallest most-likely set of mass >= p */
+    float sampling_temperature; /* > 0: logits are divided by it before sampling (default 1) */
+    uint64_t seed;              /* sampling seed: sentence i draws from (seed, sentence_index[i], step) */
+    const uint64_t *sentence_index; /* per sentence, its index in the request; NULL: its batch
+                                 * position. Makes samples independent of batch composition */
+    int no_repeat_ngram_size;   /* > 0: no n-gram of this size occurs twice in an output */
+    float repetition_penalty;   /* >= 1 (1 = off): logits of generated tokens divided (if > 0)
+                                 * or multiplied (if < 0) by it, as CTranslate2 and HF do */
+    int min_length;             /* eos is not allowed before this many tokens (eos excluded),
+                                 * except at the step limit */
+    const int32_t *const *target_prefix; /* per sentence, ids the output starts with (NULL each
+                                 * or all: none); with beams the rest is searched as usual */
+    const int *target_prefix_len;
+    int return_scores;          /* fill mt_hypothesis.token_scores */
+    int return_alignments;      /* fill mt_hypothesis.alignment */
+    int alignment_layer;        /* decoder layer whose cross-attention aligns; < 0 counts from
+                                 * the end (default -1: the last) */
+    int replace_unknowns;       /* shared vocabulary only: an unk_id in an output becomes the
+                                 * source id it is aligned to (unless that is unk_id too) */
+    int32_t unk_id;             /* the tokenizer's <unk> id (default -1: none) */
 } mt_search_options;
 
 /* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */
@@ -63,6 +112,10 @@ typedef struct {
     const int32_t *ids; /* borrowed from the state, valid until its next search */
     int length;
     float score;        /* normalised: sum of log-probs / length^alpha (eos counted) */
+    const float *token_scores;  /* return_scores: length + 1 log-probs (the last is eos's), as
+                                 * the search saw them (after the controls); else NULL */
+    const int32_t *alignment;   /* return_alignments: per id, the source position (0-based, in
+                                 * the source ids) its step attended to most; else NULL */
 } mt_hypothesis;
 
 typedef struct {
@@ -81,24 +134,19 @@ const char *mt_state_error(const mt_state *state);
 int mt_translate_ids(mt_state *state, const mt_search_options *opts, int n,
                      const int32_t *const *src_ids, const int *src_lens, mt_result *results);
 
-/* Reference checks: encoder output [src_len, d_model] for one source, and the
- * decoder's logits [prefix_len, tgt_vocab] (h . lm_head^T + final_logits_bias, before
- * any masking) for a prefix that starts with the start token. Buffers are the caller's. */
-int mt_encode_one(mt_state *state, const int32_t *src, int src_len, float *out);
-int mt_decoder_logits(mt_state *state, const int32_t *src, int src_len,
-                      const int32_t *prefix, int prefix_len, float *out);
-
 /* Name of the BLAS kernel family in use, e.g. "SkylakeX" (for logs). */
 const char *mt_blas_core_name(void);
 
-/* Call first in main(): on an AVX-512 CPU where OpenBLAS would use older kernels
- * (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell), re-executes the program
- * with OPENBLAS_CORETYPE=SkylakeX. MT_BLAS_CORETYPE=NAME forces a family, =keep opts out.
- * Returns when nothing needed changing (or exec failed). */
-void mt_blas_select_kernels(char **argv);
+/* Process setup: call once, first thing in main(), before any thread starts. It makes
+ * OpenBLAS single-threaded (states split products across their own threads; OpenBLAS
+ * threads on top would oversubscribe the cores) and, on an AVX-512 CPU where OpenBLAS
+ * would use older kernels (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell),
+ * re-executes the program (argv; NULL: never) with OPENBLAS_CORETYPE=SkylakeX.
+ * MT_BLAS_CORETYPE=NAME forces a family, =keep opts out. Returns when nothing needed
+ * changing (or exec failed). mt_model_load does none of this. */
+void mt_process_setup(char **argv);
 
-/* Makes OpenBLAS itself single-threaded (states split products across their own
- * threads); mt_model_load calls it. */
-void mt_blas_single_threaded(void);
+/* Older name of mt_process_setup (kept so callers not yet renamed still build). */
+void mt_blas_select_kernels(char **argv);
 
 #endif

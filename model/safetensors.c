@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "format.h"
 
 enum { MAX_HEADER_BYTES = 100 * 1024 * 1024 };
 
@@ -62,9 +62,12 @@ static int parse_entry(const char *name, json_t *v, const unsigned char *data, u
         if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > (1LL << 40))
             return mt_format(err, errlen, "tensor '%s': shape[%d] is not a valid dimension", name, i), -1;
         t->shape[i] = json_integer_value(d);
-        numel *= (uint64_t)t->shape[i];
-        if (numel > (1ULL << 40))
-            return mt_format(err, errlen, "tensor '%s': shape has too many elements", name), -1;
+        /* Checked before multiplying: [2^32, 2^32, 4] would otherwise wrap to 0 elements
+         * and match an empty data range. */
+        uint64_t dim = (uint64_t)t->shape[i];
+        if (dim && numel > (1ULL << 40) / dim)
+            return mt_format(err, errlen, "tensor '%s': shape has more than 2^40 elements", name), -1;
+        numel *= dim;
     }
     if (!json_is_array(off) || json_array_size(off) != 2 || !json_is_integer(json_array_get(off, 0)) ||
         !json_is_integer(json_array_get(off, 1)))

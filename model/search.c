@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode_opts.h"
 #include "internal.h"
+#include "probe.h"
 
 struct mt_sentence {
     int limit;      /* decoding steps allowed */
@@ -25,10 +27,7 @@ struct mt_sentence {
     int status;
 };
 
-typedef struct {
-    float score;
-    int row, token;
-} candidate;
+typedef mt_candidate candidate;
 
 typedef struct {
     const mt_model *model;
@@ -39,50 +38,57 @@ typedef struct {
     const float *cum;
     int beam;
     candidate *best; /* (rows, beam) */
-    float *scratch;  /* (tasks, vocab) */
     int *n_best;     /* per row */
+    float *scratch;  /* (tasks, vocab): sampling's sort space */
+    const mt_search_options *opts; /* decoding controls (decode_opts.c) */
+    int opts_active;  /* logits/log-prob hooks or sampling are on */
+    int materialise;  /* write log-probs into logits (controls, scores) */
+    const int *gen;  /* (rows, gen_stride): tokens generated so far */
+    size_t gen_stride;
 } rank_job;
 
-/* Inserts c into best[0..*n) (sorted: score descending, then arrival order) keeping k. */
-static void keep_best(candidate *best, int *n, int k, candidate c)
-{
-    if (k < 1 || (*n == k && !(c.score > best[k - 1].score)))
-        return;
-    int i = *n < k ? (*n)++ : k - 1;
-    while (i > 0 && best[i - 1].score < c.score) {
-        best[i] = best[i - 1];
-        i--;
-    }
-    best[i] = c;
-}
-
-/* Per row: log-softmax, masks, and the row's own k best candidates (enough for the
- * sentence's top k, whatever the other rows hold). */
+/* Per row: the row's own k best candidates (enough for the sentence's top k, whatever
+ * the other rows hold) by score + log_softmax(logits), masks applied. The log-softmax is
+ * never materialised: its normaliser (logsumexp) is one vector pass, and the top-k pass
+ * forms cum + (logit - lse) only where a block of 16 might hold a candidate. */
 static void rank_task(void *p, int task, int n_tasks)
 {
     const rank_job *j = p;
     const mt_model *m = j->model;
+    const mt_kernels *kern = m->kern;
     int eos = m->info.eos_id, V = j->vocab;
     for (int r = task; r < j->rows; r += n_tasks) {
         float *lp = j->logits + (size_t)r * (size_t)V;
         const mt_sentence *s = &j->sents[j->row_sent[r]];
-        mt_log_softmax(lp, j->scratch + (size_t)task * (size_t)V, V);
+        /* decoding controls (decode_opts.c): NULL gen = none set */
+        const int *gen = j->opts_active ? j->gen + (size_t)r * j->gen_stride : NULL;
+        if (gen)
+            mt_decode_opts_logits(j->opts, gen, j->step, lp, V);
+        float mx = kern->max(lp, V);
+        float lse = mx + logf(kern->exp_sum(lp, V, mx));
+        if (j->materialise) { /* the controls and the score history need real log-probs */
+            for (int v = 0; v < V; v++)
+                lp[v] -= lse;
+            lse = 0.0f;
+        }
         lp[m->info.pad_id] = -INFINITY;
         for (int b = 0; b < m->n_bad_ids; b++)
             lp[m->bad_ids[b]] = -INFINITY;
-        int k = j->beam - s->n_fin;
+        if (gen)
+            mt_decode_opts_logprobs(j->opts, &m->info, j->row_sent[r], gen, j->step, s->limit, lp, V);
         candidate *best = j->best + (size_t)r * (size_t)j->beam;
         int n = 0;
         float cum = j->cum[r];
         if (j->step == s->limit - 1) { /* forced eos */
             if (lp[eos] > -INFINITY)
-                best[n++] = (candidate){cum + lp[eos], r, eos};
+                best[n++] = (candidate){cum + (lp[eos] - lse), r, eos};
+        } else if (gen && mt_decode_opts_sampling(j->opts)) { /* beam 1: one drawn candidate */
+            int v = mt_decode_opts_sample(j->opts, j->row_sent[r], j->step, lp, V,
+                                          j->scratch + (size_t)task * (size_t)V);
+            if (v >= 0)
+                best[n++] = (candidate){cum + lp[v], r, v};
         } else {
-            for (int v = 0; v < V; v++) {
-                if (lp[v] == -INFINITY)
-                    continue;
-                keep_best(best, &n, k, (candidate){cum + lp[v], r, v});
-            }
+            n = kern->top_k(lp, V, lse, cum, j->beam - s->n_fin, r, best);
         }
         j->n_best[r] = n;
     }
@@ -111,7 +117,9 @@ void mt_state_free(mt_state *st)
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
                       &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
-                      &st->fin_ids, &st->fin, &st->n_cand, &st->lsm_scratch};
+                      &st->fin_ids, &st->fin, &st->n_cand,
+                      &st->attn, &st->ahist[0], &st->ahist[1], &st->shist[0], &st->shist[1],
+                      &st->fin_align, &st->fin_scores, &st->sample_scratch};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mt_buf_release(bufs[i]);
     free(st);
@@ -123,6 +131,12 @@ static int fail(mt_state *st, int code, const char *msg)
 {
     mt_format(st->error, sizeof st->error, "%s", msg);
     return code;
+}
+
+/* For a failure the callee has already described in st->error: keeps its words. */
+static int fail_keep(mt_state *st, int code, const char *fallback)
+{
+    return st->error[0] ? code : fail(st, code, fallback);
 }
 
 /* Checks sources and runs the encoder plus the cross-attention projections. */
@@ -148,13 +162,17 @@ static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const
         *max_len = lens[s] > *max_len ? lens[s] : *max_len;
     }
     float *enc;
+    st->error[0] = 0;
     int rc = mt_encode_batch(st, n, src, lens, &enc);
     if (rc)
-        return fail(st, rc, "out of memory in the encoder");
+        return fail_keep(st, rc, "the encoder failed");
     *kv = mt_buf_reserve(&st->cross_kv, sizeof(float) * (size_t)total * (size_t)in->decoder_layers * 2 *
                                             (size_t)in->d_model);
-    if (!*kv)
-        return fail(st, MT_ERR_NOMEM, "out of memory for cross-attention keys");
+    if (!*kv) {
+        mt_format(st->error, sizeof st->error, "out of memory for the cross-attention keys and values of %d tokens",
+                  total);
+        return MT_ERR_NOMEM;
+    }
     mt_cross_kv(st, enc, total, *kv);
     return MT_OK;
 }
@@ -170,127 +188,164 @@ static int step_limit(const mt_model_info *in, const mt_search_options *o, int s
     return limit < 1 ? 1 : limit;
 }
 
-int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
-                     const int *lens, mt_result *results)
+/* One mt_translate_ids call's buffers (all owned by the state) and fixed sizes. Per live
+ * hypothesis (row), rows/next hold three columns: sentence | token fed | score. */
+typedef struct {
+    const mt_search_options *o;
+    int K, V, cur;
+    size_t stride, max_rows;      /* steps + 1; sentences * beam */
+    mt_sentence *sents;
+    int *hist[2], *toks[2];       /* (rows, stride), double-buffered */
+    int *rows, *next;
+    candidate *best;              /* (rows, K) */
+    int *n_cand;
+    int32_t *fin_ids;
+    mt_hypothesis *fin;
+    /* return_scores / return_alignments (decode_opts.c): per-row histories moved like toks */
+    int want_hist, max_src;
+    int *ahist[2];
+    float *shist[2], *attn, *fin_scores, *logits;
+    int32_t *fin_align;
+    const int32_t *const *src;
+    const int *lens;
+} search_run;
+
+static int search_alloc(mt_state *st, search_run *sr, int n, const int *lens)
 {
-    const mt_model *m = st->model;
-    const mt_model_info *in = &m->info;
-    int V = in->tgt_vocab_size, K = o->beam_size;
-    st->error[0] = 0;
-    if (n < 0 || K < 1 || K > 256 || o->n_best < 1 || o->n_best > K || o->max_length < 1)
-        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
-    if (n == 0)
-        return MT_OK;
-    float *kv;
-    int max_src, rc = prepare_sources(st, n, src, lens, &kv, &max_src);
-    if (rc)
-        return rc;
-
-    mt_sentence *sents = mt_buf_reserve(&st->sentences, sizeof *sents * (size_t)n);
+    const mt_model_info *in = &st->model->info;
+    sr->sents = mt_buf_reserve(&st->sentences, sizeof *sr->sents * (size_t)n);
     int max_limit = 1;
-    for (int s = 0; s < n && sents; s++) {
-        sents[s] = (mt_sentence){.limit = step_limit(in, o, lens[s]), .fin_first = s * K, .status = MT_OK};
-        max_limit = sents[s].limit > max_limit ? sents[s].limit : max_limit;
+    for (int s = 0; s < n && sr->sents; s++) {
+        sr->sents[s] = (mt_sentence){.limit = step_limit(in, sr->o, lens[s]), .fin_first = s * sr->K,
+                                     .status = MT_OK};
+        max_limit = sr->sents[s].limit > max_limit ? sr->sents[s].limit : max_limit;
     }
-    size_t stride = (size_t)max_limit + 1, max_rows = (size_t)n * (size_t)K;
-    int *hist[2], *toks[2];
+    sr->stride = (size_t)max_limit + 1;
+    sr->max_rows = (size_t)n * (size_t)sr->K;
+    size_t cells = sr->max_rows * sr->stride;
     for (int b = 0; b < 2; b++) {
-        hist[b] = mt_buf_reserve(&st->hist[b], sizeof(int) * max_rows * stride);
-        toks[b] = mt_buf_reserve(&st->toks[b], sizeof(int) * max_rows * stride);
+        sr->hist[b] = mt_buf_reserve(&st->hist[b], sizeof(int) * cells);
+        sr->toks[b] = mt_buf_reserve(&st->toks[b], sizeof(int) * cells);
     }
-    /* per live hypothesis (row): sentence | token fed at this step | score, as 3 columns */
-    int *row_sent = mt_buf_reserve(&st->rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
-    int *next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * max_rows);
-    candidate *best = mt_buf_reserve(&st->cand, sizeof(candidate) * max_rows * (size_t)K);
-    int *n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * max_rows);
-    float *scratch = mt_buf_reserve(&st->lsm_scratch, sizeof(float) * (size_t)V * (size_t)mt_pool_threads(st->pool));
-    int32_t *fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * max_rows * stride);
-    mt_hypothesis *fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * max_rows);
-    if (!sents || !hist[0] || !hist[1] || !toks[0] || !toks[1] || !row_sent || !next || !best || !n_cand || !scratch ||
-        !fin_ids || !fin)
-        return fail(st, MT_ERR_NOMEM, "out of memory for beam search");
+    sr->rows = mt_buf_reserve(&st->rows, (sizeof(int) * 2 + sizeof(float)) * sr->max_rows);
+    sr->next = mt_buf_reserve(&st->next_rows, (sizeof(int) * 2 + sizeof(float)) * sr->max_rows);
+    sr->best = mt_buf_reserve(&st->cand, sizeof(candidate) * sr->max_rows * (size_t)sr->K);
+    sr->n_cand = mt_buf_reserve(&st->n_cand, sizeof(int) * sr->max_rows);
+    sr->fin_ids = mt_buf_reserve(&st->fin_ids, sizeof(int32_t) * cells);
+    sr->fin = mt_buf_reserve(&st->fin, sizeof(mt_hypothesis) * sr->max_rows);
+    if (!sr->sents || !sr->hist[0] || !sr->hist[1] || !sr->toks[0] || !sr->toks[1] || !sr->rows || !sr->next ||
+        !sr->best || !sr->n_cand || !sr->fin_ids || !sr->fin)
+        return fail(st, MT_ERR_NOMEM, "out of memory for the beam search's bookkeeping");
+    return MT_OK;
+}
 
-    int cur = 0, rows = n;
-    size_t slot_base = 0;
-    for (int r = 0; r < n; r++) {
-        row_sent[r] = r;
-        row_sent[max_rows + r] = in->decoder_start_id;
-        ((float *)(row_sent + 2 * max_rows))[r] = 0.0f;
+/* The score and alignment histories, only when a caller asked for them. */
+static int search_alloc_history(mt_state *st, search_run *sr)
+{
+    const mt_search_options *o = sr->o;
+    sr->want_hist = o->return_scores || mt_decode_opts_aligns(o);
+    if (!sr->want_hist)
+        return MT_OK;
+    size_t cells = sr->max_rows * sr->stride;
+    for (int b = 0; b < 2; b++) {
+        sr->ahist[b] = mt_buf_reserve(&st->ahist[b], sizeof(int) * cells);
+        sr->shist[b] = mt_buf_reserve(&st->shist[b], sizeof(float) * cells);
     }
-    int *src_off = st->src_off.ptr; /* filled by the encoder */
-    for (int t = 0; rows > 0; t++) {
-        int *rs = row_sent, *tok_in = row_sent + max_rows;
-        float *cum = (float *)(row_sent + 2 * max_rows);
-        for (int r = 0; r < rows; r++)
-            hist[cur][(size_t)r * stride + (size_t)t] = (int)(slot_base + (size_t)r);
-        mt_decoder_input din = {.rows = rows, .step = t, .tokens = tok_in, .row_sent = rs, .hist = hist[cur],
-                                .hist_stride = (int)stride, .slot_base = slot_base, .cross_kv = kv,
-                                .src_off = src_off, .src_len = lens, .max_src_len = max_src};
-        float *logits;
-        if ((rc = mt_decoder_step(st, &din, &logits)))
-            return fail(st, rc, "out of memory in the decoder");
-        slot_base += (size_t)rows;
-        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = V, .step = t,
-                       .row_sent = rs, .sents = sents, .cum = cum, .beam = K, .best = best, .n_best = n_cand,
-                       .scratch = scratch};
-        mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
+    sr->attn = mt_buf_reserve(&st->attn, sizeof(float) * sr->max_rows * (size_t)sr->max_src);
+    sr->fin_align = mt_buf_reserve(&st->fin_align, sizeof(int32_t) * cells);
+    sr->fin_scores = mt_buf_reserve(&st->fin_scores, sizeof(float) * cells);
+    if (!sr->ahist[0] || !sr->ahist[1] || !sr->shist[0] || !sr->shist[1] || !sr->attn || !sr->fin_align ||
+        !sr->fin_scores)
+        return fail(st, MT_ERR_NOMEM, "out of memory for scores and alignments");
+    return MT_OK;
+}
 
-        /* Merge each sentence's rows (contiguous) into its k best, then advance. */
-        int new_rows = 0;
-        int *ns = next, *ntok = next + max_rows;
-        float *ncum = (float *)(next + 2 * max_rows);
-        for (int a = 0; a < rows;) {
-            int s = rs[a], b = a;
-            while (b < rows && rs[b] == s)
-                b++;
-            mt_sentence *S = &sents[s];
-            int k = K - S->n_fin, n_top = 0;
-            candidate top[256];
-            for (int r = a; r < b; r++)
-                for (int i = 0; i < n_cand[r]; i++)
-                    keep_best(top, &n_top, k, best[(size_t)r * (size_t)K + (size_t)i]);
-            int cancelled = o->cancel && o->cancel(o->cancel_user, s);
-            if (cancelled)
-                S->status = MT_ERR_CANCELLED;
-            for (int i = 0; i < n_top && !cancelled; i++) {
-                const candidate *c = &top[i];
-                const int *ptoks = toks[cur] + (size_t)c->row * stride;
-                if (c->token == in->eos_id) {
-                    int f = S->fin_first + S->n_fin++;
-                    int32_t *ids = fin_ids + (size_t)f * stride;
-                    for (int q = 0; q < t; q++)
-                        ids[q] = ptoks[q];
-                    fin[f] = (mt_hypothesis){.ids = ids, .length = t,
-                                             .score = c->score / powf((float)(t + 1), o->length_penalty)};
-                } else {
-                    int nr = new_rows++;
-                    ns[nr] = s;
-                    ntok[nr] = c->token;
-                    ncum[nr] = c->score;
-                    int *dt = toks[!cur] + (size_t)nr * stride, *dh = hist[!cur] + (size_t)nr * stride;
-                    memcpy(dt, ptoks, sizeof(int) * (size_t)t);
-                    dt[t] = c->token;
-                    memcpy(dh, hist[cur] + (size_t)c->row * stride, sizeof(int) * (size_t)(t + 1));
-                }
-            }
-            a = b;
+/* A finished hypothesis' per-token log-probs (eos's last) and alignments; replace_unknowns. */
+static void finish_history(search_run *sr, const candidate *c, int s, int f, int t, int32_t *ids)
+{
+    const mt_search_options *o = sr->o;
+    float *fs = sr->fin_scores + (size_t)f * sr->stride;
+    int32_t *fa = sr->fin_align + (size_t)f * sr->stride;
+    for (int q = 0; q < t; q++) {
+        fs[q] = sr->shist[sr->cur][(size_t)c->row * sr->stride + (size_t)q];
+        fa[q] = sr->ahist[sr->cur][(size_t)c->row * sr->stride + (size_t)q];
+    }
+    fs[t] = sr->logits[(size_t)c->row * (size_t)sr->V + (size_t)c->token];
+    sr->fin[f].token_scores = o->return_scores ? fs : NULL;
+    sr->fin[f].alignment = o->return_alignments ? fa : NULL;
+    for (int q = 0; o->replace_unknowns && q < t; q++)
+        if (ids[q] == o->unk_id && sr->src[s][fa[q]] != o->unk_id)
+            ids[q] = sr->src[s][fa[q]];
+}
+
+/* A continuing row's histories: its parent's, plus this step's log-prob and alignment. */
+static void extend_history(search_run *sr, const candidate *c, int s, int nr, int t)
+{
+    int cur = sr->cur;
+    int *da = sr->ahist[!cur] + (size_t)nr * sr->stride;
+    float *ds = sr->shist[!cur] + (size_t)nr * sr->stride;
+    memcpy(da, sr->ahist[cur] + (size_t)c->row * sr->stride, sizeof(int) * (size_t)t);
+    memcpy(ds, sr->shist[cur] + (size_t)c->row * sr->stride, sizeof(float) * (size_t)t);
+    da[t] = mt_decode_opts_aligns(sr->o)
+                ? mt_decode_opts_argmax(sr->attn + (size_t)c->row * (size_t)sr->max_src, sr->lens[s])
+                : 0;
+    ds[t] = sr->logits[(size_t)c->row * (size_t)sr->V + (size_t)c->token];
+}
+
+/* Merges sentence rs[a]'s rows [a, b) into its k best candidates at step t: those ending
+ * in eos finish, the others become rows of step t+1 (appended at *new_rows). Returns b. */
+static int advance_sentence(const mt_model_info *in, search_run *sr, int a, int rows, int t, int *new_rows)
+{
+    const mt_search_options *o = sr->o;
+    const int *rs = sr->rows;
+    int s = rs[a], b = a, cur = sr->cur;
+    while (b < rows && rs[b] == s)
+        b++;
+    mt_sentence *S = &sr->sents[s];
+    int k = sr->K - S->n_fin, n_top = 0;
+    candidate top[256];
+    for (int r = a; r < b; r++)
+        for (int i = 0; i < sr->n_cand[r]; i++)
+            mt_keep_best(top, &n_top, k, sr->best[(size_t)r * (size_t)sr->K + (size_t)i]);
+    int cancelled = o->cancel && o->cancel(o->cancel_user, s);
+    if (cancelled)
+        S->status = MT_ERR_CANCELLED;
+    int *ns = sr->next, *ntok = sr->next + sr->max_rows;
+    float *ncum = (float *)(sr->next + 2 * sr->max_rows);
+    for (int i = 0; i < n_top && !cancelled; i++) {
+        const candidate *c = &top[i];
+        const int *ptoks = sr->toks[cur] + (size_t)c->row * sr->stride;
+        if (c->token == in->eos_id) {
+            int f = S->fin_first + S->n_fin++;
+            int32_t *ids = sr->fin_ids + (size_t)f * sr->stride;
+            for (int q = 0; q < t; q++)
+                ids[q] = ptoks[q];
+            sr->fin[f] = (mt_hypothesis){.ids = ids, .length = t,
+                                         .score = c->score / powf((float)(t + 1), o->length_penalty)};
+            if (sr->want_hist)
+                finish_history(sr, c, s, f, t, ids);
+        } else {
+            int nr = (*new_rows)++;
+            ns[nr] = s;
+            ntok[nr] = c->token;
+            ncum[nr] = c->score;
+            int *dt = sr->toks[!cur] + (size_t)nr * sr->stride, *dh = sr->hist[!cur] + (size_t)nr * sr->stride;
+            memcpy(dt, ptoks, sizeof(int) * (size_t)t);
+            dt[t] = c->token;
+            memcpy(dh, sr->hist[cur] + (size_t)c->row * sr->stride, sizeof(int) * (size_t)(t + 1));
+            if (sr->want_hist)
+                extend_history(sr, c, s, nr, t);
         }
-        int *swap = row_sent;
-        row_sent = next;
-        next = swap;
-        cur = !cur;
-        rows = new_rows;
     }
-    /* The row buffers may have been swapped: keep the state pointing at what it owns. */
-    if (row_sent != st->rows.ptr) {
-        mt_buf tmp = st->rows;
-        st->rows = st->next_rows;
-        st->next_rows = tmp;
-    }
+    return b;
+}
 
+/* Each sentence's finished hypotheses, best first (stable), into results. */
+static void collect_results(search_run *sr, int n, mt_result *results)
+{
     for (int s = 0; s < n; s++) {
-        mt_sentence *S = &sents[s];
-        mt_hypothesis *h = fin + S->fin_first;
+        mt_sentence *S = &sr->sents[s];
+        mt_hypothesis *h = sr->fin + S->fin_first;
         for (int i = 1; i < S->n_fin; i++) { /* insertion sort: stable, n_fin <= beam */
             mt_hypothesis x = h[i];
             int j = i;
@@ -300,9 +355,84 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
             }
             h[j] = x;
         }
-        int keep = S->status == MT_OK ? (S->n_fin < o->n_best ? S->n_fin : o->n_best) : 0;
+        int keep = S->status == MT_OK ? (S->n_fin < sr->o->n_best ? S->n_fin : sr->o->n_best) : 0;
         results[s] = (mt_result){.status = S->status, .n_hyps = keep, .hyps = h};
     }
+}
+
+int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
+                     const int *lens, mt_result *results)
+{
+    const mt_model *m = st->model;
+    const mt_model_info *in = &m->info;
+    st->error[0] = 0;
+    if (n < 0 || o->beam_size < 1 || o->beam_size > 256 || o->n_best < 1 || o->n_best > o->beam_size ||
+        o->max_length < 1)
+        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
+    if (mt_decode_opts_check(in, o, n, st->error, sizeof st->error))
+        return MT_ERR_INVALID;
+    if (n == 0)
+        return MT_OK;
+    float *kv;
+    int max_src, rc = prepare_sources(st, n, src, lens, &kv, &max_src);
+    if (rc)
+        return rc;
+    search_run sr = {.o = o, .K = o->beam_size, .V = in->tgt_vocab_size, .max_src = max_src, .src = src,
+                     .lens = lens};
+    if ((rc = search_alloc(st, &sr, n, lens)) || (rc = search_alloc_history(st, &sr)))
+        return rc;
+    int opts_active = mt_decode_opts_active(o);
+    float *scratch = NULL;
+    if (opts_active && mt_decode_opts_sampling(o)) {
+        scratch = mt_buf_reserve(&st->sample_scratch,
+                                 sizeof(float) * (size_t)mt_pool_threads(st->pool) * (size_t)sr.V);
+        if (!scratch)
+            return fail(st, MT_ERR_NOMEM, "out of memory for sampling");
+    }
+
+    int rows = n;
+    size_t slot_base = 0, R = sr.max_rows;
+    for (int r = 0; r < n; r++) {
+        sr.rows[r] = r;
+        sr.rows[R + r] = in->decoder_start_id;
+        ((float *)(sr.rows + 2 * R))[r] = 0.0f;
+    }
+    int *src_off = st->src_off.ptr; /* filled by the encoder */
+    for (int t = 0; rows > 0; t++) {
+        for (int r = 0; r < rows; r++)
+            sr.hist[sr.cur][(size_t)r * sr.stride + (size_t)t] = (int)(slot_base + (size_t)r);
+        mt_decoder_input din = {.rows = rows, .step = t, .tokens = sr.rows + R, .row_sent = sr.rows,
+                                .hist = sr.hist[sr.cur], .hist_stride = (int)sr.stride, .slot_base = slot_base,
+                                .cross_kv = kv, .src_off = src_off, .src_len = lens, .max_src_len = max_src,
+                                .attn_out = mt_decode_opts_aligns(o) ? sr.attn : NULL,
+                                .attn_layer = mt_decode_opts_layer(in, o)};
+        float *logits;
+        if ((rc = mt_decoder_step(st, &din, &logits)))
+            return fail_keep(st, rc, "the decoder failed");
+        slot_base += (size_t)rows;
+        rank_job rj = {.model = m, .logits = logits, .rows = rows, .vocab = sr.V, .step = t, .row_sent = sr.rows,
+                       .sents = sr.sents, .cum = (float *)(sr.rows + 2 * R), .beam = sr.K, .best = sr.best,
+                       .n_best = sr.n_cand, .scratch = scratch, .opts = o, .opts_active = opts_active,
+                       .materialise = opts_active || sr.want_hist, .gen = sr.toks[sr.cur],
+                       .gen_stride = sr.stride};
+        sr.logits = logits;
+        mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
+        int new_rows = 0;
+        for (int a = 0; a < rows;) /* each sentence's rows are contiguous */
+            a = advance_sentence(in, &sr, a, rows, t, &new_rows);
+        int *swap = sr.rows;
+        sr.rows = sr.next;
+        sr.next = swap;
+        sr.cur = !sr.cur;
+        rows = new_rows;
+    }
+    /* The row buffers may have been swapped: keep the state pointing at what it owns. */
+    if (sr.rows != st->rows.ptr) {
+        mt_buf tmp = st->rows;
+        st->rows = st->next_rows;
+        st->next_rows = tmp;
+    }
+    collect_results(&sr, n, results);
     return MT_OK;
 }
 
@@ -339,7 +469,7 @@ int mt_decoder_logits(mt_state *st, const int32_t *src, int src_len, const int32
                                 .src_off = &off, .src_len = &src_len, .max_src_len = src_len};
         float *logits;
         if ((rc = mt_decoder_step(st, &din, &logits)))
-            return fail(st, rc, "out of memory in the decoder");
+            return fail_keep(st, rc, "the decoder failed");
         memcpy(out + (size_t)t * (size_t)in->tgt_vocab_size, logits, sizeof(float) * (size_t)in->tgt_vocab_size);
     }
     return MT_OK;

@@ -6,9 +6,11 @@
 # The file is cut into chunks of LINES lines; each chunk goes to POST /translate as one
 # JSON array ({"text": [...], "source": ..., "target": ...}, built and read with jq), JOBS
 # chunks at a time. Output comes out in input order, exactly one line per input line
-# (empty lines and whitespace at line ends kept). 503/502/504/429 answers and connection
-# errors are retried with backoff (Retry-After honoured); any other error stops the script
-# with the server's message. Progress (lines done / total, rate, ETA) goes to stderr.
+# (empty lines and whitespace at line ends kept). Only a busy server (503, 429), a gateway
+# timeout (504) and requests that time out are retried, with backoff (Retry-After
+# honoured) and a bound on how long one request is retried (-W); a server that is
+# not listening (connection refused), or any other error, stops the script at once with
+# the server's message. Progress (lines done / total, rate, ETA) goes to stderr.
 # Needs bash >= 5.1, curl and jq.
 set -euo pipefail
 
@@ -22,7 +24,8 @@ usage: translate-file.sh -s SRC -t TGT [options] INPUT > OUTPUT
   -u URL     server (default: $MT_URL or http://127.0.0.1:8080; "/translate" is added)
   -j JOBS    requests in flight at once (default 4)
   -b LINES   lines per request (default 32; at most the server's limits.max_texts)
-  -r N       retries per request on 503/502/504/429 and connection errors (default 10)
+  -r N       retries per request on 503/429/504 and timeouts (default 10)
+  -W SEC     most seconds one request is retried for (default 120)
   -T SEC     timeout of one request in seconds (default 300)
   -k KEY     API key (default: $MT_API_KEY), sent as "Authorization: Bearer KEY"
   -q         no progress on stderr
@@ -38,8 +41,9 @@ die_usage() {
 }
 
 src='' tgt='' url=${MT_URL:-http://127.0.0.1:8080} jobs=4 batch=32 retries=10 timeout=300
+retry_budget=120
 api_key=${MT_API_KEY:-} quiet=0
-while getopts ':s:t:u:j:b:r:T:k:qh' opt; do
+while getopts ':s:t:u:j:b:r:W:T:k:qh' opt; do
   case $opt in
     s) src=$OPTARG ;;
     t) tgt=$OPTARG ;;
@@ -47,6 +51,7 @@ while getopts ':s:t:u:j:b:r:T:k:qh' opt; do
     j) jobs=$OPTARG ;;
     b) batch=$OPTARG ;;
     r) retries=$OPTARG ;;
+    W) retry_budget=$OPTARG ;;
     T) timeout=$OPTARG ;;
     k) api_key=$OPTARG ;;
     q) quiet=1 ;;
@@ -65,6 +70,7 @@ for pair in "j:$jobs" "b:$batch" "T:$timeout"; do
   [[ ${pair#*:} =~ ^[1-9][0-9]{0,5}$ ]] || die_usage "-${pair%%:*} must be a positive integer, got '${pair#*:}'"
 done
 [[ $retries =~ ^[0-9]{1,4}$ ]] || die_usage "-r must be a non-negative integer, got '$retries'"
+[[ $retry_budget =~ ^[0-9]{1,6}$ ]] || die_usage "-W must be a non-negative integer, got '$retry_budget'"
 if [ "$input" != - ] && { [ ! -f "$input" ] || [ ! -r "$input" ]; }; then
   printf '%s: cannot read %s\n' "$prog" "$input" >&2
   exit 2
@@ -131,7 +137,7 @@ nap() {
 translate_chunk() {
   local i=$1 in=${chunks[$1]} first=$(($1 * batch + 1))
   local body=$tmp/req.$i resp=$tmp/resp.$i hdr=$tmp/hdr.$i out=$tmp/out.$i
-  local n last where code rc attempt=0 delay retry_after reason text cpid=''
+  local n last where code rc attempt=0 delay retry_after reason text cpid='' first_fail_us=''
   trap '[ -n "$cpid" ] && kill -TERM "$cpid" 2>/dev/null; exit 143' TERM
 
   n=$((total - $1 * batch < batch ? total - $1 * batch : batch))
@@ -152,12 +158,17 @@ translate_chunk() {
     retry_after=''
     if [ "$rc" -ne 0 ]; then
       case $rc in
-        1 | 2 | 3 | 6 | 27 | 43 | 60) # bad URL, unknown host, bad options: retrying cannot help
-          msg "$where: cannot reach $endpoint: $(head -c 300 "$tmp/err.$i")"
+        7) # connection refused: nothing listens there; waiting would only delay the news
+          msg "$where: nothing listens at $endpoint (connection refused); is mt-server running?"
+          touch "$tmp/failed"
+          exit 1 ;;
+        28) # the request timed out (-T, or connecting took 10 s): the server may be busy
+          reason="timeout: $(tr '\n' ' ' <"$tmp/err.$i" | head -c 200)" ;;
+        *) # bad URL, unknown host, reset connection, TLS...: retrying cannot help
+          msg "$where: cannot reach $endpoint: $(tr '\n' ' ' <"$tmp/err.$i" | head -c 300)"
           touch "$tmp/failed"
           exit 1 ;;
       esac
-      reason="connection error: $(tr '\n' ' ' <"$tmp/err.$i" | head -c 200)"
     else
       case $code in
         200)
@@ -174,7 +185,7 @@ translate_chunk() {
           msg "$where: unexpected answer from $endpoint: $(head -c 300 "$resp")"
           touch "$tmp/failed"
           exit 1 ;;
-        429 | 502 | 503 | 504)
+        429 | 503 | 504)
           reason="HTTP $code"
           retry_after=$(sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$hdr" | tail -n 1) ;;
         *)
@@ -199,6 +210,15 @@ translate_chunk() {
     delay=$((1 << (attempt - 1 < 5 ? attempt - 1 : 5)))
     [ "$delay" -gt 30 ] && delay=30
     if [ -n "$retry_after" ]; then delay=$((retry_after > 60 ? 60 : retry_after)); fi
+    # A request is retried for at most -W seconds from its first failure, so a server
+    # that stays busy stops the run in bounded time whatever -r says.
+    now_us
+    [ -n "$first_fail_us" ] || first_fail_us=$now
+    if [ $((now + delay * 1000000 - first_fail_us)) -gt $((retry_budget * 1000000)) ]; then
+      msg "$where: giving up: still failing ($reason) after ${retry_budget}s of retries (-W)"
+      touch "$tmp/failed"
+      exit 1
+    fi
     [ "$quiet" -eq 1 ] || msg "$where: $reason, retry $attempt/$retries in ${delay}s"
     nap "$delay.$((RANDOM % 10))"
   done

@@ -23,8 +23,7 @@ void mt_langs_free(mt_langs *l)
 int mt_langs_count(const mt_langs *l) { return l->n; }
 const mt_route *mt_langs_get(const mt_langs *l, int i) { return &l->routes[i]; }
 
-int mt_langs_add(mt_langs *l, const char *source, const char *target, int model,
-                 int32_t target_token)
+int mt_langs_add(mt_langs *l, const char *source, const char *target, int model, int by_token)
 {
     if (strlen(source) > 32 || strlen(target) > 32) return -1;
     for (int i = 0; i < l->n; i++)
@@ -43,7 +42,7 @@ int mt_langs_add(mt_langs *l, const char *source, const char *target, int model,
     snprintf(r->source, sizeof r->source, "%s", source);
     snprintf(r->target, sizeof r->target, "%s", target);
     r->model = model;
-    r->target_token = target_token;
+    r->by_token = by_token;
     return 0;
 }
 

@@ -3,7 +3,7 @@
  *
  * A route is one pair served by one model. A plain bilingual model gives one route; a
  * multilingual model (source vocabulary with ">>xxx<<" tokens) gives one more route per
- * target token, whose id is prepended to each source sentence to select that target.
+ * target token: the service is asked for that target (it prepends the token).
  *
  * Thread-safety: filled once at load, then read-only and shared by all threads.
  */
@@ -17,7 +17,7 @@
 typedef struct {
     char source[33], target[33]; /* language codes as configured */
     int model;                   /* index of the serving model */
-    int32_t target_token;        /* source id of ">>target<<" to prepend, or -1 */
+    int by_token;                /* 1: the target is selected by the model's ">>target<<" token */
 } mt_route;
 
 typedef struct mt_langs mt_langs;
@@ -26,8 +26,7 @@ mt_langs *mt_langs_create(void);
 void mt_langs_free(mt_langs *l);
 
 /* Adds a route; a pair already routed keeps its first model. Returns 0 or -1 (no memory). */
-int mt_langs_add(mt_langs *l, const char *source, const char *target, int model,
-                 int32_t target_token);
+int mt_langs_add(mt_langs *l, const char *source, const char *target, int model, int by_token);
 
 int mt_langs_count(const mt_langs *l);
 const mt_route *mt_langs_get(const mt_langs *l, int i);

@@ -54,37 +54,22 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int main(int argc, char **argv)
+/* --help, --version, --print-config: prints and returns 1; else 0. */
+static int print_info(const mt_config *cfg)
 {
-    mt_blas_select_kernels(argv); /* before anything else: it may re-execute the program */
-    mt_config cfg;
-    mt_config_init(&cfg);
-    char err[1024];
-    if (mt_config_resolve(&cfg, argc, argv, environ, err, sizeof err)) {
-        fprintf(stderr, "mt-server: %s\n", err);
-        mt_config_free(&cfg);
-        return 2;
-    }
-    if (cfg.show_help) {
-        mt_config_write_help(stdout, "mt-server");
-        mt_config_free(&cfg);
-        return 0;
-    }
-    if (cfg.show_version) {
-        printf("mt-server %s\n", MT_VERSION);
-        mt_config_free(&cfg);
-        return 0;
-    }
-    if (cfg.print_config) {
-        mt_config_write(&cfg, stdout);
-        mt_config_free(&cfg);
-        return 0;
-    }
+    if (cfg->show_help) mt_config_write_help(stdout, "mt-server");
+    else if (cfg->show_version) printf("mt-server %s\n", MT_VERSION);
+    else if (cfg->print_config) mt_config_write(cfg, stdout);
+    else return 0;
+    return 1;
+}
 
+/* SIGINT/SIGTERM go to the signal pipe; SIGPIPE is ignored. 0, or -1 after a message. */
+static int install_signals(void)
+{
     if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
         perror("mt-server: pipe");
-        mt_config_free(&cfg);
-        return 1;
+        return -1;
     }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -94,6 +79,50 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    return 0;
+}
+
+/* Serves until SIGTERM/SIGINT, then drains for up to drain_timeout (a second signal stops
+ * the wait). */
+static void serve_until_signal(mt_server *srv, mt_log *log, const mt_config *cfg)
+{
+    int sig;
+    while (!(sig = wait_signal(-1))) {}
+    mt_log_write(log, MT_LOG_INFO, "draining", "signal=%s in_flight=%d drain_timeout_s=%g",
+                 sig == SIGTERM ? "SIGTERM" : "SIGINT", mt_server_in_flight(srv), cfg->drain_timeout);
+    mt_server_begin_drain(srv);
+    double until = now_s() + cfg->drain_timeout;
+    while (mt_server_in_flight(srv) > 0 && now_s() < until) {
+        if (wait_signal(20)) {
+            mt_log_write(log, MT_LOG_WARN, "second_signal", "msg=\"stopping without waiting\"");
+            break;
+        }
+    }
+    if (mt_server_in_flight(srv) > 0)
+        mt_log_write(log, MT_LOG_WARN, "drain_incomplete", "cancelled=%d", mt_server_in_flight(srv));
+}
+
+int main(int argc, char **argv)
+{
+    /* Process setup before anything else (it may re-execute the program): to become the
+     * model's one explicit process-setup call once model.h offers it. */
+    mt_process_setup(argv);
+    mt_config cfg;
+    mt_config_init(&cfg);
+    char err[1024];
+    if (mt_config_resolve(&cfg, argc, argv, environ, err, sizeof err)) {
+        fprintf(stderr, "mt-server: %s\n", err);
+        mt_config_free(&cfg);
+        return 2;
+    }
+    if (print_info(&cfg)) {
+        mt_config_free(&cfg);
+        return 0;
+    }
+    if (install_signals()) {
+        mt_config_free(&cfg);
+        return 1;
+    }
     json_object_seed(0); /* jansson's hash seed, before threads (its thread-safety note) */
 
     int rc = 1;
@@ -119,20 +148,7 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    int sig;
-    while (!(sig = wait_signal(-1))) {}
-    mt_log_write(log, MT_LOG_INFO, "draining", "signal=%s in_flight=%d drain_timeout_s=%g",
-                 sig == SIGTERM ? "SIGTERM" : "SIGINT", mt_server_in_flight(srv), cfg.drain_timeout);
-    mt_server_begin_drain(srv);
-    double until = now_s() + cfg.drain_timeout;
-    while (mt_server_in_flight(srv) > 0 && now_s() < until) {
-        if (wait_signal(20)) {
-            mt_log_write(log, MT_LOG_WARN, "second_signal", "msg=\"stopping without waiting\"");
-            break;
-        }
-    }
-    if (mt_server_in_flight(srv) > 0)
-        mt_log_write(log, MT_LOG_WARN, "drain_incomplete", "cancelled=%d", mt_server_in_flight(srv));
+    serve_until_signal(srv, log, &cfg);
     rc = 0;
 out:
     mt_server_free(srv);

@@ -10,60 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-static int fail(int status, char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int fail(int status, char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
-
-/* ------------------------------------------------------------------ UTF-8 */
-
-int mt_request_utf8_valid(const char *str, size_t len, size_t *bad_at)
-{
-    const unsigned char *s = (const unsigned char *)str;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        uint32_t cp;
-        if (c >= 0xC2 && c <= 0xDF) { n = 2; cp = c & 0x1F; }
-        else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-        else if (c >= 0xF0 && c <= 0xF4) { n = 4; cp = c & 0x07; }
-        else goto bad;
-        if (i + n > len) goto bad;
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) goto bad;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-            (cp >= 0xD800 && cp <= 0xDFFF))
-            goto bad;
-        i += n;
-    }
-    return 1;
-bad:
-    if (bad_at) *bad_at = i;
-    return 0;
-}
-
-size_t mt_request_utf8_chars(const char *s, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++)
-        if (((unsigned char)s[i] & 0xC0) != 0x80) n++;
-    return n;
-}
+#include "error.h"
+#include "utf8.h"
 
 /* ------------------------------------------------------------------ content type */
 
@@ -96,7 +44,7 @@ mt_content_type mt_request_content_type(const char *header, char *boundary, size
         snprintf(shown, sizeof shown, "%.*s", (int)(n < 60 ? n : 60), p);
         for (char *c = shown; *c; c++)
             if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f || *c == '"') *c = '?';
-        fail(0, err, errlen, "unsupported content type '%s': send application/json "
+        mt_error(0, err, errlen, "unsupported content type '%s': send application/json "
              "(or application/x-www-form-urlencoded, multipart/form-data)", shown);
         return MT_CT_UNSUPPORTED;
     }
@@ -120,13 +68,13 @@ mt_content_type mt_request_content_type(const char *header, char *boundary, size
         size_t vn = (size_t)(ve - v);
         if (ieq_n(k, (size_t)(ke - k), "charset")) {
             if (!ieq_n(v, vn, "utf-8") && !ieq_n(v, vn, "utf8") && !ieq_n(v, vn, "us-ascii")) {
-                fail(0, err, errlen, "unsupported charset '%.*s': send UTF-8",
+                mt_error(0, err, errlen, "unsupported charset '%.*s': send UTF-8",
                      (int)(vn < 40 ? vn : 40), v);
                 return MT_CT_UNSUPPORTED;
             }
         } else if (ieq_n(k, (size_t)(ke - k), "boundary") && type == MT_CT_MULTIPART) {
             if (vn == 0 || vn > 70 || !boundary || vn >= cap) {
-                fail(0, err, errlen, "invalid multipart boundary");
+                mt_error(0, err, errlen, "invalid multipart boundary");
                 return MT_CT_UNSUPPORTED;
             }
             memcpy(boundary, v, vn);
@@ -134,7 +82,7 @@ mt_content_type mt_request_content_type(const char *header, char *boundary, size
         }
     }
     if (type == MT_CT_MULTIPART && (!boundary || !boundary[0])) {
-        fail(0, err, errlen, "multipart/form-data without a boundary parameter");
+        mt_error(0, err, errlen, "multipart/form-data without a boundary parameter");
         return MT_CT_UNSUPPORTED;
     }
     return type;
@@ -147,32 +95,32 @@ static int add_field(json_t *obj, const char *name, size_t nlen, const char *val
                      char *err, size_t errlen)
 {
     size_t bad;
-    if (!mt_request_utf8_valid(name, nlen, &bad) || memchr(name, '\0', nlen))
-        return fail(400, err, errlen, "form field name is not valid UTF-8 text");
+    if (!mt_utf8_check(name, nlen, &bad) || memchr(name, '\0', nlen))
+        return mt_error(400, err, errlen, "form field name is not valid UTF-8 text");
     char key[128];
     if (nlen >= sizeof key) return 0; /* no field we read has a long name: ignore it */
     memcpy(key, name, nlen);
     key[nlen] = '\0';
-    if (!mt_request_utf8_valid(val, vlen, &bad))
-        return fail(400, err, errlen, "form field '%s' is not valid UTF-8 (byte %zu)", key, bad);
+    if (!mt_utf8_check(val, vlen, &bad))
+        return mt_error(400, err, errlen, "form field '%s' is not valid UTF-8 (byte %zu)", key, bad);
     if (memchr(val, '\0', vlen))
-        return fail(400, err, errlen, "form field '%s' contains a NUL character", key);
+        return mt_error(400, err, errlen, "form field '%s' contains a NUL character", key);
     json_t *s = json_stringn(val, vlen);
-    if (!s) return fail(500, err, errlen, "out of memory");
+    if (!s) return mt_error(500, err, errlen, "out of memory");
     json_t *old = json_object_get(obj, key);
     if (!old) {
-        if (json_object_set_new(obj, key, s)) return fail(500, err, errlen, "out of memory");
+        if (json_object_set_new(obj, key, s)) return mt_error(500, err, errlen, "out of memory");
         return 0;
     }
     if (json_is_array(old)) {
-        if (json_array_append_new(old, s)) return fail(500, err, errlen, "out of memory");
+        if (json_array_append_new(old, s)) return mt_error(500, err, errlen, "out of memory");
         return 0;
     }
     json_t *arr = json_array();
     if (!arr || json_array_append(arr, old) || json_array_append_new(arr, s) ||
         json_object_set_new(obj, key, arr)) {
         json_decref(arr);
-        return fail(500, err, errlen, "out of memory");
+        return mt_error(500, err, errlen, "out of memory");
     }
     return 0;
 }
@@ -211,7 +159,7 @@ static long url_decode(const char *s, size_t n, char *out, size_t *bad_at)
 static int decode_urlencoded(const char *body, size_t len, json_t *obj, char *err, size_t errlen)
 {
     char *buf = malloc(len + 1);
-    if (!buf) return fail(500, err, errlen, "out of memory");
+    if (!buf) return mt_error(500, err, errlen, "out of memory");
     size_t i = 0;
     int rc = 0;
     while (i < len && !rc) {
@@ -223,7 +171,7 @@ static int decode_urlencoded(const char *body, size_t len, json_t *obj, char *er
             size_t bad = 0;
             long kl = url_decode(body + i, kend - i, buf, &bad);
             if (kl < 0) {
-                rc = fail(400, err, errlen, "invalid percent-encoding in form body at byte %zu",
+                rc = mt_error(400, err, errlen, "invalid percent-encoding in form body at byte %zu",
                           i + bad);
                 break;
             }
@@ -233,7 +181,7 @@ static int decode_urlencoded(const char *body, size_t len, json_t *obj, char *er
             if (eq) {
                 vl = url_decode(eq + 1, j - kend - 1, vbuf, &bad);
                 if (vl < 0) {
-                    rc = fail(400, err, errlen,
+                    rc = mt_error(400, err, errlen,
                               "invalid percent-encoding in form body at byte %zu",
                               kend + 1 + bad);
                     break;
@@ -259,7 +207,7 @@ static int decode_multipart(const char *boundary, const char *body, size_t len, 
     char delim[80];
     int dl = snprintf(delim, sizeof delim, "--%s", boundary);
     if (dl <= 2 || (size_t)dl >= sizeof delim)
-        return fail(400, err, errlen, "invalid multipart boundary");
+        return mt_error(400, err, errlen, "invalid multipart boundary");
     /* The first delimiter: at the start or after a CRLF (a preamble may precede). */
     const char *p = NULL;
     if (len >= (size_t)dl && memcmp(body, delim, (size_t)dl) == 0) {
@@ -270,7 +218,7 @@ static int decode_multipart(const char *boundary, const char *body, size_t len, 
         const char *f = find_mem(body, len, crd, (size_t)cl);
         if (f) p = f + 2;
     }
-    if (!p) return fail(400, err, errlen, "malformed multipart body: boundary not found");
+    if (!p) return mt_error(400, err, errlen, "malformed multipart body: boundary not found");
     const char *end = body + len;
     char crd[84];
     int cl = snprintf(crd, sizeof crd, "\r\n%s", delim);
@@ -279,7 +227,7 @@ static int decode_multipart(const char *boundary, const char *body, size_t len, 
         if (end - p >= 2 && p[0] == '-' && p[1] == '-') return 0; /* closing delimiter */
         while (p < end && (*p == ' ' || *p == '\t')) p++;
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
-            return fail(400, err, errlen, "malformed multipart body: bad delimiter line");
+            return mt_error(400, err, errlen, "malformed multipart body: bad delimiter line");
         p += 2;
         const char *hend = find_mem(p, (size_t)(end - p), "\r\n\r\n", 4);
         const char *content;
@@ -287,7 +235,7 @@ static int decode_multipart(const char *boundary, const char *body, size_t len, 
             hend = p - 2; /* no headers at all */
             content = p + 2;
         } else {
-            if (!hend) return fail(400, err, errlen, "malformed multipart body: unterminated part headers");
+            if (!hend) return mt_error(400, err, errlen, "malformed multipart body: unterminated part headers");
             content = hend + 4;
         }
         /* Content-Disposition: form-data; name="field" */
@@ -305,7 +253,7 @@ static int decode_multipart(const char *boundary, const char *body, size_t len, 
                         q += 5;
                         if (q < qe && *q == '"') {
                             const char *cq = memchr(q + 1, '"', (size_t)(qe - q - 1));
-                            if (!cq) return fail(400, err, errlen, "malformed multipart body: unterminated name");
+                            if (!cq) return mt_error(400, err, errlen, "malformed multipart body: unterminated name");
                             name = q + 1;
                             nlen = (size_t)(cq - q - 1);
                             q = cq + 1;
@@ -322,9 +270,9 @@ static int decode_multipart(const char *boundary, const char *body, size_t len, 
             h = le + 2;
         }
         const char *next = find_mem(content, (size_t)(end - content), crd, (size_t)cl);
-        if (!next) return fail(400, err, errlen, "malformed multipart body: missing closing boundary");
+        if (!next) return mt_error(400, err, errlen, "malformed multipart body: missing closing boundary");
         if (!name)
-            return fail(400, err, errlen, "malformed multipart body: part without a form-data name");
+            return mt_error(400, err, errlen, "malformed multipart body: part without a form-data name");
         int rc = add_field(obj, name, nlen, content, (size_t)(next - content), err, errlen);
         if (rc) return rc;
         p = next + 2;
@@ -336,32 +284,32 @@ int mt_request_decode(mt_content_type type, const char *boundary, const char *bo
 {
     *out = NULL;
     *from_form = 0;
-    if (type == MT_CT_UNSUPPORTED) return fail(415, err, errlen, "unsupported content type");
+    if (type == MT_CT_UNSUPPORTED) return mt_error(415, err, errlen, "unsupported content type");
     size_t i = 0;
     while (i < len && (body[i] == ' ' || body[i] == '\t' || body[i] == '\r' || body[i] == '\n')) i++;
-    if (i == len) return fail(400, err, errlen, "request body is empty: send a JSON object such as "
+    if (i == len) return mt_error(400, err, errlen, "request body is empty: send a JSON object such as "
                               "{\"text\": \"Hello\", \"source\": \"en\", \"target\": \"de\"}");
     /* `curl -d '{...}'` sends JSON labelled as a form: take it for what it is. */
     if (type == MT_CT_FORM && body[i] == '{') type = MT_CT_JSON;
     if (type == MT_CT_JSON) {
         size_t bad;
-        if (!mt_request_utf8_valid(body, len, &bad))
-            return fail(400, err, errlen, "request body is not valid UTF-8 (byte %zu)", bad);
+        if (!mt_utf8_check(body, len, &bad))
+            return mt_error(400, err, errlen, "request body is not valid UTF-8 (byte %zu)", bad);
         json_error_t je;
         json_t *j = json_loadb(body, len, 0, &je);
         if (!j)
-            return fail(400, err, errlen, "invalid JSON at line %d, column %d: %s", je.line,
+            return mt_error(400, err, errlen, "invalid JSON at line %d, column %d: %s", je.line,
                         je.column, je.text);
         if (!json_is_object(j)) {
             json_decref(j);
-            return fail(400, err, errlen, "request body must be a JSON object");
+            return mt_error(400, err, errlen, "request body must be a JSON object");
         }
         *out = j;
         return 0;
     }
     *from_form = 1;
     json_t *obj = json_object();
-    if (!obj) return fail(500, err, errlen, "out of memory");
+    if (!obj) return mt_error(500, err, errlen, "out of memory");
     int rc = type == MT_CT_FORM ? decode_urlencoded(body, len, obj, err, errlen)
                                 : decode_multipart(boundary ? boundary : "", body, len, obj, err, errlen);
     if (rc) {
@@ -409,14 +357,14 @@ static int get_int(const json_t *obj, const char *key, int from_form, long lo, l
         x = strtoll(s, &e, 10);
         while (*e == ' ') e++;
         if (*e || e == s)
-            return fail(400, err, errlen, "field '%s' must be an integer between %ld and %ld",
+            return mt_error(400, err, errlen, "field '%s' must be an integer between %ld and %ld",
                         key, lo, hi);
     } else {
-        return fail(400, err, errlen, "field '%s' must be an integer between %ld and %ld", key,
+        return mt_error(400, err, errlen, "field '%s' must be an integer between %ld and %ld", key,
                     lo, hi);
     }
     if (x < lo || x > hi)
-        return fail(400, err, errlen, "field '%s' must be an integer between %ld and %ld (got %lld)",
+        return mt_error(400, err, errlen, "field '%s' must be an integer between %ld and %ld (got %lld)",
                     key, lo, hi, x);
     *out = (int)x;
     return 0;
@@ -437,12 +385,12 @@ static int get_number(const json_t *obj, const char *key, int from_form, double 
         if (!*s) return 0;
         x = strtod(s, &e);
         if (*e || e == s)
-            return fail(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
+            return mt_error(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
     } else {
-        return fail(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
+        return mt_error(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
     }
     if (!isfinite(x) || x < lo || x > hi)
-        return fail(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
+        return mt_error(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
     *out = x;
     return 0;
 }
@@ -454,18 +402,18 @@ static int get_lang(const json_t *obj, const char *key, int from_form, char **ou
     const json_t *v = json_object_get(obj, key);
     if (!v || json_is_null(v)) return 0;
     if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
-    if (!json_is_string(v)) return fail(400, err, errlen, "field '%s' must be a string", key);
+    if (!json_is_string(v)) return mt_error(400, err, errlen, "field '%s' must be a string", key);
     const char *s = json_string_value(v);
     size_t n = json_string_length(v);
     if (n == 0) {
         if (from_form) return 0;
-        return fail(400, err, errlen, "field '%s' must not be empty", key);
+        return mt_error(400, err, errlen, "field '%s' must not be empty", key);
     }
     int ok = n <= 32;
     for (size_t i = 0; ok && i < n; i++)
         ok = isalnum((unsigned char)s[i]) || s[i] == '-' || s[i] == '_';
-    if (!ok) return fail(400, err, errlen, "field '%s' is not a language code (such as \"en\")", key);
-    if (!(*out = strdup(s))) return fail(500, err, errlen, "out of memory");
+    if (!ok) return mt_error(400, err, errlen, "field '%s' is not a language code (such as \"en\")", key);
+    if (!(*out = strdup(s))) return mt_error(500, err, errlen, "out of memory");
     return 0;
 }
 
@@ -474,25 +422,71 @@ static int add_text(mt_request *req, const json_t *s, int index, const mt_reques
 {
     const char *t = json_string_value(s);
     size_t n = json_string_length(s);
-    if (memchr(t, '\0', n)) return fail(400, err, errlen, "text contains a NUL character");
+    if (memchr(t, '\0', n)) return mt_error(400, err, errlen, "text contains a NUL character");
     size_t bad;
-    if (!mt_request_utf8_valid(t, n, &bad))
-        return fail(400, err, errlen, "text is not valid UTF-8 (byte %zu)", bad);
-    size_t chars = mt_request_utf8_chars(t, n);
+    if (!mt_utf8_check(t, n, &bad))
+        return mt_error(400, err, errlen, "text is not valid UTF-8 (byte %zu)", bad);
+    size_t chars = mt_utf8_chars(t, n);
     if (chars > (size_t)lim->max_text_chars) {
         if (req->text_is_array)
-            return fail(413, err, errlen, "text %d has %zu characters (limit %d)", index, chars,
+            return mt_error(413, err, errlen, "text %d has %zu characters (limit %d)", index, chars,
                         lim->max_text_chars);
-        return fail(413, err, errlen, "text has %zu characters (limit %d)", chars,
+        return mt_error(413, err, errlen, "text has %zu characters (limit %d)", chars,
                     lim->max_text_chars);
     }
     char *d = malloc(n + 1);
-    if (!d) return fail(500, err, errlen, "out of memory");
+    if (!d) return mt_error(500, err, errlen, "out of memory");
     memcpy(d, t, n + 1);
     req->texts[req->n_texts] = d;
     req->lens[req->n_texts] = n;
     req->n_texts++;
     return 0;
+}
+
+/* "format" and the decoding fields of either form; 0 or an HTTP status with a message. */
+static int parse_options(const json_t *obj, int from_form, const mt_request_limits *lim,
+                         mt_request *req, char *err, size_t errlen)
+{
+    int rc = 0;
+    const json_t *fmt = json_object_get(obj, "format");
+    if (from_form && json_is_array(fmt)) fmt = json_array_get(fmt, 0);
+    if (fmt && !json_is_null(fmt)) {
+        const char *f = json_string_value(fmt);
+        if (!f) {
+            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
+            return rc;
+        }
+        if (strcasecmp(f, "html") == 0) {
+            req->html = 1;
+        } else if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
+            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
+            return rc;
+        }
+    }
+
+    int maxb = lim->max_beam_size;
+    if (req->form == MT_FORM_LIBRE) {
+        int alternatives = 0;
+        /* LibreTranslate accepts "3" as well as 3 here. */
+        if ((rc = get_int(obj, "alternatives", 1, 0, maxb - 1, &alternatives, err, errlen)))
+            return rc;
+        req->n_best = alternatives + 1;
+    } else {
+        if ((rc = get_int(obj, "beam_size", from_form, 1, maxb, &req->beam_size, err, errlen)))
+            return rc;
+        if ((rc = get_int(obj, "n_best", from_form, 1, maxb, &req->n_best, err, errlen))) return rc;
+        if ((rc = get_number(obj, "length_penalty", from_form, 0, 10, &req->length_penalty, err,
+                             errlen)))
+            return rc;
+        if ((rc = get_int(obj, "max_length", from_form, 1, 1000000, &req->max_length, err, errlen)))
+            return rc;
+        if (req->beam_size && req->n_best > req->beam_size) {
+            rc = mt_error(400, err, errlen, "n_best (%d) must not exceed beam_size (%d)", req->n_best,
+                      req->beam_size);
+            return rc;
+        }
+    }
+    return rc;
 }
 
 int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *lim,
@@ -509,7 +503,7 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
         t = json_object_get(obj, "text");
     }
     if (!t || json_is_null(t))
-        return fail(400, err, errlen, "missing field 'text' (or 'q' as LibreTranslate clients "
+        return mt_error(400, err, errlen, "missing field 'text' (or 'q' as LibreTranslate clients "
                     "send): the text to translate");
     int rc = 0;
     size_t n;
@@ -520,18 +514,18 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
         req->text_is_array = 1;
         for (size_t i = 0; i < n; i++)
             if (!json_is_string(json_array_get(t, i)))
-                return fail(400, err, errlen,
+                return mt_error(400, err, errlen,
                             "field '%s' must be a string or an array of strings (element %zu is not a string)",
                             field, i);
     } else {
-        return fail(400, err, errlen, "field '%s' must be a string or an array of strings", field);
+        return mt_error(400, err, errlen, "field '%s' must be a string or an array of strings", field);
     }
     if (n > (size_t)lim->max_texts)
-        return fail(413, err, errlen, "too many texts: %zu (limit %d)", n, lim->max_texts);
+        return mt_error(413, err, errlen, "too many texts: %zu (limit %d)", n, lim->max_texts);
     req->texts = calloc(n + 1, sizeof *req->texts);
     req->lens = calloc(n + 1, sizeof *req->lens);
     if (!req->texts || !req->lens) {
-        rc = fail(500, err, errlen, "out of memory");
+        rc = mt_error(500, err, errlen, "out of memory");
         goto out;
     }
     for (size_t i = 0; i < n && !rc; i++)
@@ -540,45 +534,20 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
 
     if ((rc = get_lang(obj, "source", from_form, &req->source, err, errlen))) goto out;
     if ((rc = get_lang(obj, "target", from_form, &req->target, err, errlen))) goto out;
-
-    const json_t *fmt = json_object_get(obj, "format");
-    if (from_form && json_is_array(fmt)) fmt = json_array_get(fmt, 0);
-    if (fmt && !json_is_null(fmt)) {
-        const char *f = json_string_value(fmt);
-        if (!f) {
-            rc = fail(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
-            goto out;
-        }
-        if (strcasecmp(f, "html") == 0) {
-            req->html = 1;
-        } else if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
-            rc = fail(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
-            goto out;
-        }
-    }
-
-    int maxb = lim->max_beam_size;
+    /* LibreTranslate answers 400 to an empty q (a "" or an empty list) and to a missing
+     * target; its clients rely on it, so the LibreTranslate form does the same. */
     if (req->form == MT_FORM_LIBRE) {
-        int alternatives = 0;
-        /* LibreTranslate accepts "3" as well as 3 here. */
-        if ((rc = get_int(obj, "alternatives", 1, 0, maxb - 1, &alternatives, err, errlen)))
+        if (req->n_texts == 0 || (!req->text_is_array && req->lens[0] == 0)) {
+            rc = mt_error(400, err, errlen, "Invalid request: empty q parameter");
             goto out;
-        req->n_best = alternatives + 1;
-    } else {
-        if ((rc = get_int(obj, "beam_size", from_form, 1, maxb, &req->beam_size, err, errlen)))
-            goto out;
-        if ((rc = get_int(obj, "n_best", from_form, 1, maxb, &req->n_best, err, errlen))) goto out;
-        if ((rc = get_number(obj, "length_penalty", from_form, 0, 10, &req->length_penalty, err,
-                             errlen)))
-            goto out;
-        if ((rc = get_int(obj, "max_length", from_form, 1, 1000000, &req->max_length, err, errlen)))
-            goto out;
-        if (req->beam_size && req->n_best > req->beam_size) {
-            rc = fail(400, err, errlen, "n_best (%d) must not exceed beam_size (%d)", req->n_best,
-                      req->beam_size);
+        }
+        if (!req->target) {
+            rc = mt_error(400, err, errlen, "Invalid request: missing target parameter");
             goto out;
         }
     }
+
+    rc = parse_options(obj, from_form, lim, req, err, errlen);
 out:
     if (rc) mt_request_clear(req);
     return rc;

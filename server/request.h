@@ -68,10 +68,4 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
                      mt_request *req, char *err, size_t errlen);
 void mt_request_clear(mt_request *req);
 
-/* 1 when s[0, len) is valid UTF-8; else 0 and *bad_at is the offset of the first bad byte. */
-int mt_request_utf8_valid(const char *s, size_t len, size_t *bad_at);
-
-/* Number of code points in valid UTF-8 text. */
-size_t mt_request_utf8_chars(const char *s, size_t len);
-
 #endif

@@ -1,4 +1,4 @@
-/* server.h: the HTTP translation service (libmicrohttpd) on top of the translator.
+/* server.h: the HTTP front end (libmicrohttpd) of the translation service (service.h).
  *
  * Endpoints: POST /translate (native {"text": ...} and LibreTranslate {"q": ...} forms,
  * JSON, form-encoded or multipart), GET /languages, GET /health, GET /metrics.
@@ -7,10 +7,11 @@
  * mt_server_begin_drain() stops accepting connections, mt_server_free() cancels what
  * is left, stops the HTTP threads and the workers, and frees the models.
  *
- * Threads: libmicrohttpd's pool parses requests, segments and encodes texts, and writes
- * responses; worker threads (batcher.h) run the model; a watcher thread cancels work of
- * clients that disconnected or whose deadline passed. Connections wait suspended while
- * their sentences are queued or translated, so HTTP threads never wait for a worker.
+ * Threads: libmicrohttpd's pool parses requests, hands their texts to the service (which
+ * segments and encodes them on that thread), and writes responses; the service's worker
+ * threads translate, decode and rejoin; a watcher thread cancels jobs of clients that
+ * disconnected or whose deadline passed. Connections wait suspended while their job is
+ * queued or translated, so HTTP threads never wait for a worker.
  *
  * Thread-safety: create, load, begin_drain and free from one controlling thread; the
  * query functions from any thread.

@@ -11,6 +11,7 @@
 
 #include "langs.h"
 #include "request.h"
+#include "utf8.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -20,8 +21,8 @@ static void check_request(const mt_request *r, const mt_request_limits *lim)
     for (int i = 0; i < r->n_texts; i++) {
         if (strlen(r->texts[i]) != r->lens[i]) abort();
         size_t bad;
-        if (!mt_request_utf8_valid(r->texts[i], r->lens[i], &bad)) abort();
-        if (mt_request_utf8_chars(r->texts[i], r->lens[i]) > (size_t)lim->max_text_chars) abort();
+        if (!mt_utf8_check(r->texts[i], r->lens[i], &bad)) abort();
+        if (mt_utf8_chars(r->texts[i], r->lens[i]) > (size_t)lim->max_text_chars) abort();
     }
     if (r->beam_size < 0 || r->beam_size > lim->max_beam_size) abort();
     if (r->n_best < 0 || r->n_best > lim->max_beam_size) abort();
@@ -61,9 +62,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_request(&req, &lim);
         mt_langs *l = mt_langs_create();
         if (l) {
-            mt_langs_add(l, "en", "de", 0, -1);
-            mt_langs_add(l, "de", "en", 1, -1);
-            mt_langs_add(l, "fr", "de", 2, 7);
+            mt_langs_add(l, "en", "de", 0, 0);
+            mt_langs_add(l, "de", "en", 1, 0);
+            mt_langs_add(l, "fr", "de", 2, 1);
             int detected;
             int r = mt_langs_resolve(l, req.source, req.target, &detected, err, sizeof err);
             if (r >= mt_langs_count(l)) abort();

@@ -54,6 +54,18 @@ class CliTest(unittest.TestCase):
         b = run(["--model", self.model, "--batch-size", "64", "--threads", "2"], text).stdout
         self.assertEqual(a, b)
 
+    def test_workers_2_equals_workers_1(self):
+        """--workers N: the service's workers run batches at once; the output is the same."""
+        text = "\n".join(f"Line {i}: {'a big ' * (i % 5)}dog runs. Then {i} cats sleep." for i in range(60)) + "\n"
+        for extra in ([], ["--n-best", "2", "--beam", "3"], ["--output", "ids"]):
+            one = run(["--model", self.model, "--batch-size", "4", "--workers", "1"] + extra, text).stdout
+            two = run(["--model", self.model, "--batch-size", "4", "--workers", "2"] + extra, text).stdout
+            self.assertEqual(one, two, extra)
+            self.assertEqual(len(one.decode().strip().split("\n")), 60 * (2 if "--n-best" in extra else 1))
+        proc = run(["--model", self.model, "--workers", "0"], "x\n", check=False)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--workers must be an integer >= 1", proc.stderr.decode())
+
     def test_ids_output_and_input(self):
         out = run(["--model", self.model, "--output", "ids"], "A dog runs.\n").stdout.decode().strip()
         self.assertRegex(out, r"^\d+( \d+)*$")

@@ -48,6 +48,7 @@ MAX_LENGTH = 40  # decoding steps in the comparisons: keeps runaway outputs chea
 sys.path.insert(0, TOOLS)
 import make_marian_model  # noqa: E402  (its tricky tokens and synthetic sentences)
 from mtref import safetensors_file  # noqa: E402  (a safetensors reader/writer of its own)
+from mtref.model import sinusoidal_positions  # noqa: E402
 
 
 # ---- the independent reference --------------------------------------------------------
@@ -61,9 +62,10 @@ class MarianNumpy:
     act(x W1 + b1) W2 + b2, logits = h W_out + b with W_out = Wemb^T,
     decoder_Wemb^T or decoder_ff_logit_out_W. Decoding starts from a zero embedding.
 
-    Three conventions are the Hugging Face port's, not Marian's own, because a
-    converted model cannot express Marian's and the engine implements the port:
-    position frequencies 10000^(-2i/d) (Marian: exp(-i ln(10000) / (d/2 - 1))),
+    Positions use Marian's own tensor2tensor frequencies exp(-i ln(10000) / (d/2 - 1))
+    (the converter records "positions_formula": "marian"). Two conventions are the
+    Hugging Face port's, not Marian's own, because a converted model cannot express
+    Marian's and the engine implements the port:
     LayerNorm epsilon 1e-5 (Marian: 1e-6), and an extra output for the appended
     "<pad>" with logit 0 that the log-softmax includes before it is masked, as
     model/search.c specifies.
@@ -101,7 +103,7 @@ class MarianNumpy:
 
     def positions(self, n):
         half = self.d // 2
-        angle = np.arange(n)[:, None] / np.power(10000.0, 2.0 * np.arange(half) / self.d)[None, :]
+        angle = np.arange(n)[:, None] * np.exp(-np.arange(half) * math.log(10000.0) / (half - 1))[None, :]
         return np.concatenate([np.sin(angle), np.cos(angle)], axis=1)
 
     @staticmethod
@@ -571,9 +573,11 @@ class HfBinConversion(unittest.TestCase):
         """A Hugging Face style state dict: tied matrices stored once under all names."""
         w = {k: torch.from_numpy(v).to(dtype) for k, v in self.read_weights(source).items()}
         cfg = load_json(os.path.join(source, "config.json"))
+        # Hugging Face stores the position table it computed; the engine uses it.
+        table = sinusoidal_positions(cfg["max_position_embeddings"], cfg["d_model"],
+                                     cfg.get("positions_formula", "huggingface"))
         for side in ("encoder", "decoder"):
-            w[f"model.{side}.embed_positions.weight"] = torch.zeros(
-                cfg["max_position_embeddings"], cfg["d_model"], dtype=dtype)
+            w[f"model.{side}.embed_positions.weight"] = table.to(dtype)
         if "model.shared.weight" in w:
             shared = w["model.shared.weight"]
             w["model.encoder.embed_tokens.weight"] = w["model.decoder.embed_tokens.weight"] = shared

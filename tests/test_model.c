@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../model/internal.h"
+#include "../model/probe.h"
 #include "../model/safetensors.h"
 #include "model.h"
 #include "tiny_model.h"
@@ -214,6 +215,84 @@ START_TEST(config_missing_key_and_bad_value)
 }
 END_TEST
 
+/* Issue 13 item 6: a config asking for 10^9 layers is named as such, not "out of memory". */
+START_TEST(absurd_layer_count_is_named)
+{
+    tiny_model_spec s = tiny_model_default();
+    const char *dir = write_model("layers", &s);
+    char path[600];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char cfg[4096];
+    size_t n = fread(cfg, 1, sizeof cfg - 1, f);
+    fclose(f);
+    cfg[n] = 0;
+    char *at = strstr(cfg, "\"decoder_layers\"");
+    ck_assert_ptr_nonnull(at);
+    char *colon = strchr(at, ':'), *end = colon + 1;
+    while (*end == ' ' || (*end >= '0' && *end <= '9'))
+        end++;
+    f = fopen(path, "w");
+    fprintf(f, "%.*s: 1000000000%s", (int)(colon - cfg), cfg, end);
+    fclose(f);
+    const char *e = load_error(dir);
+    ASSERT_CONTAINS(e, "decoder_layers is 1000000000");
+    ASSERT_CONTAINS(e, "holds 2 decoder layers");
+    ck_assert_msg(strstr(e, "out of memory") == NULL, "%s", e);
+}
+END_TEST
+
+/* Compute types through the engine API: names round-trip, float32/auto/default load and
+ * resolve to a type this build runs (auto never to one it lacks), the ones not built yet
+ * are refused with a message, and MT_COMPUTE_TYPE applies only to DEFAULT. */
+START_TEST(compute_types_resolve_or_are_refused)
+{
+    const char *names[] = {"default", "float32", "bfloat16", "int8", "auto"};
+    for (int i = 0; i < 5; i++) {
+        mt_compute_type t;
+        ck_assert_int_eq(mt_compute_type_parse(names[i], &t), 0);
+        ck_assert_str_eq(mt_compute_type_name(t), names[i]);
+    }
+    mt_compute_type t;
+    ck_assert_int_eq(mt_compute_type_parse("fp8", &t), -1);
+    ck_assert_int_eq(mt_compute_type_parse(NULL, &t), -1);
+
+    tiny_model_spec s = tiny_model_default();
+    const char *dir = write_model("compute", &s);
+    char err[512];
+    mt_model_options o;
+    unsetenv("MT_COMPUTE_TYPE");
+    for (int want = MT_COMPUTE_DEFAULT; want <= MT_COMPUTE_AUTO; want++) {
+        mt_model_options_default(&o);
+        o.compute_type = (mt_compute_type)want;
+        err[0] = 0;
+        mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
+        if (want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8) {
+            ck_assert_ptr_null(m);
+            ASSERT_CONTAINS(err, mt_compute_type_name((mt_compute_type)want));
+            ASSERT_CONTAINS(err, "not available");
+        } else {
+            ck_assert_msg(m != NULL, "%s: %s", names[want], err);
+            ck_assert_int_eq(mt_model_compute_type(m), MT_COMPUTE_FLOAT32);
+            mt_model_free(m);
+        }
+    }
+    setenv("MT_COMPUTE_TYPE", "int8", 1);
+    ck_assert_ptr_null(mt_model_load(dir, err, sizeof err));
+    ASSERT_CONTAINS(err, "int8");
+    mt_model_options_default(&o);
+    o.compute_type = MT_COMPUTE_FLOAT32; /* an explicit choice wins over the variable */
+    mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
+    ck_assert_ptr_nonnull(m);
+    mt_model_free(m);
+    setenv("MT_COMPUTE_TYPE", "fp8", 1);
+    ck_assert_ptr_null(mt_model_load(dir, err, sizeof err));
+    ASSERT_CONTAINS(err, "MT_COMPUTE_TYPE=fp8");
+    unsetenv("MT_COMPUTE_TYPE");
+}
+END_TEST
+
 START_TEST(missing_tensor_is_named)
 {
     tiny_model_spec s = tiny_model_default();
@@ -238,11 +317,8 @@ START_TEST(unexpected_tensor_is_refused)
     tiny_model_spec s = tiny_model_default();
     s.extra_tensor = "model.encoder.layer_norm.weight";
     ASSERT_CONTAINS(load_error(write_model("extra", &s)), "unexpected tensor 'model.encoder.layer_norm.weight'");
-    s.extra_tensor = "model.encoder.embed_positions.weight"; /* recomputed, so tolerated */
-    char err[512];
-    mt_model *m = mt_model_load(write_model("pos", &s), err, sizeof err);
-    ck_assert_msg(m != NULL, "%s", err);
-    mt_model_free(m);
+    s.extra_tensor = "model.encoder.embed_positions.weight"; /* a stored table is used: shape checked */
+    ASSERT_CONTAINS(load_error(write_model("pos", &s)), "'model.encoder.embed_positions.weight' has shape [4]");
 }
 END_TEST
 
@@ -587,6 +663,10 @@ START_TEST(safetensors_parser_cases)
     ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
                                   "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, err, sizeof err));
     ASSERT_CONTAINS(err, "duplicate");
+    /* 2^32 * 2^32 wraps to 0 in 64 bits: must be refused for its shape, not read as empty */
+    ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296,4],"
+                                  "\"data_offsets\":[0,0]}}", 0, err, sizeof err));
+    ASSERT_CONTAINS(err, "more than 2^40 elements");
 }
 END_TEST
 
@@ -608,6 +688,177 @@ START_TEST(f16_and_bf16_conversion)
 }
 END_TEST
 
+/* ---- kernels: every path against the scalar one, odd sizes, unaligned starts, guards ---- */
+
+static const int kernel_sizes[] = {1, 2, 7, 15, 16, 17, 31, 33, 64, 100, 1001};
+enum { GUARD = 8 };
+static const float guard_value = 12345.5f;
+
+/* n floats at an odd (unaligned) offset of a buffer with guard values either side. */
+static float *guarded(float *buf, int n, unsigned seed)
+{
+    float *x = buf + GUARD + 1;
+    for (int i = 0; i < GUARD + 1; i++)
+        buf[i] = x[n + i] = guard_value;
+    srand(seed);
+    for (int i = 0; i < n; i++)
+        x[i] = (float)rand() / (float)RAND_MAX * 8.0f - 6.0f;
+    return x;
+}
+
+static void check_guards(const float *buf, int n)
+{
+    const float *x = buf + GUARD + 1;
+    for (int i = 0; i < GUARD + 1; i++)
+        ck_assert_msg(buf[i] == guard_value && x[n + i] == guard_value, "write outside [0, %d)", n);
+}
+
+static void assert_close(float got, float want, float rel, const char *what, int n)
+{
+    float tol = rel * (fabsf(want) > 1.0f ? fabsf(want) : 1.0f);
+    ck_assert_msg(fabsf(got - want) <= tol, "%s n=%d: %.9g vs scalar %.9g", what, n, got, want);
+}
+
+/* Compares path isa with the scalar table on every size (the scalar table against itself
+ * still checks guards and the exp polynomial against libm). */
+static void check_kernels_against_scalar(int isa)
+{
+    const mt_kernels *ref = mt_kernels_get(MT_ISA_SCALAR), *k = mt_kernels_get(isa);
+    ck_assert_ptr_nonnull(ref);
+    if (!k)
+        return;
+    static float a[1001 + 2 * GUARD + 2], b[1001 + 2 * GUARD + 2], c[1001 + 2 * GUARD + 2];
+    for (size_t si = 0; si < sizeof kernel_sizes / sizeof *kernel_sizes; si++) {
+        int n = kernel_sizes[si];
+        float *x = guarded(a, n, 1u + (unsigned)n), *y = guarded(b, n, 2u + (unsigned)n);
+        ck_assert_float_eq(k->max(x, n), ref->max(x, n));
+        float mx = ref->max(x, n);
+        double want = 0.0;
+        for (int i = 0; i < n; i++)
+            want += exp((double)x[i] - mx);
+        assert_close(k->exp_sum(x, n, mx), (float)want, 2e-6f, "exp_sum", n);
+        assert_close(k->dot(x, y, n), ref->dot(x, y, n), 1e-5f, "dot", n);
+        float *z = guarded(c, n, 1u + (unsigned)n);
+        float sum = k->exp_store_sum(z, n, mx);
+        assert_close(sum, (float)want, 2e-6f, "exp_store_sum", n);
+        for (int i = 0; i < n; i++)
+            assert_close(z[i], (float)exp((double)x[i] - mx), 2e-7f, "exp_store_sum element", n);
+        check_guards(c, n);
+        z = guarded(c, n, 3u);
+        float w[1001];
+        memcpy(w, z, sizeof(float) * (size_t)n);
+        k->scale(z, n, 0.37f);
+        ref->scale(w, n, 0.37f);
+        ck_assert(memcmp(z, w, sizeof(float) * (size_t)n) == 0);
+        check_guards(c, n);
+        z = guarded(c, n, 4u);
+        memcpy(w, z, sizeof(float) * (size_t)n);
+        k->axpy(z, -1.25f, x, n);
+        ref->axpy(w, -1.25f, x, n);
+        for (int i = 0; i < n; i++)
+            assert_close(z[i], w[i], 1e-6f, "axpy", n);
+        check_guards(c, n);
+    }
+}
+
+START_TEST(kernels_match_scalar)
+{
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++)
+        check_kernels_against_scalar(isa);
+}
+END_TEST
+
+/* bias + activation: rows with a stride wider than the columns (the column-split
+ * products write such slices); relu and none must be bit-identical to the scalar path. */
+START_TEST(bias_act_matches_scalar)
+{
+    const mt_kernels *ref = mt_kernels_get(MT_ISA_SCALAR);
+    static float a[3 * 40 + 2 * GUARD + 2], b[3 * 40 + 2 * GUARD + 2], bias[40];
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++) {
+        const mt_kernels *k = mt_kernels_get(isa);
+        if (!k)
+            continue;
+        for (int act = 0; act <= MT_ACT_GELU_TANH + 1; act++)
+            for (int cols = 1; cols <= 37; cols += 6) {
+                int rows = 3, ld = 40, n = rows * ld;
+                float *x = guarded(a, n, 7u), *y = guarded(b, n, 7u);
+                for (int j = 0; j < cols; j++)
+                    bias[j] = 0.1f * (float)(j % 7) - 0.3f;
+                k->bias_act(x, rows, ld, cols, act % 2 ? bias : NULL, act);
+                ref->bias_act(y, rows, ld, cols, act % 2 ? bias : NULL, act);
+                ck_assert_msg(memcmp(x, y, sizeof(float) * (size_t)n) == 0, "%s act %d cols %d", k->name, act, cols);
+                check_guards(a, n);
+            }
+    }
+}
+END_TEST
+
+/* top-k over a row with masked (-inf) entries and many exact ties: the vector path must
+ * return the very same candidates in the same order as the scalar scan, for every k. */
+START_TEST(top_k_matches_scalar_with_ties)
+{
+    const mt_kernels *ref = mt_kernels_get(MT_ISA_SCALAR);
+    static float a[1001 + 2 * GUARD + 2];
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++) {
+        const mt_kernels *k = mt_kernels_get(isa);
+        if (!k)
+            continue;
+        for (size_t si = 0; si < sizeof kernel_sizes / sizeof *kernel_sizes; si++) {
+            int n = kernel_sizes[si];
+            float *x = guarded(a, n, 11u + (unsigned)n);
+            for (int i = 0; i < n; i++) {
+                x[i] = (float)(int)(x[i] * 2.0f) * 0.5f; /* few distinct values: ties */
+                if (i % 5 == 3)
+                    x[i] = -INFINITY;
+            }
+            for (int kk = 0; kk <= 9; kk++) {
+                mt_candidate got[9], want[9];
+                int ng = k->top_k(x, n, 0.75f, -2.5f, kk, 4, got);
+                int nw = ref->top_k(x, n, 0.75f, -2.5f, kk, 4, want);
+                ck_assert_int_eq(ng, nw);
+                for (int i = 0; i < nw; i++) {
+                    ck_assert_msg(got[i].token == want[i].token && got[i].score == want[i].score && got[i].row == 4,
+                                  "%s n=%d k=%d #%d: token %d vs %d", k->name, n, kk, i, got[i].token, want[i].token);
+                    ck_assert(x[want[i].token] != -INFINITY);
+                }
+                if (kk && n >= kk + n / 5 + 1)
+                    ck_assert_int_eq(nw, kk);
+            }
+            check_guards(a, n);
+        }
+    }
+}
+END_TEST
+
+/* Run-time dispatch: the choice is always a path this CPU runs, and MT_KERNELS=scalar
+ * forces the fallback (how the other tests exercise it end to end). */
+START_TEST(kernel_choice_respects_cpu_and_override)
+{
+    unsetenv("MT_KERNELS");
+    const mt_kernels *k = mt_kernels_select();
+    ck_assert_ptr_nonnull(k);
+    int found = 0;
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++)
+        if (mt_kernels_get(isa) == k) {
+            found = 1;
+            ck_assert(mt_kernels_cpu_has(isa));
+        }
+    ck_assert(found);
+    ck_assert_int_eq(mt_kernels_cpu_has(MT_ISA_AVX512), __builtin_cpu_supports("avx512f") &&
+                                                            __builtin_cpu_supports("avx512bw") &&
+                                                            __builtin_cpu_supports("avx512dq") &&
+                                                            __builtin_cpu_supports("avx512vl"));
+    if (mt_kernels_cpu_has(MT_ISA_AVX512))
+        ck_assert_str_eq(k->name, "avx512");
+    setenv("MT_KERNELS", "scalar", 1);
+    ck_assert_str_eq(mt_kernels_select()->name, "scalar");
+    setenv("MT_KERNELS", "avx512", 1);
+    k = mt_kernels_select();
+    ck_assert_str_eq(k->name, mt_kernels_cpu_has(MT_ISA_AVX512) ? "avx512" : "scalar");
+    unsetenv("MT_KERNELS");
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -620,6 +871,8 @@ static Suite *model_suite(void)
     tcase_add_test(load, malformed_config_json);
     tcase_add_test(load, config_wrong_types_and_unsupported_settings);
     tcase_add_test(load, config_missing_key_and_bad_value);
+    tcase_add_test(load, absurd_layer_count_is_named);
+    tcase_add_test(load, compute_types_resolve_or_are_refused);
     tcase_add_test(load, missing_tensor_is_named);
     tcase_add_test(load, wrong_shape_is_named);
     tcase_add_test(load, unexpected_tensor_is_refused);
@@ -638,6 +891,13 @@ static Suite *model_suite(void)
     tcase_add_test(search, max_length_factor_limits_relative_to_source);
     suite_add_tcase(s, search);
 
+    TCase *kern = tcase_create("kernels");
+    tcase_add_test(kern, kernels_match_scalar);
+    tcase_add_test(kern, bias_act_matches_scalar);
+    tcase_add_test(kern, top_k_matches_scalar_with_ties);
+    tcase_add_test(kern, kernel_choice_respects_cpu_and_override);
+    suite_add_tcase(s, kern);
+
     TCase *st = tcase_create("safetensors");
     tcase_add_test(st, safetensors_parser_cases);
     tcase_add_test(st, f16_and_bf16_conversion);
@@ -647,6 +907,7 @@ static Suite *model_suite(void)
 
 int main(void)
 {
+    mt_process_setup(NULL);
     SRunner *sr = srunner_create(model_suite());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

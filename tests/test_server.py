@@ -486,12 +486,14 @@ class TestEndpoints(unittest.TestCase):
         st, _, body = self.srv.post_json({"text": ["", "  \n ", corpus_lines(1)[0]]})
         self.assertEqual(st, 200, body)
         self.assertEqual(body["translations"][:2], ["", "  \n "])
+        # LibreTranslate answers 400 to an empty q (issue 14; tests/test_libretranslate.py).
         st, _, body = self.srv.post_json({"q": [], "source": "en", "target": "de"})
-        self.assertEqual(st, 200, body)
-        self.assertEqual(body["translatedText"], [])
+        self.assertEqual(st, 400, body)
         st, _, body = self.srv.post_json({"q": "", "source": "en", "target": "de", "alternatives": 2})
+        self.assertEqual(st, 400, body)
+        st, _, body = self.srv.post_json({"q": ["", "x"], "source": "en", "target": "de"})
         self.assertEqual(st, 200, body)
-        self.assertEqual(body["translatedText"], "")
+        self.assertEqual(body["translatedText"][0], "")
 
     def test_unicode(self):
         text = "Grüße aus Köln – 東京 😀 ok."

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tiny_model.h"
-#include "translator.h"
+#include "service.h"
 
 static char dir[256];
 static mt_translator *tr;
@@ -138,22 +138,33 @@ START_TEST(invalid_utf8_is_rejected_with_position)
 }
 END_TEST
 
+static mt_service *service(int workers, int max_sentences)
+{
+    char err[512];
+    mt_service_config cfg;
+    mt_service_config_default(&cfg);
+    cfg.workers = workers;
+    cfg.max_sentences = max_sentences;
+    mt_service *svc = mt_service_create(&tr, 1, &cfg, NULL, err, sizeof err);
+    ck_assert_msg(svc != NULL, "%s", err);
+    return svc;
+}
+
 START_TEST(pipeline_keeps_order_lines_and_n_best)
 {
     char err[512];
-    mt_state *st = mt_state_create(mt_translator_model(tr), 1, err, sizeof err);
-    mt_translate_options o;
-    mt_translate_options_default(tr, &o);
+    mt_service *svc = service(1, 2);
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
     o.search.beam_size = 3;
     o.search.n_best = 2;
     o.search.max_length = 6;
-    o.max_batch = 2;
     const char *texts[] = {"A dog runs. A cat sleeps.", "", "Line one\nLine two", "Hello"};
     size_t lens[4];
     for (int i = 0; i < 4; i++)
         lens[i] = strlen(texts[i]);
     mt_translation out[4];
-    ck_assert_msg(mt_translator_translate(tr, st, &o, 4, texts, lens, out, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 4, texts, lens, out, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(out[0].n_best, 2);
     ck_assert_str_eq(out[1].texts[0], "");
     ck_assert_ptr_nonnull(strchr(out[2].texts[0], '\n')); /* the line break survives */
@@ -161,25 +172,134 @@ START_TEST(pipeline_keeps_order_lines_and_n_best)
     ck_assert_float_le(out[3].scores[1], out[3].scores[0]);
     /* the same sentence alone gives the same result as inside the batch */
     mt_translation single;
-    ck_assert_int_eq(mt_translator_translate(tr, st, &o, 1, &texts[3], &lens[3], &single, err, sizeof err), 0);
+    ck_assert_int_eq(mt_service_translate(svc, 0, &o, 1, &texts[3], &lens[3], &single, err, sizeof err), 0);
     ck_assert_str_eq(single.texts[0], out[3].texts[0]);
     mt_translation_clear(&single);
     /* ids in, ids out */
-    o.input_ids = o.output_ids = 1;
+    o.input = MT_FORMAT_IDS;
+    o.output_ids = 1;
     o.search.n_best = 1;
     const char *ids_text = "100 200 300";
     size_t ids_len = strlen(ids_text);
-    ck_assert_int_eq(mt_translator_translate(tr, st, &o, 1, &ids_text, &ids_len, &single, err, sizeof err), 0);
+    ck_assert_int_eq(mt_service_translate(svc, 0, &o, 1, &ids_text, &ids_len, &single, err, sizeof err), 0);
     for (const char *p = single.texts[0]; *p; p++)
         ck_assert_msg((*p >= '0' && *p <= '9') || *p == ' ', "not ids: %s", single.texts[0]);
     mt_translation_clear(&single);
     const char *bad_ids = "100 x";
     size_t bad_len = strlen(bad_ids);
-    ck_assert_int_eq(mt_translator_translate(tr, st, &o, 1, &bad_ids, &bad_len, &single, err, sizeof err), -1);
+    ck_assert_int_eq(mt_service_translate(svc, 0, &o, 1, &bad_ids, &bad_len, &single, err, sizeof err),
+                     MT_SERVICE_INVALID);
     ck_assert_ptr_nonnull(strstr(err, "bad source id at byte 4"));
     for (int i = 0; i < 4; i++)
         mt_translation_clear(&out[i]);
-    mt_state_free(st);
+    mt_service_free(svc);
+}
+END_TEST
+
+/* Texts through two workers and batches of 3 give what one worker gives. */
+START_TEST(service_workers_agree_with_one_worker)
+{
+    char err[512], buf[12][64];
+    const char *texts[12];
+    size_t lens[12];
+    for (int i = 0; i < 12; i++) {
+        snprintf(buf[i], sizeof buf[i], "Sentence %d has %s words. Then %d more.", i, i % 3 ? "some" : "many", i * 7);
+        texts[i] = buf[i];
+        lens[i] = strlen(buf[i]);
+    }
+    mt_translation one[12], two[12];
+    mt_service *svc = service(1, 3);
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
+    o.search.max_length = 6;
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 12, texts, lens, one, err, sizeof err) == 0, "%s", err);
+    mt_service_free(svc);
+    svc = service(2, 3);
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 12, texts, lens, two, err, sizeof err) == 0, "%s", err);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_str_eq(one[i].texts[0], two[i].texts[0]);
+        ck_assert_float_eq(one[i].scores[0], two[i].scores[0]);
+        mt_translation_clear(&one[i]);
+        mt_translation_clear(&two[i]);
+    }
+    mt_service_free(svc);
+}
+END_TEST
+
+static void note_done(mt_service_job *job, void *user)
+{
+    (void)job;
+    *(int *)user += 1;
+}
+
+/* A past deadline, a cancelled job, a full queue, a bad max_length: each reported as such. */
+START_TEST(service_reports_deadline_cancel_busy_and_bad_options)
+{
+    char err[512];
+    mt_service *svc = service(1, 4);
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
+    const char *text = "A dog runs.";
+    size_t len = strlen(text);
+    mt_translation out;
+    o.deadline = mt_now() - 1;
+    ck_assert_int_eq(mt_service_translate(svc, 0, &o, 1, &text, &len, &out, err, sizeof err), MT_SERVICE_DEADLINE);
+    o.deadline = 0;
+    mt_service_job *job;
+    ck_assert_int_eq(mt_service_prepare(svc, 0, &o, 1, &text, &len, &job, err, sizeof err), MT_SERVICE_OK);
+    ck_assert_int_eq(mt_service_job_cancel(job, MT_SERVICE_CLIENT_GONE), 1);
+    ck_assert_int_eq(mt_service_job_cancel(job, MT_SERVICE_SHUTDOWN), 0); /* the first reason stays */
+    int done = 0;
+    ck_assert_int_eq(mt_service_run(svc, job, note_done, &done), MT_SERVICE_OK);
+    mt_service_purge(svc);
+    mt_service_free(svc); /* joins the workers: the callback has run */
+    ck_assert_int_eq(done, 1);
+    ck_assert_int_eq(mt_service_job_outcome(job, NULL), MT_SERVICE_CLIENT_GONE);
+    mt_service_job_free(job);
+    o.search.max_length = 1 << 20;
+    svc = service(1, 4);
+    ck_assert_int_eq(mt_service_prepare(svc, 0, &o, 1, &text, &len, &job, err, sizeof err), MT_SERVICE_INVALID);
+    ck_assert_ptr_nonnull(strstr(err, "exceeds the model's limit"));
+    mt_service_free(svc);
+}
+END_TEST
+
+/* The target-language token is chosen per request and prepended in one place. */
+START_TEST(service_selects_the_requested_target_token)
+{
+    char err[512];
+    int32_t por = mt_translator_target_token(tr, "por"), pob = mt_translator_target_token(tr, "pob");
+    ck_assert_int_ge(por, 0);
+    ck_assert_int_ge(pob, 0);
+    ck_assert_int_eq(mt_translator_target_token(tr, "xyz"), -1);
+    int32_t *ids;
+    int n = mt_translator_encode_to(tr, pob, 0, "Hello", 5, &ids, err, sizeof err);
+    ck_assert_int_ge(n, 2);
+    ck_assert_int_eq(ids[0], pob);
+    free(ids);
+    int found = 0;
+    for (int k = 0; k < mt_translator_target_count(tr); k++) {
+        char code[33];
+        if (mt_translator_target_code(tr, k, code, sizeof code) == 0)
+            found += !strcmp(code, "por") + !strcmp(code, "pob");
+    }
+    ck_assert_int_eq(found, 2);
+    /* through the service: the request's target selects the token, hence the input */
+    mt_service *svc = service(1, 4);
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
+    o.search.max_length = 6;
+    const char *text = "A dog runs.";
+    size_t len = strlen(text);
+    mt_translation a, b;
+    o.target_lang = "por";
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 1, &text, &len, &a, err, sizeof err) == 0, "%s", err);
+    o.target_lang = "pob";
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 1, &text, &len, &b, err, sizeof err) == 0, "%s", err);
+    ck_assert_float_ne(a.scores[0], b.scores[0]);
+    mt_translation_clear(&a);
+    mt_translation_clear(&b);
+    mt_service_free(svc);
 }
 END_TEST
 
@@ -311,16 +431,16 @@ END_TEST
 START_TEST(html_pipeline_translates_each_text_node_as_plain_text_would)
 {
     char err[512];
-    mt_state *st = mt_state_create(mt_translator_model(tr), 1, err, sizeof err);
-    mt_translate_options o;
-    mt_translate_options_default(tr, &o);
+    mt_service *svc = service(1, 32);
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
     o.search.max_length = 6;
     const char *nodes[] = {"A dog runs.", "It & a cat sleep.", "Hello"};
     size_t lens[3];
     for (int i = 0; i < 3; i++)
         lens[i] = strlen(nodes[i]);
     mt_translation plain[3];
-    ck_assert_msg(mt_translator_translate(tr, st, &o, 3, nodes, lens, plain, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 3, nodes, lens, plain, err, sizeof err) == 0, "%s", err);
     char want[2048];
     size_t n = 0;
     n += (size_t)snprintf(want + n, sizeof want - n, "<p class=\"x\">");
@@ -333,14 +453,14 @@ START_TEST(html_pipeline_translates_each_text_node_as_plain_text_would)
     snprintf(want + n, sizeof want - n, "%s<br/>", plain[2].texts[0]);
     const char *html = "<p class=\"x\">A dog runs. It &amp; a cat sleep.</p>\n<code translate=no>A dog.</code> Hello<br/>";
     size_t html_len = strlen(html);
-    o.html = 1;
+    o.input = MT_FORMAT_HTML;
     mt_translation got;
-    ck_assert_msg(mt_translator_translate(tr, st, &o, 1, &html, &html_len, &got, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(mt_service_translate(svc, 0, &o, 1, &html, &html_len, &got, err, sizeof err) == 0, "%s", err);
     ck_assert_str_eq(got.texts[0], want);
     mt_translation_clear(&got);
     for (int i = 0; i < 3; i++)
         mt_translation_clear(&plain[i]);
-    mt_state_free(st);
+    mt_service_free(svc);
 }
 END_TEST
 
@@ -355,6 +475,9 @@ int main(void)
     tcase_add_test(tc, long_sentences_are_cut_on_safe_boundaries);
     tcase_add_test(tc, invalid_utf8_is_rejected_with_position);
     tcase_add_test(tc, pipeline_keeps_order_lines_and_n_best);
+    tcase_add_test(tc, service_workers_agree_with_one_worker);
+    tcase_add_test(tc, service_reports_deadline_cancel_busy_and_bad_options);
+    tcase_add_test(tc, service_selects_the_requested_target_token);
     tcase_add_test(tc, language_pair_and_name_come_from_the_directory);
     tcase_add_test(tc, join_uses_the_kth_hypothesis_or_the_last_and_the_mean_score);
     tcase_add_test(tc, html_keeps_markup_and_translates_text_nodes);

@@ -5,6 +5,7 @@
  * the sorted list of language tokens. Encode and decode only read the struct.
  */
 #include "tokenizer.h"
+#include "utf8.h"
 
 #include "spm_shim.h"
 
@@ -88,37 +89,10 @@ static bool is_lang_token(const char *p)
     return n >= 5 && p[0] == '>' && p[1] == '>' && p[n - 2] == '<' && p[n - 1] == '<';
 }
 
-/* Length of the valid UTF-8 sequence at s[0..n), or 0 if invalid (strict: no
- * overlongs, no surrogates, nothing above U+10FFFF). */
+/* Length of the valid UTF-8 sequence at s[0..n), or 0 if invalid: util's validator. */
 static size_t utf8_seq_len(const unsigned char *s, size_t n, uint32_t *cp)
 {
-    unsigned c = s[0];
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    }
-    size_t len;
-    uint32_t v, min;
-    if (c >= 0xC2 && c <= 0xDF) {
-        len = 2; v = c & 0x1F; min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3; v = c & 0x0F; min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4; v = c & 0x07; min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF))
-        return 0;
-    *cp = v;
-    return len;
+    return (size_t)mt_utf8_len((const char *)s, n, cp);
 }
 
 /* Python's str.isspace(), which str.strip() uses. */

@@ -396,6 +396,7 @@ def build_configs(opts, dec, vocabs, langs, separate):
         "pad_token_id": pad, "eos_token_id": eos, "forced_eos_token_id": eos, "bos_token_id": 0,
         "decoder_start_token_id": pad, "bad_words_ids": [[pad]],
         "scale_embedding": True, "static_position_embeddings": True,
+        "positions_formula": "marian",  # Marian trains with tensor2tensor timescales
         "normalize_embedding": False,
         "max_position_embeddings": MAX_POSITIONS, "max_length": MAX_LENGTH,
         "num_beams": beams, "length_penalty": float(normalize),

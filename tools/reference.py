@@ -57,6 +57,14 @@ def parse_args(argv):
     p.add_argument("--max-length-factor", type=float, default=0.0,
                    help="also at most floor(F * source ids) + 10 steps; 0 disables")
     p.add_argument("--n-best", type=int, default=1, help="hypotheses printed per input")
+    # Decoding controls (mtref.search's module docstring defines them).
+    p.add_argument("--sampling-topk", type=int, default=1, help="1: no sampling; 0: whole vocabulary")
+    p.add_argument("--sampling-topp", type=float, default=1.0)
+    p.add_argument("--sampling-temperature", type=float, default=1.0)
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (line i draws with index i)")
+    p.add_argument("--no-repeat-ngram-size", type=int, default=0)
+    p.add_argument("--repetition-penalty", type=float, default=1.0)
+    p.add_argument("--min-length", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     p.add_argument("--batch-size", type=int, default=32, help="sentences per batch")
     p.add_argument("--input", choices=["text", "ids"], default="text")
@@ -111,6 +119,10 @@ class Reference:
             max_length=args.max_length or cfg.max_length,
             max_length_factor=args.max_length_factor,
             n_best=args.n_best,
+            sampling_topk=args.sampling_topk, sampling_topp=args.sampling_topp,
+            sampling_temperature=args.sampling_temperature, seed=args.seed,
+            no_repeat_ngram_size=args.no_repeat_ngram_size,
+            repetition_penalty=args.repetition_penalty, min_length=args.min_length,
             bad_ids=[i for i in cfg.bad_words_ids if 0 <= i < cfg.decoder_vocab_size])
         if opts.n_best > opts.beam_size:
             raise ValueError(f"--n-best {opts.n_best} exceeds the beam size {opts.beam_size}")
@@ -146,6 +158,7 @@ class Reference:
         with torch.no_grad():
             for start in range(0, len(order), args.batch_size):
                 batch = order[start:start + args.batch_size]
+                opts.sentence_index = batch  # samples depend on the line, not the batch
                 found = translate_batch(self.model, [sources[i] for i in batch], opts)
                 results.update(zip(batch, found))
         outputs, margins = [], []

@@ -15,17 +15,24 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-def sinusoidal_positions(n_pos, dim):
-    """MarianSinusoidalPositionalEmbedding table [n_pos, dim].
+def sinusoidal_positions(n_pos, dim, formula="huggingface"):
+    """Static position table [n_pos, dim].
 
-    Column i < dim/2 holds sin(pos / 10000^(2i/dim)); column dim/2 + i holds the
-    matching cos, so both halves share frequency index i.
+    Column i < dim/2 holds sin(pos * w_i); column dim/2 + i holds the matching cos,
+    so both halves share frequency index i. w_i = 1 / 10000^(2i/dim) is
+    MarianSinusoidalPositionalEmbedding's ("huggingface"); "marian" uses Marian's
+    tensor2tensor timescales w_i = exp(-i * log(10000) / (dim/2 - 1)).
     """
     if dim % 2:
         raise ValueError("d_model must be even")
     pos = torch.arange(n_pos, dtype=torch.float64).unsqueeze(1)
     i = torch.arange(dim // 2, dtype=torch.float64).unsqueeze(0)
-    angle = pos / torch.pow(10000.0, 2.0 * i / dim)
+    if formula == "marian":
+        angle = pos * torch.exp(-i * math.log(10000.0) / max(dim // 2 - 1, 1))
+    elif formula == "huggingface":
+        angle = pos / torch.pow(10000.0, 2.0 * i / dim)
+    else:
+        raise ValueError(f"unknown positions formula {formula!r}")
     return torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).float()
 
 
@@ -113,7 +120,8 @@ class Inner(nn.Module):
 
 class MarianTransformer(nn.Module):
     def __init__(self, vocab_size, pad_id, d_model=256, enc_layers=3, dec_layers=3,
-                 heads=4, ffn=1024, dropout=0.1, attn_dropout=0.1, max_positions=512):
+                 heads=4, ffn=1024, dropout=0.1, attn_dropout=0.1, max_positions=512,
+                 positions_formula="huggingface"):
         super().__init__()
         self.pad_id, self.d_model, self.dropout = pad_id, d_model, dropout
         self.embed_scale = math.sqrt(d_model)
@@ -123,7 +131,7 @@ class MarianTransformer(nn.Module):
         self.model.decoder = Stack([DecoderLayer(d_model, heads, ffn, dropout, attn_dropout)
                                     for _ in range(dec_layers)])
         self.register_buffer("final_logits_bias", torch.zeros(1, vocab_size))
-        self.register_buffer("positions", sinusoidal_positions(max_positions, d_model),
+        self.register_buffer("positions", sinusoidal_positions(max_positions, d_model, positions_formula),
                              persistent=False)
         self.reset_parameters()
 

@@ -21,7 +21,7 @@ char *mt_html_unescape(const char *s, size_t len, size_t *out_len);
 /* Writes s with & < > escaped to out (when not NULL); returns the length. */
 size_t mt_html_escape(const char *s, char *out);
 
-/* Error text into a caller buffer that may be NULL. */
-#define tr_error(buf, len, ...) ((buf) && (len) ? (void)snprintf((buf), (len), __VA_ARGS__) : (void)0)
+#include "error.h"
+#include "utf8.h"
 
 #endif

@@ -279,7 +279,7 @@ int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
         if (push(&l, line, a - line, 0) || (b > a && split_sentences(text, a, b, &l)) ||
             push(&l, b, nl - b, 0) || (nl < len && push(&l, nl, 1, 0))) {
             free(l.items);
-            tr_error(err, errlen, "out of memory");
+            mt_error(-1, err, errlen, "out of memory");
             return -1;
         }
         line = nl + 1;
@@ -338,7 +338,7 @@ int mt_translator_segment_html(const mt_translator *tr, const char *html, size_t
     }
     if (failed) {
         free(l.items);
-        tr_error(err, errlen, "out of memory");
+        mt_error(-1, err, errlen, "out of memory");
         return -1;
     }
     return finish(tr, html, &l, max_tokens, out, err, errlen);
@@ -346,27 +346,9 @@ int mt_translator_segment_html(const mt_translator *tr, const char *html, size_t
 
 int mt_utf8_valid(const char *s, size_t len, char *err, size_t errlen)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    for (size_t i = 0; i < len;) {
-        unsigned char c = p[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-        if (!n || i + n > len || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4)) {
-            tr_error(err, errlen, "invalid UTF-8 at byte %zu", i);
-            return 0;
-        }
-        for (size_t k = 1; k < n; k++)
-            if ((p[i + k] & 0xC0) != 0x80) {
-                tr_error(err, errlen, "invalid UTF-8 at byte %zu", i);
-                return 0;
-            }
-        uint32_t cp = n == 1 ? c : n == 2 ? (uint32_t)(c & 0x1F) : n == 3 ? (uint32_t)(c & 0x0F) : (uint32_t)(c & 0x07);
-        for (size_t k = 1; k < n; k++)
-            cp = cp << 6 | (p[i + k] & 0x3F);
-        if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-            tr_error(err, errlen, "invalid UTF-8 at byte %zu", i);
-            return 0;
-        }
-        i += n;
-    }
-    return 1;
+    size_t bad;
+    if (mt_utf8_check(s, len, &bad))
+        return 1;
+    mt_error(0, err, errlen, "invalid UTF-8 at byte %zu", bad);
+    return 0;
 }

@@ -1,9 +1,11 @@
-/* translator.h: text in, text out. Joins a model, its tokenizer and its language pair,
- * and holds the pipeline that mt-translate and mt-server share: split a text into
- * lines and sentences, encode each sentence, search, decode, rejoin in order.
+/* translator.h: a model with its tokenizer and language pair, and the steps of the text
+ * pipeline: split a text into lines and sentences, encode a sentence (target-language
+ * token included), decode ids, rejoin a text from its sentences' hypotheses. The
+ * pipeline that runs these steps with batching and workers is the service (service.h),
+ * which mt-translate and mt-server both use.
  *
  * Thread-safety: an mt_translator is read-only after load and shared by all threads;
- * the mt_state passed to mt_translator_translate belongs to the calling thread.
+ * every function here may be called from any thread.
  */
 #ifndef MT_TRANSLATOR_H
 #define MT_TRANSLATOR_H
@@ -27,6 +29,8 @@ const mt_tokenizer *mt_translator_tokenizer(const mt_translator *tr);
 const char *mt_translator_source_lang(const mt_translator *tr);
 const char *mt_translator_target_lang(const mt_translator *tr);
 const char *mt_translator_name(const mt_translator *tr); /* directory basename */
+const mt_model_info *mt_translator_model_info(const mt_translator *tr); /* dimensions, defaults */
+const char *mt_translator_blas_name(void); /* the BLAS kernels in use ("SkylakeX") */
 
 /* ---- segmentation: a text becomes an ordered list of pieces ---- */
 
@@ -58,7 +62,25 @@ int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
 int mt_translator_segment_html(const mt_translator *tr, const char *html, size_t len,
                                int max_tokens, mt_segment **out, char *err, size_t errlen);
 
-/* Encodes one sentence for this model (target-language token prepended when the
+/* ---- multilingual models: targets selected by a ">>xxx<<" source token ---- */
+
+/* Number of target languages selected by a language token (0: not multilingual). */
+int mt_translator_target_count(const mt_translator *tr);
+/* The k-th such target's code ("fra" for ">>fra<<") into code[cap]; 0, or -1 when the
+ * token is not of that form or does not fit. */
+int mt_translator_target_code(const mt_translator *tr, int k, char *code, size_t cap);
+/* Source id of ">>lang<<", or -1. lang NULL: the token of the translator's own target
+ * (the one mt_translator_encode prepends), or -1 when it has none. */
+int32_t mt_translator_target_token(const mt_translator *tr, const char *lang);
+
+/* Encodes one sentence (html: of an HTML text node, character references decoded first)
+ * with target_token prepended when >= 0: the one place a language token is added.
+ * ids: malloc'd, caller frees. Returns the count or -1. */
+int mt_translator_encode_to(const mt_translator *tr, int32_t target_token, int html,
+                            const char *sentence, size_t len, int32_t **ids, char *err,
+                            size_t errlen);
+
+/* Encodes one sentence for this model (the own target's token prepended when the
  * model is multilingual). ids: malloc'd, caller frees. Returns the count or -1. */
 int mt_translator_encode(const mt_translator *tr, const char *sentence, size_t len,
                          int32_t **ids, char *err, size_t errlen);
@@ -95,32 +117,5 @@ typedef enum {
 char *mt_translator_join(const char *text, const mt_segment *segs, int n_segs,
                          const mt_sentence_hyps *sentences, int k, mt_join_mode mode,
                          float *score);
-
-/* ---- the whole pipeline, for callers that do not batch across requests ---- */
-
-typedef struct {
-    mt_search_options search;
-    int max_batch;   /* sentences per search batch */
-    int input_ids;   /* 1: each text is space-separated source ids (eos is appended), no splitting */
-    int output_ids;  /* 1: results are the generated target ids ("12 7 9"), sentences joined by a space */
-    int html;        /* 1: each text is an HTML fragment: markup kept, text nodes translated */
-} mt_translate_options;
-
-/* Defaults: the model's search defaults, batches of 32 sentences, text in and out. */
-void mt_translate_options_default(const mt_translator *tr, mt_translate_options *opts);
-
-typedef struct {
-    int n_best;
-    char **texts;   /* n_best translations, best first (malloc'd) */
-    float *scores;  /* their normalised scores (mean over the text's sentences) */
-} mt_translation;
-
-/* Translates n texts: segments, sorts sentences by length into batches, searches,
- * rejoins. out[i] is filled for each text; free each with mt_translation_clear().
- * Returns 0 or -1 with a message (which text, what was wrong). */
-int mt_translator_translate(const mt_translator *tr, mt_state *state, const mt_translate_options *opts, int n,
-                            const char *const *texts, const size_t *lens, mt_translation *out, char *err,
-                            size_t errlen);
-void mt_translation_clear(mt_translation *t);
 
 #endif

@@ -38,6 +38,7 @@ class MarianConfig:
     activation: str
     scale_embedding: bool
     max_positions: int
+    positions_formula: str = "huggingface"  # or "marian" (tensor2tensor timescales)
     num_beams: int = 4
     max_length: int = 256
     length_penalty: float = 1.0
@@ -64,6 +65,9 @@ def load_config(model_dir):
     activation = cfg.get("activation_function", "gelu")  # MarianConfig's default
     if activation not in ("relu", "gelu", "swish", "silu", "quick_gelu", "gelu_new", "gelu_pytorch_tanh"):
         raise ValueError(f"unsupported activation_function {activation!r}")
+    formula = cfg.get("positions_formula", "huggingface")
+    if formula not in ("huggingface", "marian"):
+        raise ValueError(f"unsupported positions_formula {formula!r}")
     bad = [ids[0] for ids in pick("bad_words_ids", []) if len(ids) == 1]
     vocab_size = int(cfg["vocab_size"])
     return MarianConfig(
@@ -82,6 +86,7 @@ def load_config(model_dir):
         activation=activation,
         scale_embedding=bool(cfg.get("scale_embedding", False)),
         max_positions=int(cfg.get("max_position_embeddings", 512)),
+        positions_formula=formula,
         num_beams=int(pick("num_beams", 4)),
         max_length=int(pick("max_length", 256)),
         length_penalty=float(pick("length_penalty", 1.0)),

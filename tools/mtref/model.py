@@ -29,18 +29,24 @@ from .config import load_config
 LN_EPS = 1e-5
 
 
-def sinusoidal_positions(n_pos, dim):
-    """Marian's static position table [n_pos, dim], computed in float64 then rounded.
+def sinusoidal_positions(n_pos, dim, formula="huggingface"):
+    """Static position table [n_pos, dim], computed in float64 then rounded.
 
-    Column j < dim/2 is sin(pos / 10000^(2j/dim)); column dim/2 + j is
-    cos(pos / 10000^(2j/dim)).
+    Column j < dim/2 is sin(pos * w_j), column dim/2 + j is cos(pos * w_j), with
+    w_j = 1 / 10000^(2j/dim) for Hugging Face's MarianMT ("huggingface") and the
+    tensor2tensor timescales w_j = exp(-j * log(10000) / (dim/2 - 1)) that Marian
+    itself trains with ("marian").
     """
     half = dim // 2
     pos = np.arange(n_pos, dtype=np.float64)[:, None]
-    freq = np.power(10000.0, 2.0 * np.arange(half, dtype=np.float64) / dim)[None, :]
+    j = np.arange(half, dtype=np.float64)[None, :]
+    if formula == "marian":
+        angle = pos * np.exp(-j * math.log(10000.0) / max(half - 1, 1))
+    else:
+        angle = pos / np.power(10000.0, 2.0 * j / dim)
     table = np.zeros((n_pos, dim), dtype=np.float64)
-    table[:, :half] = np.sin(pos / freq)
-    table[:, half:2 * half] = np.cos(pos / freq)
+    table[:, :half] = np.sin(angle)
+    table[:, half:2 * half] = np.cos(angle)
     return torch.from_numpy(table.astype(np.float32))
 
 
@@ -105,8 +111,7 @@ class MarianModel:
     def __init__(self, model_dir):
         self.cfg = cfg = load_config(model_dir)
         w = {name: torch.from_numpy(arr) for name, arr in safetensors_file.read(
-            os.path.join(model_dir, "model.safetensors"),
-            skip=lambda name: "embed_positions" in name).items()}
+            os.path.join(model_dir, "model.safetensors")).items()}
         # HF saves tied matrices once, under whichever name it met first; with
         # separate vocabularies the encoder and decoder embeddings really differ.
         self.enc_embed = self._first(w, ["model.encoder.embed_tokens.weight", "model.shared.weight",
@@ -124,7 +129,11 @@ class MarianModel:
         self.decoder = [_Layer(w, f"model.decoder.layers.{i}", True)
                         for i in range(cfg.decoder_layers)]
         self.embed_scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
-        self.positions = sinusoidal_positions(cfg.max_positions, cfg.d_model)
+        # A stored embed_positions table wins over the formula (as in the engine).
+        stored = w.get("model.encoder.embed_positions.weight",
+                       w.get("model.decoder.embed_positions.weight"))
+        self.positions = (stored.float() if stored is not None else
+                          sinusoidal_positions(cfg.max_positions, cfg.d_model, cfg.positions_formula))
         self.act = _activation(cfg.activation)
 
     @staticmethod
@@ -223,6 +232,9 @@ class MarianModel:
             q_w, _, _, o_w = layer.cross_attn
             q = self._project_q(q_w, h.view(n, slots, -1), heads)   # [N, H, slots, dh]
             ck, cv = cache.cross[i]
+            if cache.align_layer == i:  # alignments: this layer's probabilities, head mean
+                scores = torch.matmul(q, ck.transpose(-1, -2)).masked_fill(cache.src_mask, float("-inf"))
+                cache.attention = torch.softmax(scores, dim=-1).mean(dim=1).reshape(n * slots, -1)
             a = _merge_heads(_attend(q, ck, cv, cache.src_mask))      # [N, slots, d]
             a = F.linear(a.reshape(n * slots, 1, -1), *o_w)
             h = F.layer_norm(h + a, h.shape[-1:], *layer.cross_ln, eps=LN_EPS)
@@ -238,6 +250,8 @@ class DecoderCache:
         self.src_mask = src_mask    # [N, 1, 1, S], True on source padding
         self.slots = slots
         self.self_kv = [None] * layers  # per layer (K, V), each [N*slots, H, t, dh]
+        self.align_layer = None     # decoder layer whose cross-attention decode_step keeps
+        self.attention = None       # [N*slots, S]: its probabilities averaged over heads
 
     def append(self, layer, k, v):
         """Adds this step's k, v [R, H, 1, dh] and returns the whole history."""

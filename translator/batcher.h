@@ -1,7 +1,8 @@
-/* batcher.h: the bounded translation queue, dynamic batching across requests, and the
- * worker threads that run the model.
+/* batcher.h: the bounded translation queue, dynamic batching across callers, and the
+ * worker threads that run the model. Internal to translator/: service.c is its only user
+ * (callers of the library see service.h, which speaks texts, not ids).
  *
- * A job is one HTTP request's work: its encoded sentences, the model and the search
+ * A job is one service request's work: its encoded sentences, the model and the search
  * options. Jobs are admitted up to a capacity (beyond it submit fails: answer 503).
  * Sentences of all admitted jobs wait in one FIFO; a worker takes the oldest sentence
  * and fills a batch with queued sentences that use the same model and options, those
@@ -19,14 +20,13 @@
  * Thread-safety: every function may be called from any thread. The job belongs to the
  * batcher from mt_batcher_submit() until on_done; its owner may only set job->cancel.
  */
-#ifndef MT_SERVER_BATCHER_H
-#define MT_SERVER_BATCHER_H
+#ifndef MT_TRANSLATOR_BATCHER_H
+#define MT_TRANSLATOR_BATCHER_H
 
 #include <stdatomic.h>
 #include <stdint.h>
 
 #include "model.h"
-#include "metrics.h"
 
 /* Why a job stopped early (job->cancel). */
 enum { MT_JOB_RUNNING = 0, MT_JOB_CLIENT_GONE = 1, MT_JOB_DEADLINE = 2, MT_JOB_SHUTDOWN = 3 };
@@ -76,11 +76,20 @@ typedef struct {
     int max_wait_ms;
 } mt_batcher_config;
 
+/* What the batcher reports as it works (any member may be NULL; called without locks
+ * held, from worker threads or from purge/abort). */
+typedef struct {
+    void (*batch)(void *user, int sentences, long padded_tokens, double seconds);
+    void (*queue_wait)(void *user, double seconds); /* a job's wait before its first batch */
+    void (*cancelled)(void *user, long sentences);  /* dropped or stopped sentences */
+    void *user;
+} mt_batcher_observer;
+
 typedef struct mt_batcher mt_batcher;
 
 /* Creates one state per (worker, model) and starts the workers. */
 mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
-                              const mt_batcher_config *cfg, mt_metrics *metrics, char *err,
+                              const mt_batcher_config *cfg, const mt_batcher_observer *obs, char *err,
                               size_t errlen);
 /* Cancels what is queued or running (MT_JOB_SHUTDOWN), joins the workers, frees. */
 void mt_batcher_free(mt_batcher *b);
@@ -101,6 +110,12 @@ void mt_batcher_gauges(mt_batcher *b, int *queued_sentences, int *jobs, int *bus
 
 /* Frees the hypotheses the batcher attached to a finished job's items. */
 void mt_job_clear_results(mt_job *job);
+
+/* Sets job->cancel to reason if the job is still running; 1 when this call set it. */
+int mt_job_cancel(mt_job *job, int reason);
+/* The one deadline check: cancels the job (MT_JOB_DEADLINE) when `now` is past its
+ * deadline; 1 when this call cancelled it. */
+int mt_job_expire(mt_job *job, double now);
 
 /* CLOCK_MONOTONIC in seconds. */
 double mt_now(void);

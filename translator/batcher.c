@@ -1,4 +1,5 @@
-/* batcher.c: bounded job queue, dynamic batching across requests, worker threads. */
+/* batcher.c: bounded job queue, dynamic batching across callers, worker threads (used by
+ * service.c, which turns texts into the sentences queued here). */
 #include "batcher.h"
 
 #include <pthread.h>
@@ -27,7 +28,7 @@ struct mt_batcher {
     mt_batcher_config cfg;
     const mt_model *const *models;
     int n_models;
-    mt_metrics *metrics;
+    mt_batcher_observer obs;
     worker *workers;
     int n_workers;
     mt_item *head, *tail;   /* queued sentences, oldest first */
@@ -77,16 +78,22 @@ static void unlink_item(mt_batcher *b, mt_item *it)
     b->n_queued--;
 }
 
+int mt_job_cancel(mt_job *job, int reason)
+{
+    int expected = MT_JOB_RUNNING;
+    return atomic_compare_exchange_strong(&job->cancel, &expected, reason);
+}
+
+int mt_job_expire(mt_job *job, double now)
+{
+    return job->deadline > 0 && now > job->deadline && mt_job_cancel(job, MT_JOB_DEADLINE);
+}
+
 /* Has the job been cancelled, or has its deadline passed (then it is marked)? */
 static int job_stopped(mt_job *job, double now)
 {
-    if (atomic_load(&job->cancel) != MT_JOB_RUNNING) return 1;
-    if (job->deadline > 0 && now > job->deadline) {
-        int expected = MT_JOB_RUNNING;
-        atomic_compare_exchange_strong(&job->cancel, &expected, MT_JOB_DEADLINE);
-        return 1;
-    }
-    return 0;
+    mt_job_expire(job, now);
+    return atomic_load(&job->cancel) != MT_JOB_RUNNING;
 }
 
 /* Counts one item of its job as done; a finished job leaves the admitted list and joins
@@ -191,7 +198,7 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
                 unlink_item(b, it);
                 it->status = MT_ERR_CANCELLED;
                 finish_item_locked(b, it, chain);
-                if (b->metrics) mt_metrics_cancelled(b->metrics, 1);
+                if (b->obs.cancelled) b->obs.cancelled(b->obs.user, 1);
                 continue;
             }
             if (!head) head = it;
@@ -251,7 +258,7 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
             w->batch[i] = it;
             if (it->job->t_started == 0) {
                 it->job->t_started = now;
-                if (b->metrics) mt_metrics_queue_wait(b->metrics, now - it->job->t_submitted);
+                if (b->obs.queue_wait) b->obs.queue_wait(b->obs.user, now - it->job->t_submitted);
             }
         }
         return count;
@@ -267,13 +274,7 @@ static int cancel_cb(void *user, int index)
 {
     cancel_ctx *c = user;
     mt_job *job = c->batch[index]->job;
-    if (atomic_load(&job->cancel) != MT_JOB_RUNNING) return 1;
-    if (job->deadline > 0 && mt_now() > job->deadline) {
-        int expected = MT_JOB_RUNNING;
-        atomic_compare_exchange_strong(&job->cancel, &expected, MT_JOB_DEADLINE);
-        return 1;
-    }
-    return 0;
+    return job_stopped(job, mt_now());
 }
 
 static void copy_result(mt_item *it, const mt_result *r)
@@ -326,12 +327,10 @@ static void run_batch(mt_batcher *b, worker *w, int n)
     } else {
         for (int i = 0; i < n; i++) copy_result(w->batch[i], &w->results[i]);
     }
-    if (b->metrics) {
-        mt_metrics_batch(b->metrics, n, (long)n * maxlen, t1 - t0);
-        long cancelled = 0;
-        for (int i = 0; i < n; i++) cancelled += w->batch[i]->status == MT_ERR_CANCELLED;
-        if (cancelled) mt_metrics_cancelled(b->metrics, cancelled);
-    }
+    if (b->obs.batch) b->obs.batch(b->obs.user, n, (long)n * maxlen, t1 - t0);
+    long cancelled = 0;
+    for (int i = 0; i < n; i++) cancelled += w->batch[i]->status == MT_ERR_CANCELLED;
+    if (cancelled && b->obs.cancelled) b->obs.cancelled(b->obs.user, cancelled);
     mt_job *chain = NULL;
     pthread_mutex_lock(&b->mu);
     for (int i = 0; i < n; i++) {
@@ -391,7 +390,7 @@ static void free_workers(mt_batcher *b)
 }
 
 mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
-                              const mt_batcher_config *cfg, mt_metrics *metrics, char *err,
+                              const mt_batcher_config *cfg, const mt_batcher_observer *obs, char *err,
                               size_t errlen)
 {
     mt_batcher *b = calloc(1, sizeof *b);
@@ -405,7 +404,7 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
     if (b->cfg.capacity < 1) b->cfg.capacity = 1;
     b->models = models;
     b->n_models = n_models;
-    b->metrics = metrics;
+    if (obs) b->obs = *obs;
     b->scan_cap = 4 * b->cfg.max_sentences;
     pthread_mutex_init(&b->mu, NULL);
     pthread_condattr_t ca;
@@ -520,7 +519,7 @@ void mt_batcher_purge(mt_batcher *b)
     pthread_mutex_lock(&b->mu);
     long dropped = purge_locked(b, &chain);
     pthread_mutex_unlock(&b->mu);
-    if (dropped && b->metrics) mt_metrics_cancelled(b->metrics, dropped);
+    if (dropped && b->obs.cancelled) b->obs.cancelled(b->obs.user, dropped);
     run_callbacks(chain);
 }
 
@@ -528,14 +527,11 @@ void mt_batcher_abort(mt_batcher *b, int reason)
 {
     mt_job *chain = NULL;
     pthread_mutex_lock(&b->mu);
-    for (mt_job *j = b->jobs; j; j = j->jnext) {
-        int expected = MT_JOB_RUNNING;
-        atomic_compare_exchange_strong(&j->cancel, &expected, reason);
-    }
+    for (mt_job *j = b->jobs; j; j = j->jnext) mt_job_cancel(j, reason);
     long dropped = purge_locked(b, &chain);
     pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->mu);
-    if (dropped && b->metrics) mt_metrics_cancelled(b->metrics, dropped);
+    if (dropped && b->obs.cancelled) b->obs.cancelled(b->obs.user, dropped);
     run_callbacks(chain);
 }
 

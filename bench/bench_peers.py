@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""Our engine against CTranslate2 and the PyTorch reference, same model, same input, one run.
+
+  bench/bench_peers.py [--models en-de,de-en,base] [--lines 200] [--single-lines 20]
+      [--base-lines 40] [--beam 4] [--threads 2] [--repeat 2] [--no-torch]
+      [--chart bench-peers.png] [--cache DIR]
+
+For every model and setting it runs, interleaved (engine A, B, C, then again), and keeps
+each engine's fastest run:
+  batch32   --lines lines (--base-lines for the base model), batch 32, --threads threads
+  batch1    --single-lines lines one sentence at a time, --threads threads
+  2workers  the batch32 input split in two halves decoded concurrently by two workers
+            of one thread each (ours: two mt-translate processes, CT2: --inter 2)
+Engines: mt-translate (float32; MT_KERNELS from the environment), CTranslate2 4.8.1 from
+../shared/peers/ctranslate2 in float32 and int8 (skipped, with a message, when absent),
+and tools/reference.py (PyTorch, batch32 only; --no-torch skips it).
+
+Printed per row: seconds excluding start-up and model load (each engine's best time on a
+single empty line is subtracted from its wall time; every run is a fresh process), target
+tokens/s (whitespace-separated output words), peak RSS (max over the run's processes, of
+the sum for concurrent workers), seconds per sentence for batch1, and the ratio of
+CT2's float32 time to each engine's (> 1: faster than CT2 float32). A PNG chart of
+tokens/s per engine and setting is written with matplotlib when it is installed.
+
+Models: en-de and de-en are the bundled ones (text input from Multi30k test_2016_flickr);
+base is a random transformer-base-size model (bench/make_base_model.py, made once into
+--cache) fed the same English text, decoding capped at 64 steps (63 for CT2, which does
+not count </s>).
+
+Timings are noisy on a shared machine: compare ratios within one run, never across runs.
+Nothing here is a test."""
+import argparse
+import gzip
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.environ.get("MT_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
+CT2 = os.path.join(SHARED, "peers", "ctranslate2")
+PY = "/usr/bin/python3"
+
+
+def run_timed(cmds, inputs, outs, env=None):
+    """Runs the commands concurrently, each with its own stdin/stdout file.
+    Returns (wall seconds, summed peak RSS in MiB)."""
+    t0 = time.monotonic()
+    procs = []
+    for cmd, inp, out in zip(cmds, inputs, outs):
+        with open(inp, "rb") as fi, open(out, "wb") as fo:
+            procs.append(subprocess.Popen(cmd, stdin=fi, stdout=fo, stderr=subprocess.PIPE, env=env))
+    rss = 0
+    for p in procs:
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        err = p.stderr.read().decode(errors="replace")
+        if p.returncode != 0:
+            sys.exit("failed (%d): %s\n%s" % (p.returncode, " ".join(p.args), err[-2000:]))
+        rss += usage.ru_maxrss / 1024.0
+    return time.monotonic() - t0, rss
+
+
+def count_tokens(paths):
+    n = 0
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            n += sum(len(line.split()) for line in f)
+    return n
+
+
+def write_lines(path, lines):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def prepare_models(args):
+    """name -> (our model dir, CT2 float32 dir or None, CT2 int8 dir or None, max length or None)."""
+    os.makedirs(args.cache, exist_ok=True)
+    have_ct2 = os.path.exists(os.path.join(CT2, "ct2_translate.py"))
+    if not have_ct2:
+        print("CTranslate2 not found at %s: its rows are skipped" % CT2)
+    models = {}
+    for name in args.models.split(","):
+        if name == "base":
+            src = os.path.join(args.cache, "base-model")
+            if not os.path.exists(os.path.join(src, "model.safetensors")):
+                subprocess.run([PY, os.path.join(ROOT, "bench", "make_base_model.py"), src], check=True)
+            cap = 64
+        else:
+            src = os.path.join(ROOT, "models", name)
+            cap = None
+            for fn in ("generation_config.json", "config.json"):
+                path = os.path.join(src, fn)
+                if cap is None and os.path.exists(path):
+                    cap = json.load(open(path)).get("max_length")
+            cap = cap or 256
+        ct = {}
+        for q in ("float32", "int8"):
+            ct[q] = None
+            if have_ct2:
+                out = os.path.join(args.cache, "ct2-%s-%s" % (name, q))
+                stamp = os.path.join(out, ".source-mtime")
+                mtime = str(os.stat(os.path.join(src, "model.safetensors")).st_mtime)
+                if not (os.path.exists(stamp) and open(stamp).read() == mtime):
+                    subprocess.run([PY, os.path.join(CT2, "hf_to_ct2.py"), src, out, "--quantization", q],
+                                   check=True, stdout=subprocess.DEVNULL)
+                    with open(stamp, "w") as f:
+                        f.write(mtime)
+                ct[q] = out
+        models[name] = (src, ct["float32"], ct["int8"], cap)
+    return models
+
+
+def engine_commands(name, model, args, setting, threads, batch):
+    """(label, argv) for every engine this setting runs."""
+    src, ct_f32, ct_i8, cap = model
+    ours = [os.path.join(ROOT, "build", "cli", "mt-translate"), "--model", src, "--beam", str(args.beam),
+            "--threads", str(threads), "--batch-size", str(batch)]
+    ours += ["--max-length", str(cap)]
+    engines = [("ours float32", ours)]
+    for label, d, ctype in (("CT2 float32", ct_f32, "float32"), ("CT2 int8", ct_i8, "int8")):
+        if d:
+            cmd = [PY, os.path.join(CT2, "ct2_translate.py"), "--model", d, "--tokenizer", src, "--beam",
+                   str(args.beam), "--batch", str(batch), "--threads", str(threads), "--compute-type", ctype,
+                   "--max-length", str(cap - 1)]
+            engines.append((label, cmd))
+    if setting == "batch32" and not args.no_torch:
+        torch = [PY, os.path.join(ROOT, "tools", "reference.py"), "--model", src, "--beam", str(args.beam),
+                 "--threads", str(threads), "--batch-size", str(batch)]
+        torch += ["--max-length", str(cap)]
+        engines.append(("PyTorch float32", torch))
+    return engines
+
+
+def bench_setting(name, model, lines, args, setting, work):
+    workers = 2 if setting == "2workers" else 1
+    threads = 1 if workers == 2 else args.threads
+    batch = 1 if setting == "batch1" else 32
+    engines = engine_commands(name, model, args, setting, threads, batch)
+    if workers == 2:
+        half = (len(lines) + 1) // 2
+        parts = [lines[:half], lines[half:]]
+    else:
+        parts = [lines]
+    inputs = []
+    for i, part in enumerate(parts):
+        inputs.append(os.path.join(work, "%s-%s-%d.in" % (name, setting, i)))
+        write_lines(inputs[-1], part)
+    best = {}
+    empty = os.path.join(work, "empty.in")
+    write_lines(empty, [""])
+    load = {}
+    for _ in range(args.repeat):
+        for label, cmd in engines:  # start-up + model load: one empty line
+            secs, _ = run_timed([cmd], [empty], [empty + ".out"])
+            load[label] = min(secs, load.get(label, secs))
+    for _ in range(args.repeat):
+        for label, cmd in engines:
+            if workers == 2 and label.startswith("CT2"):
+                # CTranslate2's own worker pool: --inter translators of --threads threads
+                cmds, ins = [cmd + ["--inter", "2"]], [os.path.join(work, "%s-all.in" % name)]
+                write_lines(ins[0], lines)
+            else:
+                cmds, ins = [cmd] * workers, inputs
+            outs = [p + "." + label.replace(" ", "_") + ".out" for p in ins]
+            secs, rss = run_timed(cmds, ins, outs)
+            secs = max(secs - load[label], 1e-3)  # concurrent workers load in parallel: once
+            toks = count_tokens(outs)
+            if label not in best or secs < best[label][0]:
+                best[label] = (secs, rss, toks)
+    return best
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--models", default="en-de,de-en,base")
+    p.add_argument("--lines", type=int, default=200)
+    p.add_argument("--single-lines", type=int, default=20)
+    p.add_argument("--base-lines", type=int, default=40)
+    p.add_argument("--beam", type=int, default=4)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--settings", default="batch32,batch1,2workers")
+    p.add_argument("--chart", default=os.path.join(ROOT, "build", "bench-peers.png"))
+    p.add_argument("--cache", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+                                                   "mt-bench"))
+    args = p.parse_args()
+    if not os.access(os.path.join(ROOT, "build", "cli", "mt-translate"), os.X_OK):
+        sys.exit("build first: ninja -C build")
+    models = prepare_models(args)
+    work = os.path.join(args.cache, "work")
+    os.makedirs(work, exist_ok=True)
+    flags = sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
+                    for f in line.split(":")[1].split() if f.startswith(("avx512", "amx", "avx_vnni"))})
+    print("CPU flags: %s; %d cores; MT_KERNELS=%s" % (" ".join(flags), os.cpu_count(),
+                                                      os.environ.get("MT_KERNELS", "auto")))
+    rows = []
+    for name in models:
+        lang = "de" if name == "de-en" else "en"
+        with gzip.open(os.path.join(SHARED, "data", "multi30k", "test_2016_flickr.%s.gz" % lang), "rt",
+                       encoding="utf-8") as f:
+            text = [line.rstrip("\n") for line in f]
+        for setting in args.settings.split(","):
+            n = args.single_lines if setting == "batch1" else (args.base_lines if name == "base" else args.lines)
+            best = bench_setting(name, models[name], text[:n], args, setting, work)
+            ref = best.get("CT2 float32", (None,))[0]
+            print("\n== %s, %s: %d lines, beam %d" % (name, setting, n, args.beam))
+            print("   %-16s %8s %9s %9s %10s %12s" % ("engine", "seconds", "tokens/s", "RSS MiB", "s/sentence",
+                                                      "vs CT2 f32"))
+            for label, (secs, rss, toks) in best.items():
+                ratio = "%.2fx" % (ref / secs) if ref else "-"
+                print("   %-16s %8.2f %9.0f %9.0f %10.3f %12s" % (label, secs, toks / secs, rss, secs / n, ratio))
+                rows.append((name, setting, label, toks / secs))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("\nmatplotlib missing (apt-get install python3-matplotlib): no chart")
+        return
+    groups = sorted({(r[0], r[1]) for r in rows}, key=lambda g: [r[:2] for r in rows].index(g))
+    labels = sorted({r[2] for r in rows})
+    fig, ax = plt.subplots(figsize=(max(6, 1.4 * len(groups)), 4))
+    width = 0.8 / len(labels)
+    for i, label in enumerate(labels):
+        vals = [next((r[3] for r in rows if (r[0], r[1]) == g and r[2] == label), 0) for g in groups]
+        ax.bar([x + i * width for x in range(len(groups))], vals, width, label=label)
+    ax.set_xticks([x + 0.4 - width / 2 for x in range(len(groups))])
+    ax.set_xticklabels(["%s\n%s" % g for g in groups], fontsize=8)
+    ax.set_ylabel("target tokens/s (model load excluded)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(args.chart), exist_ok=True)
+    fig.savefig(args.chart, dpi=100)
+    print("\nchart: %s" % args.chart)
+
+
+if __name__ == "__main__":
+    main()

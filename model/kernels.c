@@ -1,0 +1,163 @@
+/* kernels.c: the scalar kernels (the reference the vectorised ones are tested against,
+ * and the path for CPUs without AVX-512) and the run-time choice between paths. */
+#include "kernels.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* exp(x) for x <= 0 (Cephes' expf: range reduction by ln 2, degree-6 polynomial, about
+ * 1 ulp), without calls or branches. The AVX-512 twin evaluates the same polynomial. */
+float mt_exp_nonpositive(float x)
+{
+    x = x < -87.0f ? -87.0f : x;
+    float n = -(float)(int)(0.5f - x * 1.44269504088896341f); /* round(x / ln 2); x <= 0 */
+    float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    float y = p * r * r + r + 1.0f;
+    union {
+        uint32_t u;
+        float f;
+    } scale = {.u = (uint32_t)((int)n + 127) << 23};
+    return y * scale.f;
+}
+
+float mt_activation(float v, int act)
+{
+    switch (act) {
+    case MT_ACT_RELU + 1:
+        return v > 0.0f ? v : 0.0f;
+    case MT_ACT_GELU + 1:
+        return 0.5f * v * (1.0f + erff(v * (float)M_SQRT1_2));
+    case MT_ACT_SWISH + 1:
+        return v / (1.0f + expf(-v));
+    case MT_ACT_QUICK_GELU + 1:
+        return v / (1.0f + expf(-1.702f * v));
+    case MT_ACT_GELU_TANH + 1:
+        return 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v)));
+    default:
+        return v;
+    }
+}
+
+void mt_keep_best(mt_candidate *best, int *n, int k, mt_candidate c)
+{
+    if (k < 1 || (*n == k && !(c.score > best[k - 1].score)))
+        return;
+    int i = *n < k ? (*n)++ : k - 1;
+    while (i > 0 && best[i - 1].score < c.score) {
+        best[i] = best[i - 1];
+        i--;
+    }
+    best[i] = c;
+}
+
+static float max_scalar(const float *x, int n)
+{
+    float m = x[0];
+    for (int i = 1; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    return m;
+}
+
+static float exp_sum_scalar(const float *x, int n, float shift)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++)
+        s += mt_exp_nonpositive(x[i] - shift);
+    return s;
+}
+
+static float exp_store_sum_scalar(float *x, int n, float shift)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = mt_exp_nonpositive(x[i] - shift);
+        s += x[i];
+    }
+    return s;
+}
+
+static void scale_scalar(float *x, int n, float s)
+{
+    for (int i = 0; i < n; i++)
+        x[i] *= s;
+}
+
+static float dot_scalar(const float *a, const float *b, int n)
+{
+    float s = 0.0f;
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+static void axpy_scalar(float *y, float a, const float *x, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static void bias_act_scalar(float *y, int rows, int ld, int cols, const float *b, int act)
+{
+    for (int i = 0; i < rows; i++) {
+        float *r = y + (size_t)i * (size_t)ld;
+        for (int j = 0; j < cols; j++)
+            r[j] = mt_activation(r[j] + (b ? b[j] : 0.0f), act);
+    }
+}
+
+static int top_k_scalar(const float *x, int n, float lse, float cum, int k, int row, mt_candidate *best)
+{
+    int got = 0;
+    for (int v = 0; v < n; v++) {
+        if (x[v] == -INFINITY)
+            continue;
+        mt_keep_best(best, &got, k, (mt_candidate){cum + (x[v] - lse), row, v});
+    }
+    return got;
+}
+
+static const mt_kernels scalar_table = {
+    .name = "scalar", .max = max_scalar, .exp_sum = exp_sum_scalar, .exp_store_sum = exp_store_sum_scalar,
+    .scale = scale_scalar, .dot = dot_scalar, .axpy = axpy_scalar, .bias_act = bias_act_scalar,
+    .top_k = top_k_scalar,
+};
+
+int mt_kernels_cpu_has(int isa)
+{
+    if (isa == MT_ISA_SCALAR)
+        return 1;
+    if (isa == MT_ISA_AVX512) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    }
+    return 0;
+}
+
+const mt_kernels *mt_kernels_get(int isa)
+{
+    if (!mt_kernels_cpu_has(isa))
+        return NULL;
+    return isa == MT_ISA_AVX512 ? &mt_kernels_avx512 : &scalar_table;
+}
+
+const mt_kernels *mt_kernels_select(void)
+{
+    const char *want = getenv("MT_KERNELS");
+    if (want && !strcmp(want, "scalar"))
+        return &scalar_table;
+    for (int isa = MT_ISA_COUNT - 1; isa > MT_ISA_SCALAR; isa--)
+        if (mt_kernels_cpu_has(isa))
+            return mt_kernels_get(isa);
+    return &scalar_table;
+}

@@ -1,0 +1,63 @@
+/* kernels.h: the element-wise and reduction kernels of the forward pass and the search
+ * (internal to model/), each with a plain scalar version and a vectorised twin chosen at
+ * run time from the CPU's features (never at build time).
+ *
+ * Thread-safety: the tables are constant; every kernel works only on its arguments.
+ *
+ * Selection: mt_kernels_select() honours MT_KERNELS=scalar|avx512|auto (default auto) so
+ * tests and users can force the fallback; asking for a path the CPU lacks gives the best
+ * one it has. The model picks its table once at load. */
+#ifndef MT_KERNELS_H
+#define MT_KERNELS_H
+
+#include <stddef.h>
+
+enum { MT_ISA_SCALAR, MT_ISA_AVX512, MT_ISA_COUNT };
+
+/* One search candidate: a hypothesis row extended by a token, with its total score. */
+typedef struct {
+    float score;
+    int row, token;
+} mt_candidate;
+
+typedef struct {
+    const char *name; /* "scalar", "avx512" */
+    /* max of x[0..n), n >= 1 */
+    float (*max)(const float *x, int n);
+    /* sum of exp(x[i] - shift) over i < n, for x[i] <= shift (nothing stored) */
+    float (*exp_sum)(const float *x, int n, float shift);
+    /* x[i] = exp(x[i] - shift); returns their sum */
+    float (*exp_store_sum)(float *x, int n, float shift);
+    /* x[i] *= s */
+    void (*scale)(float *x, int n, float s);
+    /* sum of a[i] * b[i] */
+    float (*dot)(const float *a, const float *b, int n);
+    /* y[i] += a * x[i] */
+    void (*axpy)(float *y, float a, const float *x, int n);
+    /* rows of y (stride ld, cols wide) = act(y + b); b may be NULL; act 0 = none or
+     * MT_ACT_* + 1 */
+    void (*bias_act)(float *y, int rows, int ld, int cols, const float *b, int act);
+    /* The k best of score[v] = cum + (x[v] - lse) over v < n, skipping x[v] = -inf, into
+     * best (score descending, smaller v first on ties), each tagged with row; returns how
+     * many (<= k). Same result as feeding every v in order to mt_keep_best. */
+    int (*top_k)(const float *x, int n, float lse, float cum, int k, int row, mt_candidate *best);
+} mt_kernels;
+
+/* The table for isa, or NULL when this CPU cannot run it. */
+const mt_kernels *mt_kernels_get(int isa);
+/* The best table this CPU runs, or what MT_KERNELS asks for (if the CPU has it). */
+const mt_kernels *mt_kernels_select(void);
+/* 1 when the running CPU has what path isa needs. */
+int mt_kernels_cpu_has(int isa);
+
+/* Inserts c into best[0..*n) (score descending, then arrival order), keeping at most k. */
+void mt_keep_best(mt_candidate *best, int *n, int k, mt_candidate c);
+
+/* Scalar helpers shared by both paths. */
+float mt_exp_nonpositive(float x);
+float mt_activation(float v, int act);
+
+/* The vectorised table (kernels_avx512.c). */
+extern const mt_kernels mt_kernels_avx512;
+
+#endif

@@ -1,0 +1,152 @@
+/* kernels_avx512.c: AVX-512 twins of kernels.c. This file alone is compiled for
+ * AVX-512 (the pragma below); nothing here runs unless mt_kernels_get() found the CPU
+ * able to, so the build stays for any x86-64. Tails use masked loads and stores, never a
+ * scalar loop or a read past the end. */
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "internal.h"
+#include "kernels.h"
+
+static inline __mmask16 tail_mask(int left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
+
+/* mt_exp_nonpositive over 16 lanes. */
+static inline __m512 exp16(__m512 x)
+{
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 y = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0f));
+    __m512i e = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    return _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+}
+
+static float max_avx512(const float *x, int n)
+{
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16)
+        m = _mm512_max_ps(m, _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), tail_mask(n - i), x + i));
+    return _mm512_reduce_max_ps(m);
+}
+
+static float exp_sum_avx512(const float *x, int n, float shift)
+{
+    __m512 s = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + i);
+        s = _mm512_mask_add_ps(s, k, s, exp16(_mm512_sub_ps(v, sh)));
+    }
+    return _mm512_reduce_add_ps(s);
+}
+
+static float exp_store_sum_avx512(float *x, int n, float shift)
+{
+    __m512 s = _mm512_setzero_ps(), sh = _mm512_set1_ps(shift);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), sh));
+        _mm512_mask_storeu_ps(x + i, k, e);
+        s = _mm512_mask_add_ps(s, k, s, e);
+    }
+    return _mm512_reduce_add_ps(s);
+}
+
+static void scale_avx512(float *x, int n, float s)
+{
+    __m512 f = _mm512_set1_ps(s);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        _mm512_mask_storeu_ps(x + i, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, x + i), f));
+    }
+}
+
+static float dot_avx512(const float *a, const float *b, int n)
+{
+    __m512 s = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + i), _mm512_maskz_loadu_ps(k, b + i), s);
+    }
+    return _mm512_reduce_add_ps(s);
+}
+
+static void axpy_avx512(float *y, float a, const float *x, int n)
+{
+    __m512 f = _mm512_set1_ps(a);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = tail_mask(n - i);
+        __m512 v = _mm512_fmadd_ps(f, _mm512_maskz_loadu_ps(k, x + i), _mm512_maskz_loadu_ps(k, y + i));
+        _mm512_mask_storeu_ps(y + i, k, v);
+    }
+}
+
+/* Bias and relu (the bundled models' activation) in one vector pass, exactly as the
+ * scalar code rounds; other activations add the bias here and apply the libm function
+ * per element (erff/expf/tanhf keep the results equal to PyTorch's). */
+static void bias_act_avx512(float *y, int rows, int ld, int cols, const float *b, int act)
+{
+    int relu = act == MT_ACT_RELU + 1, other = act && !relu;
+    __m512 zero = _mm512_setzero_ps();
+    for (int r = 0; r < rows; r++) {
+        float *row = y + (size_t)r * (size_t)ld;
+        for (int j = 0; j < cols; j += 16) {
+            __mmask16 k = tail_mask(cols - j);
+            __m512 v = _mm512_maskz_loadu_ps(k, row + j);
+            if (b)
+                v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(k, b + j));
+            if (relu)
+                v = _mm512_max_ps(v, zero);
+            _mm512_mask_storeu_ps(row + j, k, v);
+        }
+        if (other)
+            for (int j = 0; j < cols; j++)
+                row[j] = mt_activation(row[j], act);
+    }
+}
+
+/* Scores 16 tokens at a time; only lanes that beat the current k-th best (or any finite
+ * lane while fewer than k are held) go through mt_keep_best, in token order, so ties
+ * resolve exactly as in the scalar scan. Almost every block is rejected by one compare. */
+static int top_k_avx512(const float *x, int n, float lse, float cum, int k, int row, mt_candidate *best)
+{
+    int got = 0;
+    if (k < 1)
+        return 0;
+    __m512 vl = _mm512_set1_ps(lse), vc = _mm512_set1_ps(cum), ninf = _mm512_set1_ps(-INFINITY);
+    float s[16];
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 m = tail_mask(n - i);
+        __m512 v = _mm512_mask_loadu_ps(ninf, m, x + i);
+        __mmask16 finite = _mm512_cmp_ps_mask(v, ninf, _CMP_NEQ_OQ);
+        __m512 sc = _mm512_add_ps(vc, _mm512_sub_ps(v, vl));
+        __mmask16 hit = finite;
+        if (got == k)
+            hit &= _mm512_cmp_ps_mask(sc, _mm512_set1_ps(best[k - 1].score), _CMP_GT_OQ);
+        if (!hit)
+            continue;
+        _mm512_storeu_ps(s, sc);
+        for (unsigned h = hit; h; h &= h - 1) {
+            int l = __builtin_ctz(h);
+            mt_keep_best(best, &got, k, (mt_candidate){s[l], row, i + l});
+        }
+    }
+    return got;
+}
+
+const mt_kernels mt_kernels_avx512 = {
+    .name = "avx512", .max = max_avx512, .exp_sum = exp_sum_avx512, .exp_store_sum = exp_store_sum_avx512,
+    .scale = scale_avx512, .dot = dot_avx512, .axpy = axpy_avx512, .bias_act = bias_act_avx512,
+    .top_k = top_k_avx512,
+};

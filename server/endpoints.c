@@ -1,0 +1,73 @@
+/* endpoints.c: GET /health, /metrics, /languages and the CORS preflight answer. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static enum MHD_Result respond_health(mt_server *s, req_ctx *c)
+{
+    if (atomic_load(&s->draining))
+        return srv_send_json(c, 503, json_pack("{s:s}", "status", "draining"), NULL, NULL);
+    if (!atomic_load(&s->ready))
+        return srv_send_json(c, 503, json_pack("{s:s}", "status", "loading"),
+                         MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    json_t *models = json_array();
+    for (int i = 0; i < mt_langs_count(s->langs); i++) {
+        const mt_route *r = mt_langs_get(s->langs, i);
+        json_array_append_new(models, json_pack("{s:s, s:s, s:s}", "name", s->names[r->model],
+                                                "source", r->source, "target", r->target));
+    }
+    return srv_send_json(c, 200, json_pack("{s:s, s:o, s:i}", "status", "ok", "models", models,
+                                       "workers", s->workers),
+                     NULL, NULL);
+}
+
+static enum MHD_Result respond_metrics(mt_server *s, req_ctx *c)
+{
+    mt_metrics_gauges g = {0};
+    g.ready = atomic_load(&s->ready);
+    g.draining = atomic_load(&s->draining);
+    g.in_flight = atomic_load(&s->in_flight);
+    if (g.ready)
+        mt_service_gauges(s->svc, &g.queued_sentences, &g.queued_requests, &g.busy_workers,
+                          &g.workers);
+    char *text = mt_metrics_render(s->metrics, &g);
+    if (!text) return srv_send_error(c, 500, "out of memory");
+    return srv_send_buffer(c, 200, text, strlen(text), "text/plain; version=0.0.4; charset=utf-8",
+                       NULL, NULL);
+}
+
+static enum MHD_Result respond_languages(mt_server *s, req_ctx *c)
+{
+    if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
+    char *text = strdup(s->languages_json);
+    if (!text) return srv_send_error(c, 500, "out of memory");
+    return srv_send_buffer(c, 200, text, strlen(text), "application/json", NULL, NULL);
+}
+
+enum MHD_Result srv_send_preflight(req_ctx *c)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Access-Control-Allow-Methods",
+                            c->ep == MT_EP_TRANSLATE ? "POST, OPTIONS" : "GET, HEAD, OPTIONS");
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            "Content-Type, Authorization, X-API-Key");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    srv_add_common_headers(c, r);
+    enum MHD_Result ret = MHD_queue_response(c->conn, 204, r);
+    MHD_destroy_response(r);
+    c->status = 204;
+    c->phase = P_DONE;
+    return ret;
+}
+
+enum MHD_Result srv_respond_get(mt_server *s, req_ctx *c)
+{
+    switch (c->ep) {
+    case MT_EP_HEALTH: return respond_health(s, c);
+    case MT_EP_METRICS: return respond_metrics(s, c);
+    case MT_EP_LANGUAGES: return respond_languages(s, c);
+    default: return srv_lt_respond_get(s, c); /* issue 14: /frontend/settings */
+    }
+}

@@ -1,0 +1,213 @@
+/* handler.c: the libmicrohttpd callbacks: routing by path and method, early refusals,
+ * body reading up to the limit, dispatch to the endpoints, and the access log and
+ * request metrics when a request completes. */
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+static mt_endpoint endpoint_of(const char *url)
+{
+    if (strcmp(url, "/translate") == 0) return MT_EP_TRANSLATE;
+    if (strcmp(url, "/languages") == 0) return MT_EP_LANGUAGES;
+    if (strcmp(url, "/health") == 0) return MT_EP_HEALTH;
+    if (strcmp(url, "/metrics") == 0) return MT_EP_METRICS;
+    return MT_EP_OTHER;
+}
+
+static void note_remote(req_ctx *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    snprintf(c->remote, sizeof c->remote, "-");
+    if (!ci || !ci->client_addr) return;
+    const struct sockaddr *sa = ci->client_addr;
+    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    if (getnameinfo(sa, len, c->remote, sizeof c->remote, NULL, 0, NI_NUMERICHOST) != 0)
+        snprintf(c->remote, sizeof c->remote, "-");
+}
+
+/* First call for a request: route it; answer at once or start reading the body. */
+/* Answers after the (empty or ignored) body has been read: MHD keeps the connection
+ * alive only for answers queued once the request is complete. */
+static enum MHD_Result defer(req_ctx *c, int status, const char *msg)
+{
+    c->discard = 1;
+    c->phase = P_BODY;
+    c->deferred_status = status;
+    if (msg) srv_copy_text(c->deferred_msg, sizeof c->deferred_msg, msg);
+    return MHD_YES;
+}
+
+/* First call for a request: route it; refuse at once what cannot succeed, else read
+ * the body first. */
+static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *method)
+{
+    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    int is_post = strcmp(method, "POST") == 0;
+    /* ---- LibreTranslate parity (issue 14): GET endpoints in lt_frontend.c ---- */
+    if (c->ep == MT_EP_OTHER && srv_lt_is_get_path(c->path)) {
+        if (!is_get && strcmp(method, "OPTIONS") != 0)
+            return defer(c, 405, "method not allowed: use GET");
+        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 0, NULL);
+    }
+    if (c->ep == MT_EP_OTHER && strcmp(c->path, "/suggest") == 0) /* as LibreTranslate, disabled */
+        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 403,
+                     "Suggestions are disabled on this server.");
+    /* ---- end issue 14 ---- */
+    if (c->ep == MT_EP_OTHER) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "not found: %s (endpoints: POST /translate, GET /languages, "
+                 "GET /health, GET /metrics)", c->path);
+        return defer(c, 404, msg);
+    }
+    if (strcmp(method, "OPTIONS") == 0) return defer(c, 204, NULL); /* CORS preflight */
+    if (c->ep == MT_EP_TRANSLATE) {
+        if (!is_post) return defer(c, 405, "method not allowed: use POST /translate");
+    } else if (c->ep == MT_EP_LANGUAGES && is_post) {
+        return defer(c, 0, NULL); /* LibreTranslate accepts POST /languages; body ignored */
+    } else if (!is_get) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "method not allowed: use GET %s", c->path);
+        return defer(c, 405, msg);
+    } else {
+        return defer(c, 0, NULL);
+    }
+    /* POST /translate: refuse early what cannot succeed. */
+    if (atomic_load(&s->draining)) return srv_send_error(c, 503, "server is shutting down");
+    if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
+    char err[256];
+    const char *ct = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    c->ctype = mt_request_content_type(ct, c->boundary, sizeof c->boundary, err, sizeof err);
+    if (c->ctype == MT_CT_UNSUPPORTED) return srv_send_error(c, 415, err);
+    const char *cl = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(cl, &end, 10);
+        if (!errno && end != cl && n > (unsigned long long)s->cfg->max_body_bytes) {
+            snprintf(err, sizeof err, "request body too large: %llu bytes (limit %ld)", n,
+                     s->cfg->max_body_bytes);
+            return srv_send_error(c, 413, err);
+        }
+    }
+    c->phase = P_BODY;
+    return MHD_YES;
+}
+
+enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload_data, size_t *upload_data_size,
+                                  void **con_cls)
+{
+    (void)version;
+    mt_server *s = cls;
+    req_ctx *c = *con_cls;
+    if (!c) {
+        c = calloc(1, sizeof *c);
+        if (!c) return MHD_NO;
+        c->srv = s;
+        c->conn = conn;
+        c->fd = -1;
+        c->t_start = mt_now();
+        c->ep = endpoint_of(url);
+        snprintf(c->method, sizeof c->method, "%s", method);
+        snprintf(c->path, sizeof c->path, "%s", url);
+        note_remote(c);
+        *con_cls = c;
+        atomic_fetch_add(&s->in_flight, 1);
+        return begin_request(s, c, method);
+    }
+    if (c->phase == P_BODY) {
+        if (*upload_data_size) {
+            size_t n = *upload_data_size;
+            *upload_data_size = 0;
+            if (c->too_large || c->discard) {
+                /* Bodies are read (and dropped) so that an answer can be sent; one that
+                 * goes on far past the limit gets the connection closed instead. */
+                c->dropped += n;
+                return c->dropped > (size_t)s->cfg->max_body_bytes + (1u << 20) ? MHD_NO : MHD_YES;
+            }
+            if (c->len + n > (size_t)s->cfg->max_body_bytes) {
+                c->too_large = 1;
+                c->dropped = c->len + n;
+                return MHD_YES;
+            }
+            if (c->len + n + 1 > c->cap) {
+                size_t cap = c->cap ? c->cap : 4096;
+                while (cap < c->len + n + 1) cap *= 2;
+                if (cap > (size_t)s->cfg->max_body_bytes + 1) cap = (size_t)s->cfg->max_body_bytes + 1;
+                char *b = realloc(c->body, cap);
+                if (!b) return MHD_NO;
+                c->body = b;
+                c->cap = cap;
+            }
+            memcpy(c->body + c->len, upload_data, n);
+            c->len += n;
+            c->body[c->len] = '\0';
+            return MHD_YES;
+        }
+        /* The body is complete. */
+        if (c->discard) {
+            if (c->deferred_status == 204) return srv_send_preflight(c);
+            if (c->deferred_status) return srv_send_error(c, c->deferred_status, c->deferred_msg);
+            return srv_respond_get(s, c);
+        }
+        if (c->too_large) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "request body too large (limit %ld bytes)", s->cfg->max_body_bytes);
+            return srv_send_error(c, 413, msg);
+        }
+        mt_service_arriving(s->svc, 1);
+        enum MHD_Result r = srv_start_translate(s, c);
+        mt_service_arriving(s->svc, -1);
+        return r;
+    }
+    if (c->phase == P_QUEUED) return srv_finish_translate(s, c);
+    *upload_data_size = 0; /* P_DONE: an answer is queued already */
+    return MHD_YES;
+}
+
+void srv_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)conn;
+    mt_server *s = cls;
+    req_ctx *c = *con_cls;
+    if (!c) return;
+    *con_cls = NULL;
+    if (c->status == 0) c->status = 499; /* the client went away before an answer */
+    double secs = mt_now() - c->t_start;
+    mt_metrics_request(s->metrics, c->ep, c->status, secs);
+    if (s->cfg->access_log && mt_log_enabled(s->log, MT_LOG_INFO)) {
+        char path[200], err[200], model[80];
+        mt_log_write(s->log, MT_LOG_INFO, "access",
+                     "method=%s path=%s status=%d bytes_in=%zu bytes_out=%zu sentences=%d "
+                     "latency_ms=%.3f remote=%s model=%s%s%s%s",
+                     c->method, mt_log_quote(path, sizeof path, c->path), c->status, c->len,
+                     c->bytes_out, c->sentences, secs * 1e3, c->remote,
+                     mt_log_quote(model, sizeof model, c->model_name ? c->model_name : "-"),
+                     c->error[0] ? " error=" : "",
+                     c->error[0] ? mt_log_quote(err, sizeof err, c->error) : "",
+                     toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
+    }
+    srv_free_translation(c);
+    free(c->body);
+    free(c);
+    atomic_fetch_sub(&s->in_flight, 1);
+}
+
+void srv_on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    mt_server *s = cls;
+    char msg[512], q[600];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r')) msg[--n] = '\0';
+    mt_log_write(s->log, MT_LOG_WARN, "http", "msg=%s", mt_log_quote(q, sizeof q, msg));
+}

@@ -1,0 +1,136 @@
+/* internal.h: what the files of server/ share: the server and per-request state, and
+ * the calls between the parts (responses, watcher, /translate, GET endpoints, handler).
+ *
+ *   server.c     life cycle: listen, load the models and start the service, drain, free
+ *   handler.c    libmicrohttpd callbacks: routing, body reading, access log
+ *   respond.c    response plumbing: JSON bodies, error answers, common headers
+ *   translate.c  POST /translate: request -> service job -> response
+ *   endpoints.c  GET /health, /metrics, /languages, CORS preflight
+ *   watcher.c    cancels jobs of clients that hung up or whose deadline passed
+ */
+#ifndef MT_SERVER_INTERNAL_H
+#define MT_SERVER_INTERNAL_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "langs.h"
+#include "request.h"
+#include "server.h"
+#include "service.h"
+
+typedef struct mt_ratelimit mt_ratelimit;
+
+typedef struct req_ctx req_ctx;
+
+struct mt_server {
+    const mt_config *cfg;
+    mt_log *log;
+    mt_metrics *metrics;
+    struct MHD_Daemon *daemon;
+    int port;
+    char host[256];
+    /* models (set by mt_server_load before `ready`) */
+    mt_translator **trs;
+    char **names;
+    int n_models;
+    mt_langs *langs;
+    char *languages_json;     /* GET /languages body, built once */
+    mt_service *svc;
+    int workers;
+    atomic_int ready, draining, in_flight;
+    /* suspended /translate connections, watched for disconnects and deadlines */
+    pthread_mutex_t watch_mu;
+    pthread_cond_t watch_cond;
+    req_ctx *watched;
+    int n_watched, watch_stop, watch_started;
+    pthread_t watcher;
+    /* ---- LibreTranslate parity (issue 14; lt_*.c) ---- */
+    mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
+};
+
+enum { P_NEW = 0, P_BODY, P_QUEUED, P_DONE };
+
+struct req_ctx {
+    mt_server *srv;
+    struct MHD_Connection *conn;
+    mt_endpoint ep;
+    char method[16];
+    char path[160];
+    char remote[64];
+    double t_start;
+    int phase;
+    /* body */
+    char *body;
+    size_t len, cap;
+    int too_large, discard, deferred_status;
+    size_t dropped;
+    char deferred_msg[300];
+    mt_content_type ctype;
+    char boundary[80];
+    /* outcome, for the access log */
+    int status;
+    size_t bytes_out;
+    int sentences;
+    const char *model_name;
+    char error[160];
+    /* /translate */
+    mt_request req;
+    int route, detected, rejected;
+    mt_service_job *job;
+    int stopped;              /* the watcher cancelled the job */
+    int fd;
+    req_ctx *wnext, *wprev;
+    int watched;
+};
+
+/* respond.c */
+/* CORS and, while draining, "Connection: close". */
+void srv_add_common_headers(req_ctx *c, struct MHD_Response *r);
+void srv_copy_text(char *d, size_t cap, const char *s);
+/* Queues buf (malloc'd, taken) as the answer; records status and size for the access log. */
+enum MHD_Result srv_send_buffer(req_ctx *c, int status, char *buf, size_t len,
+                                const char *content_type, const char *h1, const char *v1);
+/* Queues body (taken) as a JSON answer. */
+enum MHD_Result srv_send_json(req_ctx *c, int status, json_t *body, const char *h1, const char *v1);
+/* {"error": msg} with the status's headers (Retry-After, Allow). */
+enum MHD_Result srv_send_error(req_ctx *c, int status, const char *msg);
+
+/* watcher.c */
+void srv_watch_add(mt_server *s, req_ctx *c);
+void srv_watch_remove_locked(mt_server *s, req_ctx *c); /* watch_mu held */
+void *srv_watcher_main(void *arg);
+/* The service's callback: the job is finished; resumes the connection. */
+void srv_job_done(mt_service_job *job, void *user);
+
+/* translate.c */
+enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c);  /* the body is complete */
+enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c); /* the job is finished */
+void srv_free_translation(req_ctx *c);
+
+/* endpoints.c */
+enum MHD_Result srv_respond_get(mt_server *s, req_ctx *c);
+enum MHD_Result srv_send_preflight(req_ctx *c);
+
+/* lt_limits.c: LibreTranslate's per-client limits (issue 14) */
+int srv_lt_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */
+void srv_lt_free(mt_server *s);
+/* 0 when the request may go on; else an answer (429 + Retry-After) was queued. */
+int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+                      enum MHD_Result *ret);
+
+/* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings */
+int srv_lt_is_get_path(const char *path);
+enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c);
+
+/* handler.c: libmicrohttpd callbacks (cls: the server) */
+enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls);
+void srv_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe);
+void srv_on_mhd_log(void *cls, const char *fmt, va_list ap);
+
+#endif

@@ -1,0 +1,103 @@
+/* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings in its
+ * shape (charLimit is [limits] max_text_chars, the limit /translate enforces per text, so
+ * the web page's counter and the server agree), /spec (web/openapi.json) and the web page
+ * at / (index.html, app.js, style.css). Files are served from a fixed table of names, so
+ * no request path ever reaches the file system: no traversal is possible. Routed from
+ * handler.c as "other" endpoints (the metrics count them under "other"). */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *path, *file, *type;
+} static_file;
+
+static const static_file FILES[] = {
+    {"/", "index.html", "text/html; charset=utf-8"},
+    {"/index.html", "index.html", "text/html; charset=utf-8"},
+    {"/app.js", "app.js", "text/javascript; charset=utf-8"},
+    {"/style.css", "style.css", "text/css; charset=utf-8"},
+    {"/spec", "openapi.json", "application/json"},
+};
+#define N_FILES (sizeof FILES / sizeof FILES[0])
+
+static const static_file *static_of(const char *path)
+{
+    for (size_t i = 0; i < N_FILES; i++)
+        if (strcmp(path, FILES[i].path) == 0) return &FILES[i];
+    return NULL;
+}
+
+int srv_lt_is_get_path(const char *path)
+{
+    return strcmp(path, "/frontend/settings") == 0 || static_of(path) != NULL;
+}
+
+/* Reads the file anew for each request: the page can be edited without a restart. */
+static enum MHD_Result respond_file(mt_server *s, req_ctx *c, const static_file *f)
+{
+    char path[600];
+    const char *root = s->cfg->web_root[0] ? s->cfg->web_root : MT_WEB_DIR;
+    snprintf(path, sizeof path, "%s/%s", root, f->file);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return srv_send_error(c, 404, "the web page is not installed (see --web-root)");
+    char *buf = NULL;
+    size_t len = 0, cap = 0, n;
+    char chunk[8192];
+    while ((n = fread(chunk, 1, sizeof chunk, fp)) > 0) {
+        if (len + n > cap) {
+            size_t nc = cap ? cap * 2 : 16384;
+            while (nc < len + n) nc *= 2;
+            char *b = realloc(buf, nc);
+            if (!b) {
+                free(buf);
+                fclose(fp);
+                return srv_send_error(c, 500, "out of memory");
+            }
+            buf = b;
+            cap = nc;
+        }
+        memcpy(buf + len, chunk, n);
+        len += n;
+    }
+    int bad = ferror(fp);
+    fclose(fp);
+    if (bad) {
+        free(buf);
+        return srv_send_error(c, 500, "cannot read the web page");
+    }
+    if (!buf && !(buf = malloc(1))) return srv_send_error(c, 500, "out of memory");
+    return srv_send_buffer(c, 200, buf, len, f->type, NULL, NULL);
+}
+
+static json_t *lang_json(const char *code)
+{
+    const char *name = mt_lang_name(code);
+    return json_pack("{s:s, s:s}", "code", code, "name", name ? name : code);
+}
+
+enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
+{
+    const static_file *f = static_of(c->path);
+    if (f) return respond_file(s, c, f);
+    if (strcmp(c->path, "/frontend/settings") != 0) return srv_send_error(c, 404, "not found");
+    if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
+    const mt_route *r = mt_langs_count(s->langs) > 0 ? mt_langs_get(s->langs, 0) : NULL;
+    json_t *lang = json_object();
+    if (r) {
+        json_object_set_new(lang, "source", lang_json(r->source));
+        json_object_set_new(lang, "target", lang_json(r->target));
+    }
+    json_t *body = json_pack("{s:b, s:i, s:b, s:i, s:b, s:o, s:b, s:[]}",
+                             "apiKeys", s->cfg->n_api_keys > 0,
+                             "charLimit", s->cfg->max_text_chars,
+                             "filesTranslation", 0, /* /translate_file is not wired yet */
+                             "frontendTimeout", 500,
+                             "keyRequired", s->cfg->n_api_keys > 0,
+                             "language", lang,
+                             "suggestions", 0, /* /suggest is not wired yet */
+                             "supportedFilesFormat");
+    return srv_send_json(c, 200, body, NULL, NULL);
+}

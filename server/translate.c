@@ -1,0 +1,286 @@
+/* translate.c: POST /translate: decode the body, check the API key, route the language
+ * pair, hand the texts to the translation service, answer in the request's form (native
+ * or LibreTranslate) when the job is finished. Knows no tokenizer, search or model. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "utf8.h"
+
+static int ct_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char d = (unsigned char)(la != lb);
+    for (size_t i = 0; i < la; i++) d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
+    return d == 0;
+}
+
+/* 0 when no keys are configured or a configured key is presented; else 403 + message. */
+static int check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
+{
+    const mt_config *cfg = s->cfg;
+    if (cfg->n_api_keys == 0) return 0;
+    const char *key = mt_request_api_key(obj);
+    const char *auth = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!key && auth && strncasecmp(auth, "Bearer ", 7) == 0) {
+        key = auth + 7;
+        while (*key == ' ') key++;
+    }
+    if (!key) key = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-API-Key");
+    if (!key || !*key) {
+        snprintf(err, errlen, "missing API key: send \"api_key\" in the body, an "
+                 "\"Authorization: Bearer KEY\" or an \"X-API-Key\" header");
+        return 403;
+    }
+    int ok = 0;
+    for (int i = 0; i < cfg->n_api_keys; i++) ok |= ct_equal(key, cfg->api_keys[i]);
+    if (!ok) {
+        snprintf(err, errlen, "invalid API key");
+        return 403;
+    }
+    return 0;
+}
+
+/* Service options: the model's defaults, the server's defaults, then the request's. */
+static int build_options(mt_server *s, const mt_route *route, const mt_request *rq,
+                         mt_service_options *so, char *err, size_t errlen)
+{
+    const mt_config *cfg = s->cfg;
+    mt_search_options *o = &so->search;
+    mt_service_options_default(s->svc, route->model, so);
+    so->input = rq->html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    so->target_lang = route->by_token ? route->target : NULL;
+    if (cfg->beam_size > 0) o->beam_size = cfg->beam_size;
+    if (cfg->length_penalty >= 0) o->length_penalty = (float)cfg->length_penalty;
+    if (cfg->max_length > 0) o->max_length = cfg->max_length;
+    o->n_best = 1;
+    if (rq->beam_size > 0) o->beam_size = rq->beam_size;
+    if (rq->length_penalty >= 0) o->length_penalty = (float)rq->length_penalty;
+    if (rq->max_length > 0) o->max_length = rq->max_length; /* checked by the service */
+    if (rq->n_best > 0) {
+        o->n_best = rq->n_best;
+        if (rq->beam_size == 0 && o->beam_size < o->n_best) o->beam_size = o->n_best;
+    }
+    if (o->n_best > o->beam_size) {
+        snprintf(err, errlen, "n_best (%d) must not exceed beam_size (%d)", o->n_best, o->beam_size);
+        return 400;
+    }
+    return 0;
+}
+
+void srv_free_translation(req_ctx *c)
+{
+    mt_service_job_free(c->job);
+    c->job = NULL;
+    mt_request_clear(&c->req);
+}
+
+static double round3(double x) { return floor(x * 1000.0 + 0.5) / 1000.0; }
+
+static json_t *detected_json(const char *lang)
+{
+    return json_pack("{s:f, s:s}", "confidence", 100.0, "language", lang);
+}
+
+/* The translations as the response's arrays: texts and scores (best), n-best lists
+ * (native) and alternatives (LibreTranslate), one detectedLanguage entry per text. */
+typedef struct {
+    json_t *texts, *scores, *nbest, *alts, *detected;
+} answer_parts;
+
+static void parts_free(answer_parts *p)
+{
+    json_decref(p->texts), json_decref(p->scores), json_decref(p->nbest);
+    json_decref(p->alts), json_decref(p->detected);
+}
+
+static int build_parts(const mt_translation *res, int n_texts, const char *source, answer_parts *p)
+{
+    *p = (answer_parts){json_array(), json_array(), json_array(), json_array(), json_array()};
+    if (!p->texts || !p->scores || !p->nbest || !p->alts || !p->detected) return -1;
+    for (int t = 0; t < n_texts; t++) {
+        json_t *list = json_array(), *alt = json_array();
+        for (int k = 0; list && alt && k < res[t].n_best; k++) {
+            const char *str = res[t].texts[k];
+            float score = res[t].scores[k];
+            if (k == 0) {
+                json_array_append_new(p->texts, json_string(str));
+                json_array_append_new(p->scores, json_real(score));
+            } else {
+                json_array_append_new(alt, json_string(str));
+            }
+            json_array_append_new(list, json_pack("{s:s, s:f}", "text", str, "score", (double)score));
+        }
+        json_array_append_new(p->nbest, list);
+        json_array_append_new(p->alts, alt);
+        json_array_append_new(p->detected, detected_json(source));
+    }
+    return 0;
+}
+
+/* LibreTranslate's answer: translatedText (and alternatives, detectedLanguage), a string
+ * or an array as the request's q was. Takes the parts. */
+static json_t *libre_body(req_ctx *c, const mt_route *route, int n_best, answer_parts *p)
+{
+    json_t *body;
+    if (c->req.text_is_array) {
+        body = json_pack("{s:o}", "translatedText", p->texts);
+        if (n_best > 1) json_object_set_new(body, "alternatives", p->alts);
+        else json_decref(p->alts);
+        if (c->detected) json_object_set_new(body, "detectedLanguage", p->detected);
+        else json_decref(p->detected);
+    } else {
+        body = json_pack("{s:O}", "translatedText", json_array_get(p->texts, 0));
+        if (n_best > 1) json_object_set(body, "alternatives", json_array_get(p->alts, 0));
+        if (c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+        json_decref(p->texts), json_decref(p->alts), json_decref(p->detected);
+    }
+    json_decref(p->scores);
+    json_decref(p->nbest);
+    return body;
+}
+
+/* The native answer: translations, scores, model, languages, timings, n_best. Takes the parts. */
+static json_t *native_body(mt_server *s, req_ctx *c, const mt_route *route, int n_best,
+                           answer_parts *p)
+{
+    mt_service_stats st;
+    mt_service_job_stats(c->job, &st);
+    double now = mt_now();
+    double queue_ms = st.t_started > 0 ? (st.t_started - st.t_submitted) * 1e3 : 0;
+    double translate_ms = st.t_started > 0 && st.t_done > 0 ? (st.t_done - st.t_started) * 1e3 : 0;
+    json_t *body = json_pack("{s:o, s:o, s:s, s:s, s:s, s:{s:f, s:f, s:f}}", "translations", p->texts,
+                             "scores", p->scores, "model", s->names[route->model], "source",
+                             route->source, "target", route->target, "timing_ms", "queue",
+                             round3(queue_ms), "translate", round3(translate_ms), "total",
+                             round3((now - c->t_start) * 1e3));
+    if (body && n_best > 1) json_object_set_new(body, "n_best", p->nbest);
+    else json_decref(p->nbest);
+    if (body && c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+    json_decref(p->alts);
+    json_decref(p->detected);
+    return body;
+}
+
+/* Builds the 200 answer once every text is translated. */
+static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
+{
+    const mt_route *route = mt_langs_get(s->langs, c->route);
+    const mt_translation *res = mt_service_job_results(c->job);
+    int n_best = c->req.n_texts > 0 ? res[0].n_best : 1;
+    answer_parts p;
+    if (build_parts(res, c->req.n_texts, route->source, &p)) {
+        parts_free(&p);
+        return srv_send_error(c, 500, "could not decode the translation");
+    }
+    mt_service_stats st;
+    mt_service_job_stats(c->job, &st);
+    mt_metrics_translated(s->metrics, route->model, st.sentences, st.source_tokens, st.target_tokens);
+    json_t *body = c->req.form == MT_FORM_LIBRE ? libre_body(c, route, n_best, &p)
+                                                : native_body(s, c, route, n_best, &p);
+    return srv_send_json(c, 200, body, NULL, NULL);
+}
+
+/* The job finished (resumed connection): 200, or why not. */
+enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
+{
+    if (c->rejected) {
+        mt_metrics_rejected(s->metrics);
+        char msg[128];
+        snprintf(msg, sizeof msg, "server overloaded: %d requests queued; retry later",
+                 s->cfg->queue_capacity);
+        return srv_send_error(c, 503, msg);
+    }
+    const char *why;
+    switch (mt_service_job_outcome(c->job, &why)) {
+    case MT_SERVICE_OK: return respond_translation(s, c);
+    case MT_SERVICE_CLIENT_GONE:
+        c->status = 499; /* nobody to answer: close */
+        snprintf(c->error, sizeof c->error, "client disconnected");
+        c->phase = P_DONE;
+        return MHD_NO;
+    case MT_SERVICE_DEADLINE: {
+        char msg[128];
+        snprintf(msg, sizeof msg, "translation did not finish within the request timeout (%g s)",
+                 s->cfg->request_timeout);
+        return srv_send_error(c, 504, msg);
+    }
+    case MT_SERVICE_SHUTDOWN: return srv_send_error(c, 503, "server is shutting down");
+    default: break;
+    }
+    char msg[300];
+    snprintf(msg, sizeof msg, "translation failed: %s", why);
+    return srv_send_error(c, 500, msg);
+}
+
+/* Decodes and checks the body into c->req; 0 or an HTTP status with a message. */
+static int read_request(mt_server *s, req_ctx *c, char *key, size_t keylen, char *err,
+                        size_t errlen)
+{
+    json_t *obj = NULL;
+    int from_form = 0;
+    int st = mt_request_decode(c->ctype, c->boundary, c->body ? c->body : "", c->len, &obj,
+                               &from_form, err, errlen);
+    if (st) return st;
+    if ((st = check_api_key(s, c, obj, err, errlen))) {
+        json_decref(obj);
+        return st;
+    }
+    const char *k = mt_request_api_key(obj); /* the rate limit's client (issue 14) */
+    snprintf(key, keylen, "%s", k ? k : "");
+    mt_request_limits lim = {s->cfg->max_texts, s->cfg->max_text_chars, s->cfg->max_beam_size};
+    st = mt_request_parse(obj, from_form, &lim, &c->req, err, errlen);
+    json_decref(obj);
+    return st;
+}
+
+/* Queues the prepared job with the connection suspended (it may finish, and resume the
+ * connection, at once); a full queue resumes it to answer 503. */
+static enum MHD_Result queue_job(mt_server *s, req_ctx *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    c->fd = ci ? ci->connect_fd : -1;
+    c->phase = P_QUEUED;
+    MHD_suspend_connection(c->conn);
+    srv_watch_add(s, c);
+    if (mt_service_run(s->svc, c->job, srv_job_done, c) != MT_SERVICE_OK) {
+        c->rejected = 1;
+        pthread_mutex_lock(&s->watch_mu);
+        srv_watch_remove_locked(s, c);
+        pthread_mutex_unlock(&s->watch_mu);
+        MHD_resume_connection(c->conn);
+    }
+    return MHD_YES;
+}
+
+/* The whole body is here: parse, route, hand the texts to the service (or answer now). */
+enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c)
+{
+    char err[512], key[128];
+    int st = read_request(s, c, key, sizeof key, err, sizeof err);
+    if (st) return srv_send_error(c, st, err);
+    /* ---- LibreTranslate parity (issue 14): per-client rate limit ---- */
+    long chars = 0;
+    for (int i = 0; i < c->req.n_texts; i++) chars += (long)mt_utf8_chars(c->req.texts[i], c->req.lens[i]);
+    enum MHD_Result limited;
+    if (srv_lt_rate_check(s, c, key, chars, &limited)) return limited;
+    c->route = mt_langs_resolve(s->langs, c->req.source, c->req.target, &c->detected, err, sizeof err);
+    if (c->route < 0) return srv_send_error(c, 400, err);
+    const mt_route *route = mt_langs_get(s->langs, c->route);
+    c->model_name = s->names[route->model];
+    mt_service_options so;
+    if ((st = build_options(s, route, &c->req, &so, err, sizeof err))) return srv_send_error(c, st, err);
+    so.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
+    st = mt_service_prepare(s->svc, route->model, &so, c->req.n_texts,
+                            (const char *const *)c->req.texts, c->req.lens, &c->job, err, sizeof err);
+    if (st) return srv_send_error(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
+    mt_service_stats stats;
+    mt_service_job_stats(c->job, &stats);
+    c->sentences = stats.sentences;
+    return queue_job(s, c);
+}

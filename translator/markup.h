@@ -1,0 +1,40 @@
+/* markup.h: one HTML block (the content of a paragraph, list item, heading, table cell...)
+ * as plain text to translate whole, with its inline elements put back around the aligned
+ * output words afterwards.
+ *
+ * Thread-safety: an mt_markup is immutable after mt_markup_split(); functions taking a
+ * const one may run concurrently. No global state.
+ *
+ * Split: every element with a closing tag (b, i, em, strong, a, span, code, sub, sup, u,
+ * mark, small, abbr, or any other) is taken out and remembers the plain-text words it
+ * covered; void elements (br, img, wbr, hr, input), comments, stray closing tags and
+ * opaque elements (script, style, and any element with translate="no", content included)
+ * are kept verbatim as markers between words. Entities in text are decoded (&amp; &lt;
+ * &gt; &quot; &apos; &#39; &nbsp; &#N; &#xH;); others stay as written.
+ * Restore: given the translation of mt_markup_text() and [src_word, tgt_word] alignment
+ * pairs over whitespace-separated words, each element wraps the output words aligned to
+ * the words it covered (their hull, clipped to its parent and after its previous sibling,
+ * so the result nests); an element with no aligned word, and each marker, goes to the
+ * output position after the word aligned to the source word before it (else the start of
+ * its parent). Tags are written byte for byte; an element left unclosed in the input gets
+ * a closing tag. Output text is escaped (& < >). The result is well-formed. */
+#ifndef MT_MARKUP_H
+#define MT_MARKUP_H
+
+#include <stddef.h>
+
+typedef struct mt_markup mt_markup;
+
+/* Parses html[0..len); NULL only when out of memory. */
+mt_markup *mt_markup_split(const char *html, size_t len);
+void mt_markup_free(mt_markup *m);
+
+/* The plain text (NUL-terminated, owned by m). */
+const char *mt_markup_text(const mt_markup *m);
+/* Elements and markers taken out, in document order. */
+int mt_markup_count(const mt_markup *m);
+
+/* The block's HTML for `translation`; align may be NULL. malloc'd, NULL when out of memory. */
+char *mt_markup_restore(const mt_markup *m, const char *translation, const int (*align)[2], int n_align);
+
+#endif
