@@ -386,7 +386,11 @@ def train(args):
     history = {"steps": prior_steps + pos["step"], "warmup": prior_warmup or args.warmup,
                "runs": prior.get("runs", []), "seed": args.seed}
 
+    last_ckpt_step = pos["step"]
+
     def checkpoint(epoch_done):
+        nonlocal last_ckpt_step
+        last_ckpt_step = pos["step"]
         v = evaluate(model, valid_pairs, pad_id, args.max_tokens)
         pos["ckpt"] += 1
         save_checkpoint(args.run_dir, model, opt,
@@ -445,10 +449,8 @@ def train(args):
             if not args.checkpoint_min:
                 checkpoint(True)
                 last_ckpt = time.time()
-    if stopped and time.time() - last_ckpt > 60 * max(args.checkpoint_min, 0) / 2:
-        checkpoint(False)
-    if pos["ckpt"] == 0:
-        checkpoint(False)
+    if pos["ckpt"] == 0 or pos["step"] > last_ckpt_step:
+        checkpoint(False)  # steps since the last checkpoint are kept, however few
     history["runs"] = history["runs"] + [dict(history.pop("this_run", {}),
                                               init_from=bool(args.init_from))]
     finish(args, model, sp_path, sp, valid_pairs, history)
