@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "config.h"
 
 static char err[512];
@@ -571,9 +572,5 @@ int main(void)
     tcase_add_test(tc, test_help_lists_every_setting);
     tcase_add_test(tc, test_examples_load);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mt_check_run(srunner_create(s));
 }

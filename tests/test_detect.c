@@ -1,6 +1,8 @@
 /* test_detect.c: language identification over libexttextcat: real sentences in the
  * candidate languages, restriction to the candidates, confidences, bad input. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -118,9 +120,5 @@ int main(void)
     tcase_add_test(tc, test_no_evidence_and_errors);
     tcase_add_test(tc, test_confidence_sums);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return (failed == 0 && run > 0) ? EXIT_SUCCESS : EXIT_FAILURE;
+    return mt_check_run(srunner_create(s));
 }

@@ -4,6 +4,8 @@
  * compression kept); malformed files (not a zip, missing parts, invalid XML, zip bombs,
  * lying sizes, broken SubRip, invalid UTF-8) give errors that say what and where. */
 #include <check.h>
+
+#include "check_main.h"
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,9 +483,5 @@ int main(void)
     tcase_add_test(tc, test_odt);
     tcase_add_test(tc, test_malformed_zips);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run_n = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return (failed == 0 && run_n > 0) ? EXIT_SUCCESS : EXIT_FAILURE;
+    return mt_check_run(srunner_create(s));
 }

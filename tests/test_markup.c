@@ -1,5 +1,7 @@
 /* test_markup.c: inline HTML taken out of a block and put back around aligned words. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,9 +161,5 @@ int main(void)
     tcase_add_test(tc, unplaceable_elements_are_kept_in_order);
     tcase_add_test(tc, random_alignments_stay_well_formed);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return failed || run == 0 ? 1 : 0;
+    return mt_check_run(srunner_create(s));
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_main.h"
 #include "../model/internal.h"
 #include "../model/probe.h"
 #include "../model/safetensors.h"
@@ -908,9 +909,5 @@ static Suite *model_suite(void)
 int main(void)
 {
     mt_process_setup(NULL);
-    SRunner *sr = srunner_create(model_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mt_check_run(srunner_create(model_suite()));
 }

@@ -1,6 +1,8 @@
 /* test_protect.c: finding protected spans (URLs, e-mail, mentions, hashtags, format
  * placeholders), the cut text, and putting the spans back by alignment. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -131,9 +133,5 @@ int main(void)
     tcase_add_test(tc, restore_without_alignment_keeps_every_span_once_in_order);
     tcase_add_test(tc, restore_counts_each_span_exactly_once);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return failed || run == 0 ? 1 : 0;
+    return mt_check_run(srunner_create(s));
 }

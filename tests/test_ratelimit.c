@@ -2,6 +2,8 @@
  * and character limits with exact Retry-After, refill, clients independent, oversized
  * requests, the client table bounded. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,9 +106,5 @@ int main(void)
     tcase_add_test(tc, test_chars);
     tcase_add_test(tc, test_table_bounded);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return (failed == 0 && run > 0) ? EXIT_SUCCESS : EXIT_FAILURE;
+    return mt_check_run(srunner_create(s));
 }

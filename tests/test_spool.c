@@ -2,6 +2,8 @@
  * cannot name anything else, sanitised download names, limits, expiry on a fake clock,
  * leftovers of an earlier run removed, close removes the files. */
 #include <check.h>
+
+#include "check_main.h"
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,9 +194,5 @@ int main(void)
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_open_sweeps_leftovers);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return (failed == 0 && run > 0) ? EXIT_SUCCESS : EXIT_FAILURE;
+    return mt_check_run(srunner_create(s));
 }

@@ -1,6 +1,8 @@
 /* test_suggest.c: the SQLite suggestions store: create, add, count, reopen (persisted),
  * text with quotes and UTF-8 stored verbatim, errors naming the file. */
 #include <check.h>
+
+#include "check_main.h"
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,9 +91,5 @@ int main(void)
     tcase_add_test(tc, test_add_count_reopen);
     tcase_add_test(tc, test_errors);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr), run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return (failed == 0 && run > 0) ? EXIT_SUCCESS : EXIT_FAILURE;
+    return mt_check_run(srunner_create(s));
 }

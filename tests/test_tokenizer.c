@@ -4,6 +4,7 @@
  * (tests/test_tokenizer_vs_python.py checks hundreds more). Broken model directories are
  * built in a temporary directory at test time from the fixture files.
  */
+#include "check_main.h"
 #include "tokenizer.h"
 
 #include <check.h>
@@ -547,9 +548,5 @@ static Suite *tokenizer_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(tokenizer_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+    return mt_check_run(srunner_create(tokenizer_suite()));
 }

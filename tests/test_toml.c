@@ -2,6 +2,8 @@
  * items it yields, value types and escapes, and errors that name line and column. What
  * the items mean to mt-server (settings, [[models]]) is test_config.c's part. */
 #include <check.h>
+
+#include "check_main.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,10 +112,5 @@ int main(void)
     tcase_add_test(tc, value_types_and_escapes);
     tcase_add_test(tc, errors_name_line_and_column);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    int run = srunner_ntests_run(sr);
-    srunner_free(sr);
-    return failed || run == 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mt_check_run(srunner_create(s));
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_main.h"
 #include "tiny_model.h"
 #include "service.h"
 
@@ -484,9 +485,5 @@ int main(void)
     tcase_add_test(tc, html_text_is_decoded_for_encoding_and_escaped_when_joined);
     tcase_add_test(tc, html_pipeline_translates_each_text_node_as_plain_text_would);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return mt_check_run(srunner_create(s));
 }
