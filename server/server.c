@@ -2,6 +2,8 @@
  * load the models and start the translation service, drain, stop and free. */
 #include "internal.h"
 
+#include "cpus.h"
+
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,8 +151,8 @@ static int start_service(mt_server *s, char *err, size_t errlen)
     const mt_config *cfg = s->cfg;
     int workers = cfg->workers;
     if (workers <= 0) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        workers = (int)(cpus > 0 ? cpus : 1) / (cfg->threads_per_worker > 0 ? cfg->threads_per_worker : 1);
+        /* the CPUs this process may use (affinity, cgroup quota), not the host's */
+        workers = mt_available_cpus() / (cfg->threads_per_worker > 0 ? cfg->threads_per_worker : 1);
         if (workers < 1) workers = 1;
     }
     mt_service_config sc = {workers, cfg->threads_per_worker, cfg->queue_capacity,

@@ -1151,5 +1151,26 @@ def main():
     return 1 if failed or not result.wasSuccessful() else 0
 
 
+class TestWorkersFromCpus(unittest.TestCase):
+    """--workers 0 counts the CPUs this process may run on (affinity, cgroup quota), not
+    the host's: in a container limited to one CPU the server must not start a worker per
+    host core."""
+
+    def test_workers_zero_follows_affinity(self):
+        allowed = os.sched_getaffinity(0)
+        if len(allowed) < 2:
+            self.skipTest("needs at least two CPUs to tell affinity from the host count")
+        os.sched_setaffinity(0, {min(allowed)})  # the server inherits a one-CPU mask
+        try:
+            srv = Server(["--model", MODEL, "--workers", "0"], name="cpus0")
+        finally:
+            os.sched_setaffinity(0, allowed)
+        try:
+            h = json.loads(srv.request("GET", "/health")[2])
+            self.assertEqual(h["workers"], 1)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     sys.exit(main())
