@@ -2,7 +2,9 @@
  * AVX-512 (the pragma below); nothing here runs unless mt_kernels_get() found the CPU
  * able to, so the build stays for any x86-64. Tails use masked loads and stores, never a
  * scalar loop or a read past the end. */
+#if !defined(__clang__)
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl")
+#endif
 
 #include <immintrin.h>
 #include <math.h>
@@ -10,6 +12,11 @@
 
 #include "internal.h"
 #include "kernels.h"
+
+#if defined(__clang__) /* clang ignores GCC's pragma: the same target, function by function */
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl"))), \
+                             apply_to = function)
+#endif
 
 static inline __mmask16 tail_mask(int left) { return left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u); }
 
@@ -150,3 +157,7 @@ const mt_kernels mt_kernels_avx512 = {
     .scale = scale_avx512, .dot = dot_avx512, .axpy = axpy_avx512, .bias_act = bias_act_avx512,
     .top_k = top_k_avx512,
 };
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#endif
