@@ -57,6 +57,16 @@ static const setting SETTINGS[] = {
      "accepted API key (flag repeatable, env comma-separated); none: open access"},
     {"server", "web_root", "--web-root", NULL, "MT_WEB_ROOT", "DIR", K_STR, OFF(web_root), 0, 0,
      "directory of the web page served at / and of openapi.json for /spec (default: web/)"},
+    {"server", "suggestions_db", "--suggestions-db", NULL, "MT_SUGGESTIONS_DB", "FILE", K_STR,
+     OFF(suggestions_db), 0, 0, "SQLite file POST /suggest stores suggestions in (unset: /suggest answers 403)"},
+    {"server", "spool_dir", "--spool-dir", NULL, "MT_SPOOL_DIR", "DIR", K_STR, OFF(spool_dir), 0, 0,
+     "directory of the translated files of /translate_file (unset: a private directory in $TMPDIR)"},
+    {"limits", "max_file_bytes", "--max-file-bytes", NULL, "MT_MAX_FILE_BYTES", "N", K_LONG,
+     OFF(max_file_bytes), 0, 1073741824.0, "largest file /translate_file accepts (0: file translation off); beyond: 413"},
+    {"limits", "file_ttl", "--file-ttl", NULL, "MT_FILE_TTL", "SEC", K_FLOAT, OFF(file_ttl), 1, 31536000,
+     "seconds a translated file stays downloadable"},
+    {"limits", "max_file_jobs", "--max-file-jobs", NULL, "MT_MAX_FILE_JOBS", "N", K_INT,
+     OFF(max_file_jobs), 1, 100000, "translated files kept at once (running and finished); beyond: 503"},
     {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,
      "translation worker threads (0: one per CPU / threads_per_worker)"},
     {"workers", "threads_per_worker", "--threads-per-worker", "--threads",
@@ -120,6 +130,9 @@ void mt_config_init(mt_config *cfg)
     cfg->max_texts = 128;
     cfg->max_text_chars = 20000;
     cfg->max_beam_size = 16;
+    cfg->max_file_bytes = 5242880;
+    cfg->file_ttl = 3600;
+    cfg->max_file_jobs = 64;
     cfg->beam_size = 0;
     cfg->length_penalty = -1;
     cfg->max_length = 0;

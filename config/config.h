@@ -41,6 +41,11 @@ typedef struct {
     char **api_keys;        /* accepted API keys; none = no key needed */
     int n_api_keys;
     char web_root[256];     /* the web page's directory (/, /spec); empty: the source web/ */
+    char suggestions_db[256]; /* SQLite file of POST /suggest; empty: suggestions disabled (403) */
+    char spool_dir[256];    /* translated files of /translate_file; empty: a private dir under $TMPDIR */
+    long max_file_bytes;    /* largest file /translate_file accepts; beyond: 413 */
+    double file_ttl;        /* seconds a translated file stays downloadable */
+    int max_file_jobs;      /* files in the spool at once (running and finished); beyond: 503 */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */

@@ -41,27 +41,27 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 /* ---- names and detection -------------------------------------------------------- */
 
 static const struct {
-    mt_format fmt;
+    mt_file_format fmt;
     const char *name, *mime, *ext[2];
 } formats[] = {
-    {MT_FORMAT_TXT, "txt", "text/plain; charset=utf-8", {".txt", NULL}},
-    {MT_FORMAT_HTML, "html", "text/html; charset=utf-8", {".html", ".htm"}},
-    {MT_FORMAT_SRT, "srt", "application/x-subrip", {".srt", NULL}},
-    {MT_FORMAT_DOCX, "docx",
+    {MT_FILE_TXT, "txt", "text/plain; charset=utf-8", {".txt", NULL}},
+    {MT_FILE_HTML, "html", "text/html; charset=utf-8", {".html", ".htm"}},
+    {MT_FILE_SRT, "srt", "application/x-subrip", {".srt", NULL}},
+    {MT_FILE_DOCX, "docx",
      "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
      {".docx", NULL}},
-    {MT_FORMAT_ODT, "odt", "application/vnd.oasis.opendocument.text", {".odt", NULL}},
+    {MT_FILE_ODT, "odt", "application/vnd.oasis.opendocument.text", {".odt", NULL}},
 };
 enum { N_FORMATS = sizeof formats / sizeof formats[0] };
 
-const char *mt_format_name(mt_format fmt)
+const char *mt_format_name(mt_file_format fmt)
 {
     for (int i = 0; i < N_FORMATS; i++)
         if (formats[i].fmt == fmt) return formats[i].name;
     return "unknown";
 }
 
-const char *mt_format_mime(mt_format fmt)
+const char *mt_format_mime(mt_file_format fmt)
 {
     for (int i = 0; i < N_FORMATS; i++)
         if (formats[i].fmt == fmt) return formats[i].mime;
@@ -79,20 +79,20 @@ static int has_bytes(const unsigned char *d, size_t len, const char *needle)
 }
 
 /* Content sniffing, for names without a known extension. */
-static mt_format sniff(const unsigned char *d, size_t len)
+static mt_file_format sniff(const unsigned char *d, size_t len)
 {
     if (len >= 4 && memcmp(d, "PK\3\4", 4) == 0) {
         /* ODF stores "mimetype" first and uncompressed, so its value is visible. */
         if (has_bytes(d, len < 200 ? len : 200, "application/vnd.oasis.opendocument.text"))
-            return MT_FORMAT_ODT;
-        if (has_bytes(d, len, "word/document.xml")) return MT_FORMAT_DOCX;
-        return MT_FORMAT_UNKNOWN;
+            return MT_FILE_ODT;
+        if (has_bytes(d, len, "word/document.xml")) return MT_FILE_DOCX;
+        return MT_FILE_UNKNOWN;
     }
     size_t head = len < 1024 ? len : 1024;
     char buf[1025];
     for (size_t i = 0; i < head; i++) buf[i] = (char)tolower(d[i]);
     buf[head] = '\0';
-    if (strstr(buf, "<!doctype html") || strstr(buf, "<html")) return MT_FORMAT_HTML;
+    if (strstr(buf, "<!doctype html") || strstr(buf, "<html")) return MT_FILE_HTML;
     /* SubRip: a number line, then a timing line. */
     const char *p = buf;
     if (strncmp(p, "\xef\xbb\xbf", 3) == 0) p += 3;
@@ -100,13 +100,13 @@ static mt_format sniff(const unsigned char *d, size_t len)
     const char *nl = strchr(p, '\n');
     const char *nl2 = nl ? strchr(nl + 1, '\n') : NULL;
     const char *arrow = nl ? strstr(nl, "-->") : NULL;
-    if (isdigit((unsigned char)*p) && arrow && (!nl2 || arrow < nl2)) return MT_FORMAT_SRT;
+    if (isdigit((unsigned char)*p) && arrow && (!nl2 || arrow < nl2)) return MT_FILE_SRT;
     for (size_t i = 0; i < len; i++)
-        if (d[i] == 0) return MT_FORMAT_UNKNOWN;
-    return MT_FORMAT_TXT;
+        if (d[i] == 0) return MT_FILE_UNKNOWN;
+    return MT_FILE_TXT;
 }
 
-mt_format mt_format_detect(const char *filename, const unsigned char *data, size_t len)
+mt_file_format mt_format_detect(const char *filename, const unsigned char *data, size_t len)
 {
     const char *dot = filename ? strrchr(filename, '.') : NULL;
     if (dot)
@@ -114,7 +114,7 @@ mt_format mt_format_detect(const char *filename, const unsigned char *data, size
             for (int e = 0; e < 2; e++)
                 if (formats[i].ext[e] && strcasecmp(dot, formats[i].ext[e]) == 0)
                     return formats[i].fmt;
-    return data ? sniff(data, len) : MT_FORMAT_UNKNOWN;
+    return data ? sniff(data, len) : MT_FILE_UNKNOWN;
 }
 
 /* ---- units: the texts of one file, translated in batches -------------------------- */
@@ -572,9 +572,9 @@ typedef struct {
 } part;
 
 /* Is entry `name` one we translate? */
-static int wanted_part(mt_format fmt, const char *name)
+static int wanted_part(mt_file_format fmt, const char *name)
 {
-    if (fmt == MT_FORMAT_ODT) return strcmp(name, "content.xml") == 0;
+    if (fmt == MT_FILE_ODT) return strcmp(name, "content.xml") == 0;
     if (strcmp(name, "word/document.xml") == 0 || strcmp(name, "word/footnotes.xml") == 0 ||
         strcmp(name, "word/endnotes.xml") == 0)
         return 1;
@@ -651,7 +651,7 @@ static xmlDoc *parse_part(const unsigned char *data, size_t len, const char *nam
     return doc;
 }
 
-static int do_zip(mt_format fmt, const unsigned char *data, size_t len,
+static int do_zip(mt_file_format fmt, const unsigned char *data, size_t len,
                   const mt_format_options *opt, mt_format_translate_fn tr,
                   mt_format_progress_fn pr, void *user, unsigned char **out, size_t *out_len,
                   char *err, size_t errlen)
@@ -689,7 +689,7 @@ static int do_zip(mt_format fmt, const unsigned char *data, size_t len,
     if (!parts) { set_err(err, errlen, "out of memory"); goto fail; }
     zip_uint64_t total = 0;
     int have_main = 0;
-    const char *main_part = fmt == MT_FORMAT_ODT ? "content.xml" : "word/document.xml";
+    const char *main_part = fmt == MT_FILE_ODT ? "content.xml" : "word/document.xml";
     for (zip_int64_t i = 0; i < n_entries; i++) {
         zip_stat_t st;
         if (zip_stat_index(za, (zip_uint64_t)i, 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME) ||
@@ -718,7 +718,7 @@ static int do_zip(mt_format fmt, const unsigned char *data, size_t len,
         pt->doc = parse_part(xml, plen, where, err, errlen);
         free(xml);
         if (!pt->doc) goto fail;
-        pt->paras.docx = (fmt == MT_FORMAT_DOCX);
+        pt->paras.docx = (fmt == MT_FILE_DOCX);
         xmlNode *root = xmlDocGetRootElement(pt->doc);
         if (!root || find_paras(&pt->paras, root) != 0 || para_texts(&pt->paras) != 0) {
             set_err(err, errlen, "%s: %s: cannot read paragraphs", fname, st.name);
@@ -797,7 +797,7 @@ fail:
 
 /* ---- entry point ------------------------------------------------------------------------ */
 
-int mt_format_translate(mt_format fmt, const unsigned char *data, size_t len,
+int mt_format_translate(mt_file_format fmt, const unsigned char *data, size_t len,
                         const mt_format_options *opt, mt_format_translate_fn translate,
                         mt_format_progress_fn progress, void *user, unsigned char **out,
                         size_t *out_len, char *err, size_t errlen)
@@ -816,7 +816,7 @@ int mt_format_translate(mt_format fmt, const unsigned char *data, size_t len,
         return -1;
     }
     if (!data) data = (const unsigned char *)"";
-    if (fmt == MT_FORMAT_TXT || fmt == MT_FORMAT_SRT || fmt == MT_FORMAT_HTML) {
+    if (fmt == MT_FILE_TXT || fmt == MT_FILE_SRT || fmt == MT_FILE_HTML) {
         long bad = utf8_invalid_at(data, len);
         if (bad >= 0) {
             set_err(err, errlen, "%s: not UTF-8 text (invalid byte 0x%02x at offset %ld)",
@@ -832,13 +832,13 @@ int mt_format_translate(mt_format fmt, const unsigned char *data, size_t len,
         }
     }
     switch (fmt) {
-    case MT_FORMAT_TXT:
+    case MT_FILE_TXT:
         return do_txt((const char *)data, len, opt, translate, progress, user, out, out_len,
                       err, errlen);
-    case MT_FORMAT_SRT:
+    case MT_FILE_SRT:
         return do_srt((const char *)data, len, opt, translate, progress, user, out, out_len,
                       err, errlen);
-    case MT_FORMAT_HTML: {
+    case MT_FILE_HTML: {
         units u = {0};
         int rc = -1;
         buf b = {0};
@@ -854,8 +854,8 @@ int mt_format_translate(mt_format fmt, const unsigned char *data, size_t len,
         units_free(&u);
         return rc;
     }
-    case MT_FORMAT_DOCX:
-    case MT_FORMAT_ODT:
+    case MT_FILE_DOCX:
+    case MT_FILE_ODT:
         return do_zip(fmt, data, len, opt, translate, progress, user, out, out_len, err,
                       errlen);
     default:

@@ -28,13 +28,13 @@
 #include <stddef.h>
 
 typedef enum {
-    MT_FORMAT_UNKNOWN = 0,
-    MT_FORMAT_TXT,
-    MT_FORMAT_HTML,
-    MT_FORMAT_SRT,
-    MT_FORMAT_DOCX,
-    MT_FORMAT_ODT,
-} mt_format;
+    MT_FILE_UNKNOWN = 0,
+    MT_FILE_TXT,
+    MT_FILE_HTML,
+    MT_FILE_SRT,
+    MT_FILE_DOCX,
+    MT_FILE_ODT,
+} mt_file_format;
 
 /* Translates texts[0..n) (lens[i] bytes each, not NUL-terminated), html = 1 when they
  * are HTML. Fills out[i] with malloc'd NUL-terminated translations that the caller
@@ -62,14 +62,14 @@ mt_format_options mt_format_options_default(void);
 void mt_format_global_init(void);
 
 /* Format from the file name's extension, else from the content; UNKNOWN if neither. */
-mt_format mt_format_detect(const char *filename, const unsigned char *data, size_t len);
-const char *mt_format_name(mt_format fmt);      /* "docx" ... */
-const char *mt_format_mime(mt_format fmt);      /* Content-Type of such a file */
+mt_file_format mt_format_detect(const char *filename, const unsigned char *data, size_t len);
+const char *mt_format_name(mt_file_format fmt);      /* "docx" ... */
+const char *mt_format_mime(mt_file_format fmt);      /* Content-Type of such a file */
 /* Comma-separated extensions handled (".txt,.html,...") for /frontend/settings. */
 const char *mt_format_extensions(void);
 
 /* Translates data[0..len) of format fmt into *out (malloc'd, *out_len bytes). */
-int mt_format_translate(mt_format fmt, const unsigned char *data, size_t len,
+int mt_format_translate(mt_file_format fmt, const unsigned char *data, size_t len,
                         const mt_format_options *opt, mt_format_translate_fn translate,
                         mt_format_progress_fn progress, void *user, unsigned char **out,
                         size_t *out_len, char *err, size_t errlen);

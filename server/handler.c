@@ -56,18 +56,31 @@ static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *metho
             return defer(c, 405, "method not allowed: use GET");
         return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 0, NULL);
     }
-    if (c->ep == MT_EP_OTHER && strcmp(c->path, "/suggest") == 0) /* as LibreTranslate, disabled */
-        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 403,
-                     "Suggestions are disabled on this server.");
+    int lt = strcmp(c->path, "/detect") == 0        ? SRV_LT_DETECT
+             : strcmp(c->path, "/suggest") == 0       ? SRV_LT_SUGGEST
+             : strcmp(c->path, "/translate_file") == 0 ? SRV_LT_FILE
+                                                      : SRV_LT_NONE;
+    if (c->ep == MT_EP_OTHER && lt != SRV_LT_NONE) {
+        if (strcmp(method, "OPTIONS") == 0) return defer(c, 204, NULL);
+        if (!is_post) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "method not allowed: use POST %s", c->path);
+            return defer(c, 405, msg);
+        }
+        c->lt_post = lt;
+        if (lt == SRV_LT_FILE) c->body_limit = (size_t)s->cfg->max_file_bytes + 65536;
+    }
     /* ---- end issue 14 ---- */
-    if (c->ep == MT_EP_OTHER) {
+    if (c->ep == MT_EP_OTHER && !c->lt_post) {
         char msg[300];
         snprintf(msg, sizeof msg, "not found: %s (endpoints: POST /translate, GET /languages, "
-                 "GET /health, GET /metrics)", c->path);
+                 "GET /health, GET /metrics, POST /detect, POST /translate_file, GET /spec)", c->path);
         return defer(c, 404, msg);
     }
     if (strcmp(method, "OPTIONS") == 0) return defer(c, 204, NULL); /* CORS preflight */
-    if (c->ep == MT_EP_TRANSLATE) {
+    if (c->lt_post) {
+        /* issue 14: POST /detect, /suggest, /translate_file: read the body as /translate's */
+    } else if (c->ep == MT_EP_TRANSLATE) {
         if (!is_post) return defer(c, 405, "method not allowed: use POST /translate");
     } else if (c->ep == MT_EP_LANGUAGES && is_post) {
         return defer(c, 0, NULL); /* LibreTranslate accepts POST /languages; body ignored */
@@ -90,9 +103,9 @@ static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *metho
         char *end;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (!errno && end != cl && n > (unsigned long long)s->cfg->max_body_bytes) {
-            snprintf(err, sizeof err, "request body too large: %llu bytes (limit %ld)", n,
-                     s->cfg->max_body_bytes);
+        if (!errno && end != cl && n > (unsigned long long)c->body_limit) {
+            snprintf(err, sizeof err, "request body too large: %llu bytes (limit %zu)", n,
+                     c->body_limit);
             return srv_send_error(c, 413, err);
         }
     }
@@ -116,6 +129,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         c->fd = -1;
         c->t_start = mt_now();
         c->ep = endpoint_of(url);
+        c->body_limit = (size_t)s->cfg->max_body_bytes;
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%s", url);
         note_remote(c);
@@ -131,9 +145,9 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
                 /* Bodies are read (and dropped) so that an answer can be sent; one that
                  * goes on far past the limit gets the connection closed instead. */
                 c->dropped += n;
-                return c->dropped > (size_t)s->cfg->max_body_bytes + (1u << 20) ? MHD_NO : MHD_YES;
+                return c->dropped > c->body_limit + (1u << 20) ? MHD_NO : MHD_YES;
             }
-            if (c->len + n > (size_t)s->cfg->max_body_bytes) {
+            if (c->len + n > c->body_limit) {
                 c->too_large = 1;
                 c->dropped = c->len + n;
                 return MHD_YES;
@@ -141,7 +155,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
             if (c->len + n + 1 > c->cap) {
                 size_t cap = c->cap ? c->cap : 4096;
                 while (cap < c->len + n + 1) cap *= 2;
-                if (cap > (size_t)s->cfg->max_body_bytes + 1) cap = (size_t)s->cfg->max_body_bytes + 1;
+                if (cap > c->body_limit + 1) cap = c->body_limit + 1;
                 char *b = realloc(c->body, cap);
                 if (!b) return MHD_NO;
                 c->body = b;
@@ -160,9 +174,10 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         }
         if (c->too_large) {
             char msg[128];
-            snprintf(msg, sizeof msg, "request body too large (limit %ld bytes)", s->cfg->max_body_bytes);
+            snprintf(msg, sizeof msg, "request body too large (limit %zu bytes)", c->body_limit);
             return srv_send_error(c, 413, msg);
         }
+        if (c->lt_post) return srv_lt_respond_post(s, c); /* issue 14 */
         mt_service_arriving(s->svc, 1);
         enum MHD_Result r = srv_start_translate(s, c);
         mt_service_arriving(s->svc, -1);

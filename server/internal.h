@@ -22,6 +22,9 @@
 #include "service.h"
 
 typedef struct mt_ratelimit mt_ratelimit;
+typedef struct mt_detector mt_detector;
+typedef struct mt_suggest mt_suggest;
+typedef struct mt_spool mt_spool;
 
 typedef struct req_ctx req_ctx;
 
@@ -49,7 +52,18 @@ struct mt_server {
     pthread_t watcher;
     /* ---- LibreTranslate parity (issue 14; lt_*.c) ---- */
     mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
+    mt_detector *detector;    /* the models' source languages; NULL: none detectable */
+    mt_suggest *suggest;      /* POST /suggest's store; NULL: disabled (403) */
+    mt_spool *spool;          /* translated files; NULL: file translation off */
+    char spool_dir[512];
+    int spool_dir_made;       /* a private directory this server made (removed at free) */
+    pthread_mutex_t files_mu; /* the file-translation threads: counted, waited for at stop */
+    pthread_cond_t files_cond;
+    int files_running, files_stop, files_init;
 };
+
+/* POST endpoints of lt_*.c whose body handler.c reads (req_ctx.lt_post). */
+enum { SRV_LT_NONE = 0, SRV_LT_DETECT, SRV_LT_SUGGEST, SRV_LT_FILE };
 
 enum { P_NEW = 0, P_BODY, P_QUEUED, P_DONE };
 
@@ -84,6 +98,12 @@ struct req_ctx {
     int fd;
     req_ctx *wnext, *wprev;
     int watched;
+    /* ---- issue 14 ---- */
+    int lt_post;              /* SRV_LT_*: which lt_*.c endpoint answers the body */
+    size_t body_limit;        /* largest body read (413 beyond) */
+    int *auto_routes;         /* source "auto": each text's detected route */
+    double *auto_conf;        /* and its confidence (0..100) */
+    mt_translation *auto_results; /* per text, filled one route (job) after another */
 };
 
 /* respond.c */
@@ -124,6 +144,34 @@ int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
 /* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings */
 int srv_lt_is_get_path(const char *path);
 enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c);
+
+/* lt_detect.c: POST /detect, source "auto" per text, POST /suggest (issue 14) */
+int srv_lt_detect_init(mt_server *s, char *err, size_t errlen); /* after the models load */
+int srv_lt_suggest_init(mt_server *s, char *err, size_t errlen);
+void srv_lt_detect_free(mt_server *s);
+/* source "auto" with a target: detects each text (c->auto_routes, c->route = the first's).
+ * 0 (nothing to do or done) or an HTTP status with a message. */
+int srv_lt_auto_detect(mt_server *s, req_ctx *c, char *err, size_t errlen);
+/* Texts of several languages are translated one route after another: after a job of
+ * c->route finished, copies its results into c->auto_results and moves c->route to the
+ * next route with texts left. 1: another job is needed, 0: all done, -1: no memory. */
+int srv_lt_auto_next(req_ctx *c);
+/* The route into target from the language text[0..len) is in, or -1. */
+int srv_lt_detect_route(mt_server *s, const char *text, size_t len, const char *target);
+/* The body of a POST /detect, /suggest or /translate_file is complete. */
+enum MHD_Result srv_lt_respond_post(mt_server *s, req_ctx *c);
+
+/* lt_files.c: POST /translate_file, GET /download_file/ID (issue 14) */
+int srv_lt_files_init(mt_server *s, char *err, size_t errlen);
+void srv_lt_files_stop(mt_server *s); /* waits for the translating threads (service aborted first) */
+void srv_lt_files_free(mt_server *s);
+int srv_lt_files_enabled(const mt_server *s);
+int srv_lt_is_download_path(const char *path);
+enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c);
+enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c);
+
+/* translate.c: 0 when no keys are configured or obj / the headers present one; else 403. */
+int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen);
 
 /* handler.c: libmicrohttpd callbacks (cls: the server) */
 enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const char *url,

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats.h"
+
 typedef struct {
     const char *path, *file, *type;
 } static_file;
@@ -32,7 +34,8 @@ static const static_file *static_of(const char *path)
 
 int srv_lt_is_get_path(const char *path)
 {
-    return strcmp(path, "/frontend/settings") == 0 || static_of(path) != NULL;
+    return strcmp(path, "/frontend/settings") == 0 || static_of(path) != NULL ||
+           srv_lt_is_download_path(path);
 }
 
 /* Reads the file anew for each request: the page can be edited without a restart. */
@@ -82,6 +85,7 @@ enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
 {
     const static_file *f = static_of(c->path);
     if (f) return respond_file(s, c, f);
+    if (srv_lt_is_download_path(c->path)) return srv_lt_respond_download(s, c);
     if (strcmp(c->path, "/frontend/settings") != 0) return srv_send_error(c, 404, "not found");
     if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
     const mt_route *r = mt_langs_count(s->langs) > 0 ? mt_langs_get(s->langs, 0) : NULL;
@@ -90,14 +94,24 @@ enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
         json_object_set_new(lang, "source", lang_json(r->source));
         json_object_set_new(lang, "target", lang_json(r->target));
     }
-    json_t *body = json_pack("{s:b, s:i, s:b, s:i, s:b, s:o, s:b, s:[]}",
+    json_t *formats = json_array();
+    if (srv_lt_files_enabled(s)) { /* ".txt,.html,..." as a list */
+        const char *p = mt_format_extensions();
+        while (*p) {
+            size_t n = strcspn(p, ",");
+            json_array_append_new(formats, json_stringn(p, n));
+            p += n + (p[n] == ',');
+        }
+    }
+    json_t *body = json_pack("{s:b, s:i, s:b, s:i, s:b, s:o, s:b, s:o, s:I}",
                              "apiKeys", s->cfg->n_api_keys > 0,
                              "charLimit", s->cfg->max_text_chars,
-                             "filesTranslation", 0, /* /translate_file is not wired yet */
+                             "filesTranslation", srv_lt_files_enabled(s),
                              "frontendTimeout", 500,
                              "keyRequired", s->cfg->n_api_keys > 0,
                              "language", lang,
-                             "suggestions", 0, /* /suggest is not wired yet */
-                             "supportedFilesFormat");
+                             "suggestions", s->suggest != NULL,
+                             "supportedFilesFormat", formats,
+                             "maxFileBytes", (json_int_t)(srv_lt_files_enabled(s) ? s->cfg->max_file_bytes : 0));
     return srv_send_json(c, 200, body, NULL, NULL);
 }

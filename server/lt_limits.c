@@ -11,6 +11,7 @@
 int srv_lt_init(mt_server *s, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
+    if (srv_lt_files_init(s, err, errlen) || srv_lt_suggest_init(s, err, errlen)) return -1;
     if (cfg->req_limit <= 0 && cfg->char_limit_per_minute <= 0) return 0;
     mt_ratelimit_options o = mt_ratelimit_options_default();
     o.requests_per_minute = cfg->req_limit;
@@ -23,6 +24,8 @@ void srv_lt_free(mt_server *s)
 {
     mt_ratelimit_free(s->ratelimit);
     s->ratelimit = NULL;
+    srv_lt_files_free(s);
+    srv_lt_detect_free(s);
 }
 
 int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,

@@ -201,82 +201,121 @@ static const char *find_mem(const char *h, size_t hn, const char *n, size_t nn)
     return memmem(h, hn, n, nn);
 }
 
-static int decode_multipart(const char *boundary, const char *body, size_t len, json_t *obj,
-                            char *err, size_t errlen)
+/* Reads one Content-Disposition parameter value (quoted or bare) at q (after "key=");
+ * returns the position after it, or NULL for an unterminated quote. */
+static const char *disposition_value(const char *q, const char *qe, const char **v, size_t *vn)
+{
+    if (q < qe && *q == '"') {
+        const char *cq = memchr(q + 1, '"', (size_t)(qe - q - 1));
+        if (!cq) return NULL;
+        *v = q + 1;
+        *vn = (size_t)(cq - q - 1);
+        return cq + 1;
+    }
+    *v = q;
+    while (q < qe && *q != ';' && *q != ' ') q++;
+    *vn = (size_t)(q - *v);
+    return q;
+}
+
+/* Fills a part's name, filename and content type from its header block [p, hend). */
+static int part_headers(const char *p, const char *hend, mt_multipart_part *part, char *err,
+                        size_t errlen)
+{
+    for (const char *h = p; h < hend;) {
+        const char *le = find_mem(h, (size_t)(hend + 2 - h), "\r\n", 2);
+        if (!le || le > hend) le = hend;
+        size_t hl = (size_t)(le - h);
+        if (hl > 20 && strncasecmp(h, "content-disposition:", 20) == 0) {
+            const char *q = h + 20, *qe = le;
+            while (q < qe) {
+                while (q < qe && (*q == ' ' || *q == ';' || *q == '\t')) q++;
+                const char **v = NULL;
+                size_t *vn = NULL;
+                if (qe - q > 5 && strncasecmp(q, "name=", 5) == 0) {
+                    q += 5, v = &part->name, vn = &part->name_len;
+                } else if (qe - q > 9 && strncasecmp(q, "filename=", 9) == 0) {
+                    q += 9, v = &part->filename, vn = &part->filename_len;
+                    part->has_filename = 1;
+                }
+                if (v) {
+                    q = disposition_value(q, qe, v, vn);
+                    if (!q) return mt_error(400, err, errlen, "malformed multipart body: unterminated quoted value");
+                } else {
+                    while (q < qe && *q != ';') q++;
+                }
+            }
+        } else if (hl > 13 && strncasecmp(h, "content-type:", 13) == 0) {
+            const char *v = h + 13;
+            while (v < le && (*v == ' ' || *v == '\t')) v++;
+            part->content_type = v;
+            part->content_type_len = (size_t)(le - v);
+        }
+        h = le + 2;
+    }
+    return 0;
+}
+
+int mt_multipart_parse(const char *boundary, const char *body, size_t len,
+                       mt_multipart_fn fn, void *user, char *err, size_t errlen)
 {
     char delim[80];
-    int dl = snprintf(delim, sizeof delim, "--%s", boundary);
+    int dl = snprintf(delim, sizeof delim, "--%s", boundary ? boundary : "");
     if (dl <= 2 || (size_t)dl >= sizeof delim)
         return mt_error(400, err, errlen, "invalid multipart boundary");
+    char crd[84];
+    int cl = snprintf(crd, sizeof crd, "\r\n%s", delim);
     /* The first delimiter: at the start or after a CRLF (a preamble may precede). */
     const char *p = NULL;
     if (len >= (size_t)dl && memcmp(body, delim, (size_t)dl) == 0) {
         p = body;
     } else {
-        char crd[84];
-        int cl = snprintf(crd, sizeof crd, "\r\n%s", delim);
         const char *f = find_mem(body, len, crd, (size_t)cl);
         if (f) p = f + 2;
     }
     if (!p) return mt_error(400, err, errlen, "malformed multipart body: boundary not found");
     const char *end = body + len;
-    char crd[84];
-    int cl = snprintf(crd, sizeof crd, "\r\n%s", delim);
-    for (;;) {
+    for (int index = 0;; index++) {
         p += dl;
         if (end - p >= 2 && p[0] == '-' && p[1] == '-') return 0; /* closing delimiter */
         while (p < end && (*p == ' ' || *p == '\t')) p++;
         if (end - p < 2 || p[0] != '\r' || p[1] != '\n')
-            return mt_error(400, err, errlen, "malformed multipart body: bad delimiter line");
+            return mt_error(400, err, errlen, "malformed multipart body: bad delimiter line (part %d)", index + 1);
         p += 2;
-        const char *hend = find_mem(p, (size_t)(end - p), "\r\n\r\n", 4);
-        const char *content;
+        const char *hend, *content;
         if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') {
-            hend = p - 2; /* no headers at all */
+            hend = p; /* no headers at all */
             content = p + 2;
         } else {
-            if (!hend) return mt_error(400, err, errlen, "malformed multipart body: unterminated part headers");
+            hend = find_mem(p, (size_t)(end - p), "\r\n\r\n", 4);
+            if (!hend)
+                return mt_error(400, err, errlen, "malformed multipart body: unterminated headers of part %d", index + 1);
             content = hend + 4;
         }
-        /* Content-Disposition: form-data; name="field" */
-        const char *name = NULL;
-        size_t nlen = 0;
-        for (const char *h = p; h < hend;) {
-            const char *le = find_mem(h, (size_t)(hend + 2 - h), "\r\n", 2);
-            if (!le) le = hend;
-            size_t hl = (size_t)(le - h);
-            if (hl > 20 && strncasecmp(h, "content-disposition:", 20) == 0) {
-                const char *q = h + 20, *qe = le;
-                while (q < qe) {
-                    while (q < qe && (*q == ' ' || *q == ';' || *q == '\t')) q++;
-                    if (qe - q > 5 && strncasecmp(q, "name=", 5) == 0) {
-                        q += 5;
-                        if (q < qe && *q == '"') {
-                            const char *cq = memchr(q + 1, '"', (size_t)(qe - q - 1));
-                            if (!cq) return mt_error(400, err, errlen, "malformed multipart body: unterminated name");
-                            name = q + 1;
-                            nlen = (size_t)(cq - q - 1);
-                            q = cq + 1;
-                        } else {
-                            name = q;
-                            while (q < qe && *q != ';' && *q != ' ') q++;
-                            nlen = (size_t)(q - name);
-                        }
-                    } else {
-                        while (q < qe && *q != ';') q++;
-                    }
-                }
-            }
-            h = le + 2;
-        }
-        const char *next = find_mem(content, (size_t)(end - content), crd, (size_t)cl);
-        if (!next) return mt_error(400, err, errlen, "malformed multipart body: missing closing boundary");
-        if (!name)
-            return mt_error(400, err, errlen, "malformed multipart body: part without a form-data name");
-        int rc = add_field(obj, name, nlen, content, (size_t)(next - content), err, errlen);
+        mt_multipart_part part = {0};
+        int rc = part_headers(p, hend, &part, err, errlen);
         if (rc) return rc;
+        const char *next = find_mem(content, (size_t)(end - content), crd, (size_t)cl);
+        if (!next)
+            return mt_error(400, err, errlen, "malformed multipart body: missing closing boundary after part %d", index + 1);
+        if (!part.name)
+            return mt_error(400, err, errlen, "malformed multipart body: part %d without a form-data name", index + 1);
+        part.data = content;
+        part.len = (size_t)(next - content);
+        if ((rc = fn(user, &part, err, errlen))) return rc;
         p = next + 2;
     }
+}
+
+static int field_part(void *user, const mt_multipart_part *part, char *err, size_t errlen)
+{
+    return add_field(user, part->name, part->name_len, part->data, part->len, err, errlen);
+}
+
+static int decode_multipart(const char *boundary, const char *body, size_t len, json_t *obj,
+                            char *err, size_t errlen)
+{
+    return mt_multipart_parse(boundary, body, len, field_part, obj, err, errlen);
 }
 
 int mt_request_decode(mt_content_type type, const char *boundary, const char *body, size_t len,

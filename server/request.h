@@ -68,4 +68,21 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
                      mt_request *req, char *err, size_t errlen);
 void mt_request_clear(mt_request *req);
 
+/* One part of a multipart/form-data body: pointers into the body (not NUL-terminated).
+ * filename is set (has_filename) for a file upload; content_type when the part has one. */
+typedef struct {
+    const char *name, *filename, *content_type, *data;
+    size_t name_len, filename_len, content_type_len, len;
+    int has_filename;
+} mt_multipart_part;
+
+/* Called for each part in order; returns 0 to go on, or an HTTP status (with err set). */
+typedef int (*mt_multipart_fn)(void *user, const mt_multipart_part *part, char *err, size_t errlen);
+
+/* The one multipart/form-data reader (the /translate form fields and /translate_file
+ * uploads): splits body[0..len) on boundary and calls fn for each part. Returns 0, fn's
+ * status, or 400 with a message naming the part that is malformed. */
+int mt_multipart_parse(const char *boundary, const char *body, size_t len,
+                       mt_multipart_fn fn, void *user, char *err, size_t errlen);
+
 #endif

@@ -189,6 +189,7 @@ int mt_server_load(mt_server *s, char *err, size_t errlen)
         return -1;
     }
     if (start_service(s, err, errlen)) return -1;
+    if (srv_lt_detect_init(s, err, errlen)) return -1; /* issue 14: the models' languages */
     atomic_store(&s->ready, 1);
     return 0;
 }
@@ -227,6 +228,7 @@ void mt_server_free(mt_server *s)
     /* Give resumed connections a moment to send their answers. */
     for (int i = 0; i < 50 && atomic_load(&s->in_flight) > 0; i++) usleep(10000);
     if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_lt_files_stop(s); /* issue 14: file threads use the service (aborted above) */
     mt_service_free(s->svc);
     for (int i = 0; i < s->n_models; i++) {
         mt_translator_free(s->trs[i]);

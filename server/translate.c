@@ -20,7 +20,7 @@ static int ct_equal(const char *a, const char *b)
 }
 
 /* 0 when no keys are configured or a configured key is presented; else 403 + message. */
-static int check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
+int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
     if (cfg->n_api_keys == 0) return 0;
@@ -76,6 +76,10 @@ void srv_free_translation(req_ctx *c)
 {
     mt_service_job_free(c->job);
     c->job = NULL;
+    if (c->auto_results)
+        for (int t = 0; t < c->req.n_texts; t++) mt_translation_clear(&c->auto_results[t]);
+    free(c->auto_results), free(c->auto_routes), free(c->auto_conf);
+    c->auto_results = NULL, c->auto_routes = NULL, c->auto_conf = NULL;
     mt_request_clear(&c->req);
 }
 
@@ -84,6 +88,15 @@ static double round3(double x) { return floor(x * 1000.0 + 0.5) / 1000.0; }
 static json_t *detected_json(const char *lang)
 {
     return json_pack("{s:f, s:s}", "confidence", 100.0, "language", lang);
+}
+
+/* Text t's detectedLanguage: what detection found (issue 14), else the route's source. */
+static json_t *detected_text_json(mt_server *s, req_ctx *c, int t, const char *source)
+{
+    if (!c->auto_routes) return detected_json(source);
+    double conf = (double)(long)(c->auto_conf[t] * 10 + 0.5) / 10.0;
+    return json_pack("{s:f, s:s}", "confidence", conf, "language",
+                     mt_langs_get(s->langs, c->auto_routes[t])->source);
 }
 
 /* The translations as the response's arrays: texts and scores (best), n-best lists
@@ -98,7 +111,8 @@ static void parts_free(answer_parts *p)
     json_decref(p->alts), json_decref(p->detected);
 }
 
-static int build_parts(const mt_translation *res, int n_texts, const char *source, answer_parts *p)
+static int build_parts(mt_server *s, req_ctx *c, const mt_translation *res, int n_texts,
+                       const char *source, answer_parts *p)
 {
     *p = (answer_parts){json_array(), json_array(), json_array(), json_array(), json_array()};
     if (!p->texts || !p->scores || !p->nbest || !p->alts || !p->detected) return -1;
@@ -117,7 +131,7 @@ static int build_parts(const mt_translation *res, int n_texts, const char *sourc
         }
         json_array_append_new(p->nbest, list);
         json_array_append_new(p->alts, alt);
-        json_array_append_new(p->detected, detected_json(source));
+        json_array_append_new(p->detected, detected_text_json(s, c, t, source));
     }
     return 0;
 }
@@ -126,6 +140,7 @@ static int build_parts(const mt_translation *res, int n_texts, const char *sourc
  * or an array as the request's q was. Takes the parts. */
 static json_t *libre_body(req_ctx *c, const mt_route *route, int n_best, answer_parts *p)
 {
+    (void)route;
     json_t *body;
     if (c->req.text_is_array) {
         body = json_pack("{s:o}", "translatedText", p->texts);
@@ -136,7 +151,7 @@ static json_t *libre_body(req_ctx *c, const mt_route *route, int n_best, answer_
     } else {
         body = json_pack("{s:O}", "translatedText", json_array_get(p->texts, 0));
         if (n_best > 1) json_object_set(body, "alternatives", json_array_get(p->alts, 0));
-        if (c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+        if (c->detected) json_object_set(body, "detectedLanguage", json_array_get(p->detected, 0));
         json_decref(p->texts), json_decref(p->alts), json_decref(p->detected);
     }
     json_decref(p->scores);
@@ -160,7 +175,10 @@ static json_t *native_body(mt_server *s, req_ctx *c, const mt_route *route, int 
                              round3((now - c->t_start) * 1e3));
     if (body && n_best > 1) json_object_set_new(body, "n_best", p->nbest);
     else json_decref(p->nbest);
-    if (body && c->detected) json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+    if (body && c->detected) {
+        if (c->auto_routes) json_object_set(body, "detectedLanguage", p->detected);
+        else json_object_set_new(body, "detectedLanguage", detected_json(route->source));
+    }
     json_decref(p->alts);
     json_decref(p->detected);
     return body;
@@ -169,11 +187,11 @@ static json_t *native_body(mt_server *s, req_ctx *c, const mt_route *route, int 
 /* Builds the 200 answer once every text is translated. */
 static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
 {
-    const mt_route *route = mt_langs_get(s->langs, c->route);
-    const mt_translation *res = mt_service_job_results(c->job);
+    const mt_route *route = mt_langs_get(s->langs, c->auto_routes ? c->auto_routes[0] : c->route);
+    const mt_translation *res = c->auto_results ? c->auto_results : mt_service_job_results(c->job);
     int n_best = c->req.n_texts > 0 ? res[0].n_best : 1;
     answer_parts p;
-    if (build_parts(res, c->req.n_texts, route->source, &p)) {
+    if (build_parts(s, c, res, c->req.n_texts, route->source, &p)) {
         parts_free(&p);
         return srv_send_error(c, 500, "could not decode the translation");
     }
@@ -184,6 +202,8 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
                                                 : native_body(s, c, route, n_best, &p);
     return srv_send_json(c, 200, body, NULL, NULL);
 }
+
+static enum MHD_Result start_part(mt_server *s, req_ctx *c);
 
 /* The job finished (resumed connection): 200, or why not. */
 enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
@@ -197,7 +217,17 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
     }
     const char *why;
     switch (mt_service_job_outcome(c->job, &why)) {
-    case MT_SERVICE_OK: return respond_translation(s, c);
+    case MT_SERVICE_OK:
+        if (c->auto_routes) { /* issue 14: texts of several languages, one route at a time */
+            int more = srv_lt_auto_next(c);
+            if (more < 0) return srv_send_error(c, 500, "out of memory");
+            if (more) {
+                mt_service_job_free(c->job);
+                c->job = NULL;
+                return start_part(s, c);
+            }
+        }
+        return respond_translation(s, c);
     case MT_SERVICE_CLIENT_GONE:
         c->status = 499; /* nobody to answer: close */
         snprintf(c->error, sizeof c->error, "client disconnected");
@@ -226,7 +256,7 @@ static int read_request(mt_server *s, req_ctx *c, char *key, size_t keylen, char
     int st = mt_request_decode(c->ctype, c->boundary, c->body ? c->body : "", c->len, &obj,
                                &from_form, err, errlen);
     if (st) return st;
-    if ((st = check_api_key(s, c, obj, err, errlen))) {
+    if ((st = srv_check_api_key(s, c, obj, err, errlen))) {
         json_decref(obj);
         return st;
     }
@@ -269,18 +299,40 @@ enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c)
     for (int i = 0; i < c->req.n_texts; i++) chars += (long)mt_utf8_chars(c->req.texts[i], c->req.lens[i]);
     enum MHD_Result limited;
     if (srv_lt_rate_check(s, c, key, chars, &limited)) return limited;
-    c->route = mt_langs_resolve(s->langs, c->req.source, c->req.target, &c->detected, err, sizeof err);
+    /* issue 14: source "auto" detects each text's language (c->auto_routes) */
+    if ((st = srv_lt_auto_detect(s, c, err, sizeof err))) return srv_send_error(c, st, err);
+    if (!c->auto_routes)
+        c->route = mt_langs_resolve(s->langs, c->req.source, c->req.target, &c->detected, err, sizeof err);
     if (c->route < 0) return srv_send_error(c, 400, err);
+    return start_part(s, c);
+}
+
+/* Prepares and queues the texts of c->route (all of them, unless source "auto" found
+ * several languages: then those detected in c->route's source). */
+static enum MHD_Result start_part(mt_server *s, req_ctx *c)
+{
+    char err[512];
+    int st;
     const mt_route *route = mt_langs_get(s->langs, c->route);
     c->model_name = s->names[route->model];
     mt_service_options so;
     if ((st = build_options(s, route, &c->req, &so, err, sizeof err))) return srv_send_error(c, st, err);
     so.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
-    st = mt_service_prepare(s->svc, route->model, &so, c->req.n_texts,
-                            (const char *const *)c->req.texts, c->req.lens, &c->job, err, sizeof err);
+    int n = c->req.n_texts;
+    const char **texts = malloc(((size_t)n + 1) * sizeof *texts);
+    size_t *lens = malloc(((size_t)n + 1) * sizeof *lens);
+    if (!texts || !lens) {
+        free(texts), free(lens);
+        return srv_send_error(c, 500, "out of memory");
+    }
+    int k = 0;
+    for (int t = 0; t < n; t++)
+        if (!c->auto_routes || c->auto_routes[t] == c->route) texts[k] = c->req.texts[t], lens[k++] = c->req.lens[t];
+    st = mt_service_prepare(s->svc, route->model, &so, k, texts, lens, &c->job, err, sizeof err);
+    free(texts), free(lens);
     if (st) return srv_send_error(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
     mt_service_stats stats;
     mt_service_job_stats(c->job, &stats);
-    c->sentences = stats.sentences;
+    c->sentences += stats.sentences;
     return queue_job(s, c);
 }

@@ -32,10 +32,10 @@ static int identity(void *user, const char *const *texts, const size_t *lens, in
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const mt_format fmts[] = {MT_FORMAT_TXT, MT_FORMAT_HTML, MT_FORMAT_SRT,
-                                     MT_FORMAT_DOCX, MT_FORMAT_ODT};
+    static const mt_file_format fmts[] = {MT_FILE_TXT, MT_FILE_HTML, MT_FILE_SRT,
+                                     MT_FILE_DOCX, MT_FILE_ODT};
     if (size < 1) return 0;
-    mt_format fmt = fmts[data[0] % 5];
+    mt_file_format fmt = fmts[data[0] % 5];
     mt_format_options opt = mt_format_options_default();
     opt.max_part_bytes = 1u << 20; /* keep the fuzzer's memory small */
     opt.max_total_uncompressed = 4u << 20;
@@ -46,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                             err, sizeof err) == 0) {
         if (!out) abort();
         /* Text formats with the identity translation come back byte for byte. */
-        if (fmt == MT_FORMAT_TXT || fmt == MT_FORMAT_SRT || fmt == MT_FORMAT_HTML) {
-            if (fmt != MT_FORMAT_SRT && (out_len != size - 1 || memcmp(out, data + 1, out_len) != 0))
+        if (fmt == MT_FILE_TXT || fmt == MT_FILE_SRT || fmt == MT_FILE_HTML) {
+            if (fmt != MT_FILE_SRT && (out_len != size - 1 || memcmp(out, data + 1, out_len) != 0))
                 abort();
         }
         unsigned char *again = NULL;

@@ -53,7 +53,7 @@ static void progress(void *user, long done, long total)
 }
 
 /* Runs a translation; returns rc, output in *out (NUL-terminated for text formats). */
-static int run(mt_format fmt, const void *data, size_t len, const mt_format_options *opt,
+static int run(mt_file_format fmt, const void *data, size_t len, const mt_format_options *opt,
                fake *f, unsigned char **out, size_t *out_len)
 {
     err[0] = '\0';
@@ -61,7 +61,7 @@ static int run(mt_format fmt, const void *data, size_t len, const mt_format_opti
                                sizeof err);
 }
 
-static void expect_text(mt_format fmt, const char *in, const char *want)
+static void expect_text(mt_file_format fmt, const char *in, const char *want)
 {
     fake f = {0};
     unsigned char *out;
@@ -72,7 +72,7 @@ static void expect_text(mt_format fmt, const char *in, const char *want)
     free(out);
 }
 
-static void expect_error(mt_format fmt, const void *in, size_t len,
+static void expect_error(mt_file_format fmt, const void *in, size_t len,
                          const mt_format_options *opt, const char *want)
 {
     fake f = {0};
@@ -154,9 +154,9 @@ static char *entry_text(zip_t *za, const char *name)
 
 START_TEST(test_txt)
 {
-    expect_text(MT_FORMAT_TXT, "Hello world\r\n\n   \nsecond line", "HELLO WORLD\r\n\n   \nSECOND LINE");
-    expect_text(MT_FORMAT_TXT, "", "");
-    expect_text(MT_FORMAT_TXT, "é ok\n", "é OK\n");
+    expect_text(MT_FILE_TXT, "Hello world\r\n\n   \nsecond line", "HELLO WORLD\r\n\n   \nSECOND LINE");
+    expect_text(MT_FILE_TXT, "", "");
+    expect_text(MT_FILE_TXT, "é ok\n", "é OK\n");
     /* Batches of 2 units: 5 lines -> 3 calls, progress up to 5/5. */
     fake f = {0};
     mt_format_options o = mt_format_options_default();
@@ -164,7 +164,7 @@ START_TEST(test_txt)
     unsigned char *out;
     size_t n;
     const char *in = "a\nb\nc\nd\ne\n";
-    ck_assert_int_eq(run(MT_FORMAT_TXT, in, strlen(in), &o, &f, &out, &n), 0);
+    ck_assert_int_eq(run(MT_FILE_TXT, in, strlen(in), &o, &f, &out, &n), 0);
     ck_assert_str_eq((char *)out, "A\nB\nC\nD\nE\n");
     ck_assert_int_eq(f.calls, 3);
     ck_assert_int_eq(f.html, 0);
@@ -178,19 +178,19 @@ END_TEST
 START_TEST(test_srt)
 {
     /* Numbers, timings, blank lines and CRLF endings kept byte for byte. */
-    expect_text(MT_FORMAT_SRT,
+    expect_text(MT_FILE_SRT,
                 "\xef\xbb\xbf" "1\r\n00:00:01,000 --> 00:00:02,500\r\nHello there\r\n\r\n"
                 "2\r\n00:00:03,000 --> 00:00:04,000 X1:10\r\nTwo lines\r\nof text\r\n\r\n",
                 "\xef\xbb\xbf" "1\r\n00:00:01,000 --> 00:00:02,500\r\nHELLO THERE\r\n\r\n"
                 "2\r\n00:00:03,000 --> 00:00:04,000 X1:10\r\nTWO LINES\r\nOF TEXT\r\n\r\n");
-    expect_text(MT_FORMAT_SRT, "1\n00:00:01,000 --> 00:00:02,000\nabc\n\n\n3\n00:00:05,000 --> "
+    expect_text(MT_FILE_SRT, "1\n00:00:01,000 --> 00:00:02,000\nabc\n\n\n3\n00:00:05,000 --> "
                 "00:00:06,000\n\n4\n00:00:07,000 --> 00:00:08,000\nend",
                 "1\n00:00:01,000 --> 00:00:02,000\nABC\n\n\n3\n00:00:05,000 --> "
                 "00:00:06,000\n\n4\n00:00:07,000 --> 00:00:08,000\nEND");
     const char *bad = "1\n00:00:01,000 --> 00:00:02,000\nok\n\nx2\n00:00:03,000 --> 1\nno\n";
-    expect_error(MT_FORMAT_SRT, bad, strlen(bad), NULL, "srt: line 5: expected a cue number");
+    expect_error(MT_FILE_SRT, bad, strlen(bad), NULL, "srt: line 5: expected a cue number");
     bad = "1\n00:00:01,000 00:00:02,000\nok\n";
-    expect_error(MT_FORMAT_SRT, bad, strlen(bad), NULL, "srt: line 2: expected a timing line");
+    expect_error(MT_FILE_SRT, bad, strlen(bad), NULL, "srt: line 2: expected a timing line");
 }
 END_TEST
 
@@ -200,7 +200,7 @@ START_TEST(test_html)
     unsigned char *out;
     size_t n;
     const char *in = "<html><body><p>Hello <b>world</b></p></body></html>";
-    ck_assert_int_eq(run(MT_FORMAT_HTML, in, strlen(in), NULL, &f, &out, &n), 0);
+    ck_assert_int_eq(run(MT_FILE_HTML, in, strlen(in), NULL, &f, &out, &n), 0);
     ck_assert_str_eq((char *)out, "<HTML><BODY><P>HELLO <B>WORLD</B></P></BODY></HTML>");
     ck_assert_int_eq(f.html, 1);
     ck_assert_int_eq(f.calls, 1);
@@ -210,53 +210,53 @@ END_TEST
 
 START_TEST(test_errors)
 {
-    expect_error(MT_FORMAT_TXT, "ok\n\xff\xfe", 5, NULL, "invalid byte 0xff at offset 3");
-    expect_error(MT_FORMAT_TXT, "ok\n\0x", 5, NULL, "NUL byte at offset 3");
+    expect_error(MT_FILE_TXT, "ok\n\xff\xfe", 5, NULL, "invalid byte 0xff at offset 3");
+    expect_error(MT_FILE_TXT, "ok\n\0x", 5, NULL, "NUL byte at offset 3");
     mt_format_options o = mt_format_options_default();
     o.max_input_bytes = 4;
-    expect_error(MT_FORMAT_TXT, "hello", 5, &o, "5 bytes, more than the limit of 4");
+    expect_error(MT_FILE_TXT, "hello", 5, &o, "5 bytes, more than the limit of 4");
     o = mt_format_options_default();
     o.max_units = 2;
-    expect_error(MT_FORMAT_TXT, "a\nb\nc\n", 6, &o, "more than 2 translatable units");
-    expect_error(MT_FORMAT_UNKNOWN, "a", 1, NULL, "unsupported file format");
+    expect_error(MT_FILE_TXT, "a\nb\nc\n", 6, &o, "more than 2 translatable units");
+    expect_error(MT_FILE_UNKNOWN, "a", 1, NULL, "unsupported file format");
     /* The translator's error is passed on, naming the unit. */
     fake f = {.fail = 1};
     unsigned char *out;
     size_t n;
-    ck_assert_int_eq(run(MT_FORMAT_TXT, "a\n", 2, NULL, &f, &out, &n), -1);
+    ck_assert_int_eq(run(MT_FILE_TXT, "a\n", 2, NULL, &f, &out, &n), -1);
     ck_assert_msg(strstr(err, "unit 1: model exploded") != NULL, "%s", err);
 }
 END_TEST
 
 START_TEST(test_detect)
 {
-    ck_assert_int_eq(mt_format_detect("a.TXT", NULL, 0), MT_FORMAT_TXT);
-    ck_assert_int_eq(mt_format_detect("a.htm", NULL, 0), MT_FORMAT_HTML);
-    ck_assert_int_eq(mt_format_detect("x/y.srt", NULL, 0), MT_FORMAT_SRT);
-    ck_assert_int_eq(mt_format_detect("r.docx", NULL, 0), MT_FORMAT_DOCX);
-    ck_assert_int_eq(mt_format_detect("r.odt", NULL, 0), MT_FORMAT_ODT);
+    ck_assert_int_eq(mt_format_detect("a.TXT", NULL, 0), MT_FILE_TXT);
+    ck_assert_int_eq(mt_format_detect("a.htm", NULL, 0), MT_FILE_HTML);
+    ck_assert_int_eq(mt_format_detect("x/y.srt", NULL, 0), MT_FILE_SRT);
+    ck_assert_int_eq(mt_format_detect("r.docx", NULL, 0), MT_FILE_DOCX);
+    ck_assert_int_eq(mt_format_detect("r.odt", NULL, 0), MT_FILE_ODT);
     const char *html = "<!DOCTYPE html><html></html>";
     ck_assert_int_eq(mt_format_detect("upload", (const unsigned char *)html, strlen(html)),
-                     MT_FORMAT_HTML);
+                     MT_FILE_HTML);
     const char *srt = "1\n00:00:01,000 --> 00:00:02,000\nhi\n";
     ck_assert_int_eq(mt_format_detect(NULL, (const unsigned char *)srt, strlen(srt)),
-                     MT_FORMAT_SRT);
+                     MT_FILE_SRT);
     ck_assert_int_eq(mt_format_detect("notes", (const unsigned char *)"just text", 9),
-                     MT_FORMAT_TXT);
+                     MT_FILE_TXT);
     ck_assert_int_eq(mt_format_detect("bin", (const unsigned char *)"a\0b", 3),
-                     MT_FORMAT_UNKNOWN);
+                     MT_FILE_UNKNOWN);
     entry odt[] = {{"mimetype", "application/vnd.oasis.opendocument.text", 0, 1},
                    {"content.xml", "<x/>", 0, 0}};
     size_t len;
     unsigned char *z = make_zip(odt, 2, &len);
-    ck_assert_int_eq(mt_format_detect("upload.bin", z, len), MT_FORMAT_ODT);
+    ck_assert_int_eq(mt_format_detect("upload.bin", z, len), MT_FILE_ODT);
     free(z);
     entry docx[] = {{"[Content_Types].xml", "<x/>", 0, 0}, {"word/document.xml", "<x/>", 0, 0}};
     z = make_zip(docx, 2, &len);
-    ck_assert_int_eq(mt_format_detect(NULL, z, len), MT_FORMAT_DOCX);
+    ck_assert_int_eq(mt_format_detect(NULL, z, len), MT_FILE_DOCX);
     free(z);
-    ck_assert_str_eq(mt_format_name(MT_FORMAT_DOCX), "docx");
-    ck_assert_str_eq(mt_format_mime(MT_FORMAT_ODT), "application/vnd.oasis.opendocument.text");
+    ck_assert_str_eq(mt_format_name(MT_FILE_DOCX), "docx");
+    ck_assert_str_eq(mt_format_mime(MT_FILE_ODT), "application/vnd.oasis.opendocument.text");
 }
 END_TEST
 
@@ -299,7 +299,7 @@ START_TEST(test_docx)
     size_t len, n;
     unsigned char *in = make_zip(e, 5, &len), *out;
     fake f = {0};
-    ck_assert_msg(run(MT_FORMAT_DOCX, in, len, NULL, &f, &out, &n) == 0, "%s", err);
+    ck_assert_msg(run(MT_FILE_DOCX, in, len, NULL, &f, &out, &n) == 0, "%s", err);
     ck_assert_int_eq(f.units, 3); /* title, cell, header; the blank paragraph is skipped */
     ck_assert_int_eq(f.last_done, 3);
 
@@ -381,7 +381,7 @@ START_TEST(test_odt)
     size_t len, n;
     unsigned char *in = make_zip(e, 4, &len), *out;
     fake f = {0};
-    ck_assert_msg(run(MT_FORMAT_ODT, in, len, NULL, &f, &out, &n) == 0, "%s", err);
+    ck_assert_msg(run(MT_FILE_ODT, in, len, NULL, &f, &out, &n) == 0, "%s", err);
     ck_assert_int_eq(f.units, 3);
     /* ODF: "mimetype" stays the first entry, stored, its bytes at offset 38. */
     ck_assert(memcmp(out, "PK\3\4", 4) == 0);
@@ -417,17 +417,17 @@ END_TEST
 
 START_TEST(test_malformed_zips)
 {
-    expect_error(MT_FORMAT_DOCX, "PK\3\4 not really a zip", 22, NULL, "not a valid zip archive");
-    expect_error(MT_FORMAT_ODT, "hello", 5, NULL, "not a valid zip archive");
+    expect_error(MT_FILE_DOCX, "PK\3\4 not really a zip", 22, NULL, "not a valid zip archive");
+    expect_error(MT_FILE_ODT, "hello", 5, NULL, "not a valid zip archive");
     size_t len;
     entry nocontent[] = {{"mimetype", odt_mime, 0, 1}, {"styles.xml", odt_styles, 0, 0}};
     unsigned char *z = make_zip(nocontent, 2, &len);
-    expect_error(MT_FORMAT_ODT, z, len, NULL, "the archive has no content.xml");
+    expect_error(MT_FILE_ODT, z, len, NULL, "the archive has no content.xml");
     free(z);
     entry badxml[] = {{"mimetype", odt_mime, 0, 1},
                       {"content.xml", "<?xml version=\"1.0\"?>\n<a>\n<b></a>", 0, 0}};
     z = make_zip(badxml, 2, &len);
-    expect_error(MT_FORMAT_ODT, z, len, NULL, "odt: content.xml: line 3: invalid XML");
+    expect_error(MT_FILE_ODT, z, len, NULL, "odt: content.xml: line 3: invalid XML");
     free(z);
     /* Entity expansion is not performed (billion laughs), and external entities are
      * never fetched: the document parses, the entity reference stays unexpanded. */
@@ -439,7 +439,7 @@ START_TEST(test_malformed_zips)
     fake f = {0};
     unsigned char *out;
     size_t n;
-    if (run(MT_FORMAT_DOCX, z, len, NULL, &f, &out, &n) == 0) {
+    if (run(MT_FILE_DOCX, z, len, NULL, &f, &out, &n) == 0) {
         zipr zo = open_zip(out, n);
         char *d = entry_text(zo.za, "word/document.xml");
         ck_assert_msg(strstr(d, "root:") == NULL, "external entity expanded: %s", d);
@@ -456,14 +456,14 @@ START_TEST(test_malformed_zips)
     ck_assert(len < 100000);
     mt_format_options o = mt_format_options_default();
     o.max_part_bytes = 1u << 20;
-    expect_error(MT_FORMAT_ODT, z, len, &o, "content.xml: 8388608 bytes uncompressed, more than "
+    expect_error(MT_FILE_ODT, z, len, &o, "content.xml: 8388608 bytes uncompressed, more than "
                  "the limit of 1048576");
     o = mt_format_options_default();
     o.max_total_uncompressed = 4u << 20;
-    expect_error(MT_FORMAT_ODT, z, len, &o, "unpack to more than the limit of 4194304 bytes");
+    expect_error(MT_FILE_ODT, z, len, &o, "unpack to more than the limit of 4194304 bytes");
     o = mt_format_options_default();
     o.max_entries = 1;
-    expect_error(MT_FORMAT_ODT, z, len, &o, "2 zip entries, more than the limit of 1");
+    expect_error(MT_FILE_ODT, z, len, &o, "2 zip entries, more than the limit of 1");
     free(z);
     free(zeros);
 }

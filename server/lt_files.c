@@ -1,0 +1,359 @@
+/* lt_files.c: file translation in the server (issue 14): POST /translate_file (multipart
+ * form: file, source, target, api_key) answers {"translatedFileUrl": ".../download_file/ID"}
+ * at once; the file is translated by a thread of its own through formats/ and the shared
+ * translation service (its sentences batch with everyone else's), and lands in the spool
+ * (spool/: bounded, expiring, random 128-bit ids). GET /download_file/ID answers 202 with
+ * the progress while it runs, then the file under its original name and Content-Type.
+ *
+ * Limits: [limits] max_file_bytes (413; 0 turns file translation off), max_file_jobs (the
+ * spool's entries; 503 beyond), file_ttl (seconds a result stays). Ids are looked up by
+ * the spool, which accepts 32 lowercase hex digits and nothing else, so no request path
+ * reaches the file system. A file's bytes count as its characters for the rate limit. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "formats.h"
+#include "spool.h"
+
+#define DOWNLOAD_PREFIX "/download_file/"
+
+/* ---------------------------------------------------------------- life cycle */
+
+int srv_lt_files_init(mt_server *s, char *err, size_t errlen)
+{
+    const mt_config *cfg = s->cfg;
+    pthread_mutex_init(&s->files_mu, NULL);
+    pthread_cond_init(&s->files_cond, NULL);
+    s->files_init = 1;
+    if (cfg->max_file_bytes <= 0) return 0;
+    mt_format_global_init();
+    if (cfg->spool_dir[0]) {
+        snprintf(s->spool_dir, sizeof s->spool_dir, "%s", cfg->spool_dir);
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(s->spool_dir, sizeof s->spool_dir, "%s/mt-spool-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(s->spool_dir)) {
+            snprintf(err, errlen, "cannot create the file spool %s: %s", s->spool_dir, strerror(errno));
+            return -1;
+        }
+        s->spool_dir_made = 1;
+    }
+    mt_spool_options o = mt_spool_options_default();
+    o.dir = s->spool_dir;
+    o.max_file_bytes = (size_t)cfg->max_file_bytes * 4 + (1u << 20); /* translations grow */
+    o.max_total_bytes = o.max_file_bytes * (size_t)cfg->max_file_jobs;
+    o.max_entries = cfg->max_file_jobs;
+    o.ttl = cfg->file_ttl;
+    s->spool = mt_spool_open(&o, err, errlen);
+    return s->spool ? 0 : -1;
+}
+
+void srv_lt_files_stop(mt_server *s)
+{
+    if (!s->files_init) return;
+    pthread_mutex_lock(&s->files_mu);
+    s->files_stop = 1;
+    while (s->files_running > 0) pthread_cond_wait(&s->files_cond, &s->files_mu);
+    pthread_mutex_unlock(&s->files_mu);
+}
+
+void srv_lt_files_free(mt_server *s)
+{
+    if (!s->files_init) return;
+    srv_lt_files_stop(s);
+    mt_spool_close(s->spool);
+    s->spool = NULL;
+    if (s->spool_dir_made) rmdir(s->spool_dir);
+    pthread_cond_destroy(&s->files_cond);
+    pthread_mutex_destroy(&s->files_mu);
+    s->files_init = 0;
+}
+
+int srv_lt_files_enabled(const mt_server *s) { return s->spool != NULL; }
+
+/* ---------------------------------------------------------------- the translating thread */
+
+typedef struct {
+    mt_server *srv;
+    char id[MT_SPOOL_ID_LEN + 1];
+    mt_file_format fmt;
+    unsigned char *data;
+    size_t len;
+    int route;
+    mt_service_options opts;
+} file_job;
+
+static int translate_units(void *user, const char *const *texts, const size_t *lens, int n,
+                           int html, char **out, char *err, size_t errlen)
+{
+    file_job *fj = user;
+    mt_service_options o = fj->opts;
+    o.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    mt_translation *res = calloc((size_t)n, sizeof *res);
+    if (!res) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    const mt_route *r = mt_langs_get(fj->srv->langs, fj->route);
+    int st = mt_service_translate(fj->srv->svc, r->model, &o, n, texts, lens, res, err, errlen);
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = NULL;
+        if (st == MT_SERVICE_OK && !rc) {
+            out[i] = strdup(res[i].n_best > 0 ? res[i].texts[0] : "");
+            if (!out[i]) rc = -1, snprintf(err, errlen, "out of memory");
+        }
+        if (st == MT_SERVICE_OK) mt_translation_clear(&res[i]);
+    }
+    free(res);
+    if (st != MT_SERVICE_OK || rc) {
+        for (int i = 0; i < n; i++) free(out[i]), out[i] = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static void report_progress(void *user, long done, long total)
+{
+    file_job *fj = user;
+    mt_spool_progress(fj->srv->spool, fj->id, done, total);
+}
+
+static void *file_thread(void *arg)
+{
+    file_job *fj = arg;
+    mt_server *s = fj->srv;
+    mt_format_options fo = mt_format_options_default();
+    fo.max_input_bytes = (size_t)s->cfg->max_file_bytes;
+    unsigned char *out = NULL;
+    size_t out_len = 0;
+    char err[512];
+    if (mt_format_translate(fj->fmt, fj->data, fj->len, &fo, translate_units, report_progress, fj,
+                            &out, &out_len, err, sizeof err) == 0) {
+        char e2[256];
+        if (mt_spool_finish(s->spool, fj->id, out, out_len, e2, sizeof e2))
+            mt_spool_fail(s->spool, fj->id, e2);
+        free(out);
+    } else {
+        mt_spool_fail(s->spool, fj->id, err);
+        mt_log_write(s->log, MT_LOG_WARN, "files", "id=%s msg=\"translation failed\"", fj->id);
+    }
+    free(fj->data);
+    free(fj);
+    pthread_mutex_lock(&s->files_mu);
+    s->files_running--;
+    pthread_cond_broadcast(&s->files_cond);
+    pthread_mutex_unlock(&s->files_mu);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- POST /translate_file */
+
+typedef struct {
+    json_t *fields; /* the form's text fields (api_key, source, target) */
+    const mt_multipart_part *file;
+    mt_multipart_part file_part;
+    int n_files;
+} upload;
+
+static int on_part(void *user, const mt_multipart_part *p, char *err, size_t errlen)
+{
+    upload *u = user;
+    if (p->name_len == 4 && memcmp(p->name, "file", 4) == 0) {
+        if (u->n_files++) {
+            snprintf(err, errlen, "Invalid request: more than one file part");
+            return 400;
+        }
+        u->file_part = *p;
+        u->file = &u->file_part;
+        return 0;
+    }
+    static const char *const keep[] = {"source", "target", "api_key"};
+    for (size_t i = 0; i < 3; i++) {
+        if (p->name_len != strlen(keep[i]) || memcmp(p->name, keep[i], p->name_len) != 0) continue;
+        if (p->len > 1024 || memchr(p->data, '\0', p->len)) {
+            snprintf(err, errlen, "Invalid request: form field '%s' is too long or not text", keep[i]);
+            return 400;
+        }
+        json_t *v = json_stringn(p->data, p->len);
+        if (!v) {
+            snprintf(err, errlen, "Invalid request: form field '%s' is not valid UTF-8", keep[i]);
+            return 400;
+        }
+        json_object_set_new(u->fields, keep[i], v);
+    }
+    return 0;
+}
+
+static const char *field(json_t *obj, const char *k)
+{
+    const char *v = json_string_value(json_object_get(obj, k));
+    return v && *v ? v : NULL;
+}
+
+/* The base of URLs we hand out: the client's Host header when it is plain, else ours. */
+static void base_url(mt_server *s, req_ctx *c, char *out, size_t cap)
+{
+    const char *host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+    int ok = host && *host && strlen(host) < 200;
+    for (const char *p = host; ok && *p; p++)
+        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+             strchr(".-:[]", *p) != NULL;
+    if (ok) snprintf(out, cap, "http://%s", host);
+    else snprintf(out, cap, "http://%.200s:%d", s->host, s->port);
+}
+
+static enum MHD_Result fail(req_ctx *c, json_t *fields, int status, const char *msg)
+{
+    json_decref(fields);
+    return srv_send_error(c, status, msg);
+}
+
+enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
+{
+    char err[512];
+    if (!s->spool) return srv_send_error(c, 403, "Files translation are disabled on this server.");
+    if (c->ctype != MT_CT_MULTIPART)
+        return srv_send_error(c, 400, "Invalid request: send the file as multipart/form-data "
+                              "(fields file, source, target)");
+    upload u = {.fields = json_object()};
+    if (!u.fields) return srv_send_error(c, 500, "out of memory");
+    int st = mt_multipart_parse(c->boundary, c->body ? c->body : "", c->len, on_part, &u, err, sizeof err);
+    if (st) return fail(c, u.fields, st, err);
+    if ((st = srv_check_api_key(s, c, u.fields, err, sizeof err))) return fail(c, u.fields, st, err);
+    if (!u.file) return fail(c, u.fields, 400, "Invalid request: missing file parameter");
+    const char *target = field(u.fields, "target"), *source = field(u.fields, "source");
+    if (!target) return fail(c, u.fields, 400, "Invalid request: missing target parameter");
+    if (u.file->len > (size_t)s->cfg->max_file_bytes) {
+        snprintf(err, sizeof err, "file too large: %zu bytes (limit %ld)", u.file->len, s->cfg->max_file_bytes);
+        return fail(c, u.fields, 413, err);
+    }
+    char name[256] = "file";
+    if (u.file->has_filename && u.file->filename_len > 0)
+        snprintf(name, sizeof name, "%.*s", (int)(u.file->filename_len < 255 ? u.file->filename_len : 255),
+                 u.file->filename);
+    mt_file_format fmt = mt_format_detect(name, (const unsigned char *)u.file->data, u.file->len);
+    if (fmt == MT_FILE_UNKNOWN) {
+        snprintf(err, sizeof err, "unsupported file type '%.200s': send one of %s", name, mt_format_extensions());
+        for (char *p = err; *p; p++)
+            if ((unsigned char)*p < 0x20) *p = '?';
+        return fail(c, u.fields, 415, err);
+    }
+    enum MHD_Result limited;
+    if (srv_lt_rate_check(s, c, field(u.fields, "api_key"), (long)u.file->len, &limited)) {
+        json_decref(u.fields);
+        return limited;
+    }
+    int detected = 0, route = -1;
+    if (source && strcasecmp(source, "auto") == 0 && s->detector &&
+        (fmt == MT_FILE_TXT || fmt == MT_FILE_SRT || fmt == MT_FILE_HTML))
+        route = srv_lt_detect_route(s, u.file->data, u.file->len, target);
+    if (route < 0) route = mt_langs_resolve(s->langs, source, target, &detected, err, sizeof err);
+    if (route < 0) return fail(c, u.fields, 400, err);
+    const mt_route *r = mt_langs_get(s->langs, route);
+    c->model_name = s->names[r->model];
+    file_job *fj = calloc(1, sizeof *fj);
+    if (fj) fj->data = malloc(u.file->len ? u.file->len : 1);
+    if (!fj || !fj->data) {
+        if (fj) free(fj);
+        return fail(c, u.fields, 500, "out of memory");
+    }
+    memcpy(fj->data, u.file->data, u.file->len);
+    fj->len = u.file->len;
+    fj->srv = s;
+    fj->fmt = fmt;
+    fj->route = route;
+    mt_service_options_default(s->svc, r->model, &fj->opts);
+    fj->opts.target_lang = r->by_token ? r->target : NULL;
+    if (s->cfg->beam_size > 0) fj->opts.search.beam_size = s->cfg->beam_size;
+    if (s->cfg->length_penalty >= 0) fj->opts.search.length_penalty = (float)s->cfg->length_penalty;
+    if (s->cfg->max_length > 0) fj->opts.search.max_length = s->cfg->max_length;
+    json_decref(u.fields);
+    if (mt_spool_begin(s->spool, name, mt_format_mime(fmt), fj->id, err, sizeof err)) {
+        free(fj->data), free(fj);
+        return srv_send_error(c, 503, err);
+    }
+    pthread_mutex_lock(&s->files_mu);
+    int stopping = s->files_stop;
+    if (!stopping) s->files_running++;
+    pthread_mutex_unlock(&s->files_mu);
+    char id[MT_SPOOL_ID_LEN + 1];
+    memcpy(id, fj->id, sizeof id); /* fj belongs to the thread once it starts */
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int perr = stopping ? -1 : pthread_create(&th, &attr, file_thread, fj);
+    pthread_attr_destroy(&attr);
+    if (perr) {
+        mt_spool_fail(s->spool, fj->id, "server is shutting down");
+        pthread_mutex_lock(&s->files_mu);
+        if (!stopping) s->files_running--;
+        pthread_cond_broadcast(&s->files_cond);
+        pthread_mutex_unlock(&s->files_mu);
+        free(fj->data), free(fj);
+        return srv_send_error(c, 503, "cannot start the file translation; retry later");
+    }
+    char base[300], url[400];
+    base_url(s, c, base, sizeof base);
+    snprintf(url, sizeof url, "%s" DOWNLOAD_PREFIX "%s", base, id);
+    return srv_send_json(c, 200, json_pack("{s:s}", "translatedFileUrl", url), NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- GET /download_file/ID */
+
+int srv_lt_is_download_path(const char *path)
+{
+    return strncmp(path, DOWNLOAD_PREFIX, strlen(DOWNLOAD_PREFIX)) == 0;
+}
+
+enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c)
+{
+    const char *id = c->path + strlen(DOWNLOAD_PREFIX);
+    mt_spool_entry e;
+    if (!s->spool || mt_spool_lookup(s->spool, id, &e))
+        return srv_send_error(c, 404, "no such file: unknown or expired id");
+    if (e.state == MT_SPOOL_RUNNING) {
+        double pct = e.total > 0 ? 100.0 * (double)e.done / (double)e.total : 0;
+        return srv_send_json(c, 202, json_pack("{s:s, s:i, s:i, s:f}", "status", "running", "done",
+                                               (json_int_t)e.done, "total", (json_int_t)e.total,
+                                               "progress", (double)(long)(pct * 10) / 10.0),
+                             MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    }
+    if (e.state == MT_SPOOL_FAILED) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "file translation failed: %s", e.error);
+        return srv_send_error(c, 422, msg);
+    }
+    FILE *fp = fopen(e.path, "rb");
+    if (!fp) return srv_send_error(c, 404, "no such file: unknown or expired id");
+    char *buf = malloc(e.size ? e.size : 1);
+    size_t got = buf ? fread(buf, 1, e.size, fp) : 0;
+    fclose(fp);
+    if (!buf || got != e.size) {
+        free(buf);
+        return srv_send_error(c, 500, "cannot read the translated file");
+    }
+    char disp[400];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", e.name);
+    struct MHD_Response *r = MHD_create_response_from_buffer(e.size, buf, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(buf);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, e.mime);
+    MHD_add_response_header(r, "Content-Disposition", disp);
+    srv_add_common_headers(c, r);
+    enum MHD_Result ret = MHD_queue_response(c->conn, 200, r);
+    MHD_destroy_response(r);
+    c->status = 200;
+    c->bytes_out = e.size;
+    c->phase = P_DONE;
+    return ret;
+}
