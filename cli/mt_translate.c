@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mt_file.h"
 #include "service.h"
 
 enum { CHUNK_LINES = 20000 }; /* lines translated together: sorted by length across the chunk */
@@ -17,6 +18,11 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: mt-translate --model DIR [options] < input > output\n"
+            "       mt-translate --model DIR [options] FILE [--output-file OUT]\n"
+            "  FILE                    a .txt, .html, .srt, .docx or .odt file, translated into OUT\n"
+            "                          (default: next to it, the target code before the extension:\n"
+            "                          report.docx -> report.de.docx); a progress bar on a terminal\n"
+            "  --output-file OUT       where FILE's translation goes"
             "  --model DIR             model directory (Hugging Face MarianMT / OPUS-MT layout)\n"
             "  --beam N                beam size (default: the model's num_beams, else 4; 1 = greedy)\n"
             "  --length-penalty A      score = sum(log p) / length^A (default: the model's, else 1.0)\n"
@@ -62,7 +68,7 @@ static int parse_float(const char *name, const char *v, float *out)
 }
 
 typedef struct {
-    const char *model, *source_lang, *target_lang;
+    const char *model, *source_lang, *target_lang, *file, *output_file;
     int beam, n_best, max_length, threads, workers, batch, input_ids, input_html, output_ids, verbose;
     float length_penalty, max_length_factor;
     int have_lp, have_factor;
@@ -76,7 +82,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"threads", 1, 0, 't'},        {"batch-size", 1, 0, 's'},  {"input", 1, 0, 'i'},
         {"output", 1, 0, 'o'},         {"source-lang", 1, 0, 'S'}, {"target-lang", 1, 0, 'T'},
         {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {"workers", 1, 0, 'w'},
-        {"version", 0, 0, 'V'},        {0, 0, 0, 0}};
+        {"version", 0, 0, 'V'},        {"output-file", 1, 0, 'O'},  {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
         int rc = 0;
@@ -91,6 +97,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 'w': rc = parse_int("--workers", optarg, 1, &a->workers); break;
         case 's': rc = parse_int("--batch-size", optarg, 1, &a->batch); break;
         case 'S': a->source_lang = optarg; break;
+        case 'O': a->output_file = optarg; break;
         case 'T': a->target_lang = optarg; break;
         case 'v': a->verbose = 1; break;
         case 'i':
@@ -115,8 +122,18 @@ static int parse_args(int argc, char **argv, cli_args *a)
         if (rc)
             return -1;
     }
+    if (optind < argc) a->file = argv[optind++];
     if (optind < argc) {
-        fprintf(stderr, "mt-translate: unexpected argument '%s'\n", argv[optind]);
+        fprintf(stderr, "mt-translate: unexpected argument '%s' (one FILE at a time)\n", argv[optind]);
+        return -1;
+    }
+    if (a->output_file && !a->file) {
+        fprintf(stderr, "mt-translate: --output-file needs a FILE argument\n");
+        return -1;
+    }
+    if (a->file && (a->n_best > 1 || a->output_ids || a->input_ids || a->input_html)) {
+        fprintf(stderr, "mt-translate: a FILE is translated as a document: it takes none of --n-best, "
+                        "--input, --output ids\n");
         return -1;
     }
     if (a->input_html && (a->n_best > 1 || a->output_ids)) {
@@ -283,6 +300,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
                     mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
                     opts.search.beam_size, mt_blas_core_name(), a.workers, a.threads);
+        if (a.file)
+            rc = mt_cli_translate_file(svc, &opts, a.file, a.output_file, mt_translator_target_lang(tr));
+        else
         rc = opts.input == MT_FORMAT_HTML ? (translate_document(svc, &opts) ? 1 : 0) : translate_lines(svc, &opts);
     }
     mt_service_free(svc);

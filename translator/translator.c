@@ -2,6 +2,7 @@
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "internal.h"
@@ -35,6 +36,23 @@ static int read_languages(const char *dir, char **src, char **tgt, char *err, si
         return -1;
     }
     return 0;
+}
+
+/* The caller's pair against the one tokenizer_config.json names (when it names one). */
+static int check_pair(const mt_translator *tr, const char *dir, char *err, size_t errlen)
+{
+    char *src = NULL, *tgt = NULL, e[8];
+    if (read_languages(dir, &src, &tgt, e, sizeof e)) { /* no pair named: any is taken */
+        free(src), free(tgt);
+        return 0;
+    }
+    int bad = strcasecmp(src, tr->source_lang) != 0 || strcasecmp(tgt, tr->target_lang) != 0;
+    if (bad)
+        mt_error(-1, err, errlen, "model %s translates %s -> %s (its tokenizer_config.json), not %s -> %s; "
+                 "drop the language override or pick a model for that pair", dir, src, tgt,
+                 tr->source_lang, tr->target_lang);
+    free(src), free(tgt);
+    return bad ? -1 : 0;
 }
 
 mt_translator *mt_translator_load(const char *dir, const char *source_lang, const char *target_lang, char *err,
@@ -96,6 +114,13 @@ mt_translator *mt_translator_load(const char *dir, const char *source_lang, cons
             mt_translator_free(tr);
             return NULL;
         }
+    }
+    /* A bilingual model translates the pair its tokenizer_config.json names: a pair the
+     * caller gives (--target-lang, --model DIR:SRC:TGT) must agree with it, or the model
+     * would silently output its own language under another name (issue 14). */
+    if (n_langs == 0 && (source_lang || target_lang) && check_pair(tr, dir, err, errlen)) {
+        mt_translator_free(tr);
+        return NULL;
     }
     return tr;
 }
