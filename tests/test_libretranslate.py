@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """LibreTranslate parity (issue 14) against the real mt-server with the bundled en-de
 model: 400 for a missing q, an empty q, a missing or unknown target; the per-client rate
-limit (requests and characters per minute, off by default) answering 429 + Retry-After."""
+limit (requests and characters per minute, off by default) answering 429 + Retry-After;
+POST /detect; source "auto" per text over two models; /translate_file + /download_file
+with real txt/html/srt/docx/odt files (byte-level structure checks); suggestions in
+SQLite; mt-translate FILE with its progress bar (under a pty) and the pair refusals.
+Run one class: tests/test_libretranslate.py TestFiles"""
 import os
 import shutil
 import sys
@@ -242,8 +246,429 @@ class TestRateLimit(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+# ----------------------------------------------------------------------------- issue 14 wiring
+
+DE_EN = None
+
+
+def two_models():
+    """The bundled en-de and, for a second model into German, the bundled de-en relabelled
+    fr-de: other weights, so a text routed to it reads differently from en-de's output."""
+    global DE_EN
+    if DE_EN is None:
+        DE_EN = ts.relabel(os.path.join(ts.SRC, "models", "de-en"), "fr", "de",
+                           os.path.join(ts.TMP, "lt-fr-de"))
+    return DE_EN
+
+
+def multipart(fields, files, boundary="mtBoundary7x"):
+    """A multipart/form-data body: fields {name: value}, files [(name, filename, bytes)]."""
+    out = b""
+    for k, v in fields.items():
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n"
+                % (boundary, k, v)).encode()
+    for name, filename, data in files:
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n" % (boundary, name, filename)).encode()
+        out += data + b"\r\n"
+    out += ("--%s--\r\n" % boundary).encode()
+    return out, {"Content-Type": "multipart/form-data; boundary=" + boundary}
+
+
+class TestDetect(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ts.Server(["--model", MODEL, "--model", os.path.join(ts.SRC, "models", "de-en"),
+                             "--workers", "1"], name="lt-detect")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def detect(self, q, status=200):
+        st, _, b = self.srv.post_json({"q": q}, path="/detect")
+        self.assertEqual(st, status, b)
+        return b
+
+    def test_shape_and_languages(self):
+        b = self.detect("Zwei Hunde spielen im Schnee.")
+        self.assertIsInstance(b, list)
+        self.assertEqual(b[0]["language"], "de")
+        self.assertGreater(b[0]["confidence"], 50)
+        conf = [r["confidence"] for r in b]
+        self.assertEqual(conf, sorted(conf, reverse=True))  # best first
+        self.assertEqual(self.detect("A man in a blue shirt is riding a bicycle.")[0]["language"], "en")
+        # Restricted to the loaded models' languages: French text is answered with en or de.
+        for r in self.detect("Un homme fait du vélo dans la rue."):
+            self.assertIn(r["language"], ("en", "de"))
+        both = self.detect(["Ein Mann schläft.", "A woman is reading a book."])
+        self.assertEqual([x[0]["language"] for x in both], ["de", "en"])
+        # Form bodies too (LibreTranslate's clients send them).
+        st, _, raw = self.srv.request("POST", "/detect", "q=Ein+Hund+rennt+im+Park.",
+                                      {"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(st, 200, raw)
+        self.assertEqual(ts.json.loads(raw)[0]["language"], "de")
+
+    def test_malformed(self):
+        st, _, b = self.srv.post_json({}, path="/detect")
+        self.assertEqual(st, 400, b)
+        self.assertIn("q", b["error"])
+        self.assertEqual(self.srv.post_json({"q": 5}, path="/detect")[0], 400)
+        self.assertEqual(self.srv.post_json({"q": ""}, path="/detect")[0], 400)
+        self.assertEqual(self.srv.post_json({"q": ["ok", 3]}, path="/detect")[0], 400)
+        st, _, raw = self.srv.request("POST", "/detect", "{not json", {"Content-Type": "application/json"})
+        self.assertEqual(st, 400, raw)
+        self.assertEqual(self.srv.request("GET", "/detect")[0], 405)
+        # no evidence: nothing, or a tie where no language stands out
+        for r in self.detect("12345 !!!"):
+            self.assertLessEqual(r["confidence"], 50.0)
+
+
+class TestAutoPerText(unittest.TestCase):
+    """source "auto" detects each text and routes it to its language's model: an English
+    and a French text into German go to en-de and (relabelled) fr-de in one request."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ts.Server(["--model", MODEL, "--model", two_models(), "--workers", "1"],
+                            name="lt-auto")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    EN = "A man in a blue shirt is riding a bicycle."
+    FR = "Un homme en chemise bleue fait du vélo dans la rue."
+
+    def direct(self, text, source, n=1):
+        st, _, b = self.srv.post_json({"q": text, "source": source, "target": "de",
+                                       "alternatives": n - 1})
+        self.assertEqual(st, 200, b)
+        return b
+
+    def test_libre_form(self):
+        st, _, b = self.srv.post_json({"q": [self.EN, self.FR, self.EN], "source": "auto", "target": "de"})
+        self.assertEqual(st, 200, b)
+        self.assertEqual([d["language"] for d in b["detectedLanguage"]], ["en", "fr", "en"])
+        for d in b["detectedLanguage"]:
+            self.assertGreater(d["confidence"], 0)
+        want = [self.direct(self.EN, "en")["translatedText"], self.direct(self.FR, "fr")["translatedText"]]
+        self.assertNotEqual(want[0], want[1])
+        self.assertEqual(b["translatedText"], [want[0], want[1], want[0]])
+        # a single string: one detectedLanguage object
+        st, _, b = self.srv.post_json({"q": self.FR, "source": "auto", "target": "de"})
+        self.assertEqual((st, b["translatedText"], b["detectedLanguage"]["language"]), (200, want[1], "fr"))
+
+    def test_native_form_and_alternatives(self):
+        st, _, b = self.srv.post_json({"text": [self.FR, self.EN], "source": "auto", "target": "de",
+                                       "n_best": 2})
+        self.assertEqual(st, 200, b)
+        self.assertEqual([d["language"] for d in b["detectedLanguage"]], ["fr", "en"])
+        fr, en = self.direct(self.FR, "fr", 2), self.direct(self.EN, "en", 2)
+        self.assertEqual(b["translations"], [fr["translatedText"], en["translatedText"]])
+        self.assertEqual([[h["text"] for h in l][1:] for l in b["n_best"]],
+                         [fr["alternatives"], en["alternatives"]])
+        st, _, b = self.srv.post_json({"q": [self.EN, self.FR], "source": "auto", "target": "de",
+                                       "alternatives": 1})
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["alternatives"], [en["alternatives"], fr["alternatives"]])
+
+
+def make_docx():
+    import zipfile, io
+    doc = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+           '<w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">'
+           '<w:body><w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:rPr><w:b/></w:rPr>'
+           '<w:t>A man is riding a bicycle.</w:t></w:r></w:p>'
+           '<w:p><w:r><w:t xml:space="preserve">Two dogs play </w:t></w:r><w:r><w:rPr><w:i/></w:rPr>'
+           '<w:t>in the snow.</w:t></w:r></w:p></w:body></w:document>')
+    styles = ('<?xml version="1.0" encoding="UTF-8"?><w:styles xmlns:w="http://schemas.openxmlformats.org/'
+              'wordprocessingml/2006/main"><w:style w:styleId="Heading1"/></w:styles>')
+    ct = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/'
+          '2006/content-types"><Override PartName="/word/document.xml" ContentType="application/'
+          'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", ct)
+        z.writestr("_rels/.rels", '<?xml version="1.0"?><Relationships xmlns="http://schemas.'
+                   'openxmlformats.org/package/2006/relationships"/>')
+        z.writestr("word/document.xml", doc)
+        z.writestr("word/styles.xml", styles)
+        z.writestr("word/media/image1.png", b"\x89PNG\r\n\x1a\nnot really")
+    return buf.getvalue()
+
+
+def make_odt():
+    import zipfile, io
+    content = ('<?xml version="1.0" encoding="UTF-8"?><office:document-content '
+               'xmlns:office="urn:oasis:names:tc:opendocument:xmlns:office:1.0" '
+               'xmlns:text="urn:oasis:names:tc:opendocument:xmlns:text:1.0" office:version="1.2">'
+               '<office:body><office:text><text:h text:style-name="H1" text:outline-level="1">'
+               'A little girl is eating an apple.</text:h><text:p text:style-name="P1">'
+               '<text:span text:style-name="T1">The band is playing on stage.</text:span></text:p>'
+               '</office:text></office:body></office:document-content>')
+    styles = ('<?xml version="1.0" encoding="UTF-8"?><office:document-styles xmlns:office="urn:oasis:'
+              'names:tc:opendocument:xmlns:office:1.0" office:version="1.2"/>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr(zipfile.ZipInfo("mimetype"), "application/vnd.oasis.opendocument.text",
+                   compress_type=zipfile.ZIP_STORED)
+        z.writestr("content.xml", content, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("styles.xml", styles, compress_type=zipfile.ZIP_DEFLATED)
+        z.writestr("META-INF/manifest.xml", '<?xml version="1.0"?><manifest:manifest xmlns:manifest='
+                   '"urn:oasis:names:tc:opendocument:xmlns:manifest:1.0"/>', compress_type=zipfile.ZIP_DEFLATED)
+    return buf.getvalue()
+
+
+SRT = (b"1\r\n00:00:01,000 --> 00:00:02,500\r\nA man is riding a bicycle.\r\n\r\n"
+       b"2\r\n00:00:03,250 --> 00:00:05,000\r\nTwo dogs play\r\nin the snow.\r\n")
+
+
+class TestFiles(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.spool = os.path.join(ts.TMP, "lt-spool")
+        cls.srv = ts.Server(["--model", MODEL, "--workers", "1", "--max-file-bytes", "60000",
+                             "--spool-dir", cls.spool, "--max-file-jobs", "32"], name="lt-files")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def upload(self, filename, data, status=200, **fields):
+        fields = dict({"source": "en", "target": "de"}, **fields)
+        body, hd = multipart(fields, [("file", filename, data)])
+        st, _, raw = self.srv.request("POST", "/translate_file", body, hd)
+        self.assertEqual(st, status, raw[:300])
+        return ts.json.loads(raw)
+
+    def fetch(self, url, seen=None):
+        path = "/download_file/" + url.rsplit("/download_file/", 1)[1]
+        for _ in range(3000):
+            st, hd, raw = self.srv.request("GET", path)
+            if st != 202:
+                self.assertEqual(st, 200, raw[:300])
+                return hd, raw
+            b = ts.json.loads(raw)
+            self.assertEqual(b["status"], "running")
+            self.assertTrue(0 <= b["done"] <= b["total"] or b["total"] == 0, b)
+            self.assertIn("retry-after", hd)
+            if seen is not None:
+                seen.append(b)
+            ts.time.sleep(0.05)
+        self.fail("never finished")
+
+    def translate(self, filename, data):
+        url = self.upload(filename, data)["translatedFileUrl"]
+        self.assertRegex(url, r"^http://127\.0\.0\.1:\d+/download_file/[0-9a-f]{32}$")
+        hd, raw = self.fetch(url)
+        self.assertIn('filename="%s"' % filename, hd["content-disposition"])
+        return hd, raw
+
+    def test_txt_and_progress(self):
+        hd, raw = self.translate("notes.txt", b"A man is riding a bicycle.\n\nTwo dogs play in the snow.\n")
+        self.assertTrue(hd["content-type"].startswith("text/plain"))
+        lines = raw.decode().split("\n")
+        self.assertEqual(len(lines), 4)
+        self.assertEqual(lines[1], "")
+        self.assertIn("Hund", lines[2])
+        # A longer file: the same URL answers 202 with progress until it is done.
+        text = "".join("Line %d: a man is riding a bicycle down the street.\n" % i for i in range(300))
+        url = self.upload("long.txt", text.encode())["translatedFileUrl"]
+        seen = []
+        hd, raw = self.fetch(url, seen)
+        self.assertTrue(seen, "expected at least one 202 while 300 lines were translated")
+        self.assertEqual(len(raw.decode().splitlines()), 300)
+
+    def test_html(self):
+        src = b'<html><body><h1 class="t">A dog runs.</h1><p>Two men talk.</p></body></html>\n'
+        hd, raw = self.translate("page.html", src)
+        self.assertTrue(hd["content-type"].startswith("text/html"))
+        self.assertIn(b'<h1 class="t">', raw)
+        self.assertNotIn(b"Two men", raw)
+
+    def test_srt_timings_kept(self):
+        hd, raw = self.translate("movie.srt", SRT)
+        out = raw.split(b"\r\n")
+        src = SRT.split(b"\r\n")
+        for i, line in enumerate(src):
+            if b"-->" in line or line.isdigit() or line == b"":
+                self.assertEqual(out[i], line)
+        self.assertNotIn(b"dogs", raw)
+
+    def test_docx_structure_kept(self):
+        import zipfile, io
+        data = make_docx()
+        hd, raw = self.translate("report.docx", data)
+        self.assertIn("wordprocessingml", hd["content-type"])
+        a, b = zipfile.ZipFile(io.BytesIO(data)), zipfile.ZipFile(io.BytesIO(raw))
+        self.assertEqual(a.namelist(), b.namelist())
+        for name in a.namelist():
+            if name != "word/document.xml":
+                self.assertEqual(a.read(name), b.read(name), name)
+        doc = b.read("word/document.xml").decode()
+        for kept in ('<w:pStyle w:val="Heading1"/>', "<w:b/>", "<w:i/>"):
+            self.assertIn(kept, doc)
+        self.assertNotIn("bicycle", doc)
+        self.assertIn("Fahrrad", doc)
+
+    def test_odt_mimetype_first_and_stored(self):
+        import zipfile, io
+        data = make_odt()
+        hd, raw = self.translate("letter.odt", data)
+        self.assertEqual(hd["content-type"], "application/vnd.oasis.opendocument.text")
+        self.assertEqual(raw[30:38], b"mimetype")  # the first local header's name
+        z, a = zipfile.ZipFile(io.BytesIO(raw)), zipfile.ZipFile(io.BytesIO(data))
+        first = z.infolist()[0]
+        self.assertEqual((first.filename, first.compress_type), ("mimetype", zipfile.ZIP_STORED))
+        self.assertEqual(z.namelist(), a.namelist())
+        self.assertEqual(z.read("styles.xml"), a.read("styles.xml"))
+        content = z.read("content.xml").decode()
+        for kept in ('text:style-name="H1"', 'text:style-name="T1"', 'text:outline-level="1"'):
+            self.assertIn(kept, content)
+        self.assertNotIn("apple", content)
+
+    def test_limits_and_types(self):
+        b = self.upload("big.txt", b"word " * 20000, status=413)
+        self.assertIn("too large", b["error"])
+        b = self.upload("tool.exe", b"MZ\x90\x00\x03binary", status=415)
+        self.assertIn(".docx", b["error"])
+        self.assertIn("target", self.upload("a.txt", b"Hello.", status=400, target="")["error"])
+        self.upload("a.txt", b"Hello.", status=400, target="fr")
+
+    def test_bad_multipart(self):
+        good, hd = multipart({"source": "en", "target": "de"}, [("file", "a.txt", b"Hello.")])
+        for body in (good[:-20], good.replace(b"--mtBoundary7x--", b""), b"garbage",
+                     good.replace(b'name="file"', b'nom="file"')):
+            st, _, raw = self.srv.request("POST", "/translate_file", body, hd)
+            self.assertEqual(st, 400, (body[-40:], raw))
+        body, hd = multipart({"source": "en", "target": "de"}, [])
+        st, _, raw = self.srv.request("POST", "/translate_file", body, hd)
+        self.assertEqual(st, 400, raw)
+        self.assertIn("file", ts.json.loads(raw)["error"])
+        st, _, raw = self.srv.request("POST", "/translate_file", '{"target": "de"}',
+                                      {"Content-Type": "application/json"})
+        self.assertEqual(st, 400, raw)
+
+    def test_unknown_and_malformed_ids(self):
+        for path in ("/download_file/0123456789abcdef0123456789abcdef",
+                     "/download_file/0123456789ABCDEF0123456789ABCDEF", "/download_file/abc",
+                     "/download_file/", "/download_file/../../etc/passwd",
+                     "/download_file/%2e%2e%2fREADME.md", "/download_file/" + "a" * 33,
+                     "/download_file/0123456789abcdef0123456789abcde/"):
+            st, _, raw = self.srv.request("GET", path)
+            self.assertEqual(st, 404, (path, raw))
+        # the spool holds files named by id only
+        for name in os.listdir(self.spool):
+            self.assertRegex(name, r"^[0-9a-f]{32}")
+
+    def test_settings_report_files(self):
+        b = ts.json.loads(self.srv.request("GET", "/frontend/settings")[2])
+        self.assertTrue(b["filesTranslation"])
+        for ext in (".txt", ".html", ".srt", ".docx", ".odt"):
+            self.assertIn(ext, b["supportedFilesFormat"])
+
+
+class TestSuggestions(unittest.TestCase):
+    def test_stored_in_sqlite(self):
+        import sqlite3
+        db = os.path.join(ts.TMP, "lt-suggest.db")
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--suggestions-db", db], name="lt-suggest")
+        try:
+            self.assertTrue(ts.json.loads(srv.request("GET", "/frontend/settings")[2])["suggestions"])
+            st, _, b = srv.post_json({"q": "Hello", "s": "Hallo", "source": "en", "target": "de"},
+                                     path="/suggest")
+            self.assertEqual((st, b), (200, {"success": True}))
+            st, _, raw = srv.request("POST", "/suggest", "q=Dog&s=Hund&source=en&target=de",
+                                     {"Content-Type": "application/x-www-form-urlencoded"})
+            self.assertEqual(st, 200, raw)
+            st, _, b = srv.post_json({"q": "Hello", "source": "en", "target": "de"}, path="/suggest")
+            self.assertEqual(st, 400, b)
+            self.assertIn("s", b["error"])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        rows = sqlite3.connect(db).execute("SELECT q, s, source, target FROM suggestions ORDER BY id").fetchall()
+        self.assertEqual(rows, [("Hello", "Hallo", "en", "de"), ("Dog", "Hund", "en", "de")])
+
+
+class TestCliFilesAndRefusals(unittest.TestCase):
+    def test_target_lang_refused(self):
+        r = ts.subprocess.run([ts.CLI, "--model", MODEL, "--target-lang", "fr"], input="Hello\n",
+                              capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(r.stdout, "")
+        self.assertIn("translates en -> de", r.stderr)
+        r = ts.subprocess.run([ts.SERVER, "--model", MODEL + ":en:fr", "--port", "0"],
+                              capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("translates en -> de", r.stdout + r.stderr)
+        # the model's own pair stays accepted
+        r = ts.subprocess.run([ts.CLI, "--model", MODEL, "--target-lang", "de"], input="Hello\n",
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_file_argument(self):
+        import zipfile, io
+        d = os.path.join(ts.TMP, "lt-cli-files")
+        os.makedirs(d, exist_ok=True)
+        for name, data in (("a.srt", SRT), ("b.docx", make_docx()), ("c.odt", make_odt())):
+            path = os.path.join(d, name)
+            with open(path, "wb") as f:
+                f.write(data)
+            r = ts.subprocess.run([ts.CLI, "--model", MODEL, path], capture_output=True, timeout=300)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout, b"")
+            self.assertNotIn(b"\r", r.stderr)  # no progress bar off a terminal
+            base, ext = os.path.splitext(path)
+            with open(base + ".de" + ext, "rb") as f:
+                out = f.read()
+            if ext == ".srt":
+                self.assertIn(b"00:00:03,250 --> 00:00:05,000", out)
+            else:
+                self.assertEqual(zipfile.ZipFile(io.BytesIO(out)).namelist(),
+                                 zipfile.ZipFile(io.BytesIO(data)).namelist())
+        out = os.path.join(d, "chosen.srt")
+        r = ts.subprocess.run([ts.CLI, "--model", MODEL, os.path.join(d, "a.srt"), "--output-file", out],
+                              capture_output=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(os.path.exists(out))
+        r = ts.subprocess.run([ts.CLI, "--model", MODEL, os.path.join(d, "missing.txt")],
+                              capture_output=True, text=True, timeout=120)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("missing.txt", r.stderr)
+
+    def test_progress_bar_on_a_terminal(self):
+        import pty
+        path = os.path.join(ts.TMP, "lt-pty.txt")
+        with open(path, "w") as f:
+            f.write("".join("A dog runs in the park number %d.\n" % i for i in range(70)))
+        master, slave = pty.openpty()
+        p = ts.subprocess.Popen([ts.CLI, "--model", MODEL, "--batch-size", "8", path],
+                                stdin=ts.subprocess.DEVNULL, stdout=ts.subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        self.assertEqual(p.wait(300), 0, got)
+        os.close(master)
+        text = got.decode(errors="replace")
+        self.assertIn("\r", text)
+        self.assertIn("100%", text)
+        self.assertIn("(70/70)", text)
+        self.assertIn("#", text)
+
+
 def main():
-    suite = unittest.TestLoader().loadTestsFromModule(sys.modules[__name__])
+    names = [a for a in sys.argv[1:] if not a.startswith("-")]
+    loader = unittest.TestLoader()
+    mod = sys.modules[__name__]
+    suite = loader.loadTestsFromNames(names, mod) if names else loader.loadTestsFromModule(mod)
     result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
     return 0 if result.wasSuccessful() else 1
 
