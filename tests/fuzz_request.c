@@ -1,6 +1,10 @@
 /* fuzz_request.c: fuzz target for mt-server's request parser: the Content-Type header,
  * JSON / form-encoded / multipart body decoding, the field checks (server/request.c)
- * and language-pair resolution (server/langs.c). The first input byte picks the part.
+ * and language-pair resolution (server/langs.c). The first input byte picks the part:
+ * & 3 = 0 JSON, 1 form, 2 multipart (as /translate decodes them), 3 the Content-Type
+ * header; 0x06 (multipart with bit 2) is the raw multipart reader mt_multipart_parse
+ * (/translate_file's uploads), with invariants on every part: all pointers inside the
+ * body, the data ending right before a delimiter. Seeds: tests/fuzz/request/.
  *
  * With clang: -fsanitize=fuzzer,address -DMT_LIBFUZZER (libFuzzer's main). Without: the
  * program replays the files named on the command line (or stdin) once each. */
@@ -28,9 +32,42 @@ static void check_request(const mt_request *r, const mt_request_limits *lim)
     if (r->n_best < 0 || r->n_best > lim->max_beam_size) abort();
 }
 
+typedef struct {
+    const char *body;
+    size_t len;
+    int parts;
+} mp_check;
+
+static int inside(const mp_check *m, const char *p, size_t n)
+{
+    return p >= m->body && n <= m->len && (size_t)(p - m->body) <= m->len - n;
+}
+
+static int check_part(void *user, const mt_multipart_part *p, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    mp_check *m = user;
+    if (!p->name || !inside(m, p->name, p->name_len) || !inside(m, p->data, p->len)) abort();
+    if (p->has_filename && !inside(m, p->filename, p->filename_len)) abort();
+    if (!p->has_filename && p->filename) abort();
+    if (p->content_type && !inside(m, p->content_type, p->content_type_len)) abort();
+    /* the data ends where "\r\n--XyZ" starts */
+    if (!inside(m, p->data + p->len, 7) || memcmp(p->data + p->len, "\r\n--XyZ", 7) != 0) abort();
+    m->parts++;
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1) return 0;
+    if ((data[0] & 7) == 6) {
+        char err[512];
+        mp_check m = {(const char *)data + 1, size - 1, 0};
+        int st = mt_multipart_parse("XyZ", m.body, m.len, check_part, &m, err, sizeof err);
+        if (st != 0 && st != 400) abort();
+        if (st && !err[0]) abort();
+        return 0;
+    }
     static const mt_content_type types[] = {MT_CT_JSON, MT_CT_FORM, MT_CT_MULTIPART};
     char err[512], boundary[80];
     const char *body = (const char *)data + 1;
