@@ -91,7 +91,10 @@ enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
     const mt_route *r = mt_langs_count(s->langs) > 0 ? mt_langs_get(s->langs, 0) : NULL;
     json_t *lang = json_object();
     if (r) {
-        json_object_set_new(lang, "source", lang_json(r->source));
+        /* LibreTranslate's page starts on "auto" when it can detect (issue 14) */
+        json_object_set_new(lang, "source", s->detector ? json_pack("{s:s, s:s}", "code", "auto", "name",
+                                                                   "Auto Detect")
+                                                        : lang_json(r->source));
         json_object_set_new(lang, "target", lang_json(r->target));
     }
     json_t *formats = json_array();

@@ -89,7 +89,7 @@ class TestFrontendSettings(unittest.TestCase):
                 self.assertIn(k, b)
             self.assertEqual(b["charLimit"], 40)
             self.assertFalse(b["keyRequired"])
-            self.assertEqual(b["language"]["source"]["code"], "en")
+            self.assertEqual(b["language"]["source"]["code"], "auto")  # detection is available
             self.assertEqual(b["language"]["target"]["code"], "de")
             limit = b["charLimit"]
             st, _, body = srv.post_json({"q": "a" * limit, "source": "en", "target": "de"})
@@ -473,12 +473,12 @@ class TestFiles(unittest.TestCase):
         self.assertEqual(lines[1], "")
         self.assertIn("Hund", lines[2])
         # A longer file: the same URL answers 202 with progress until it is done.
-        text = "".join("Line %d: a man is riding a bicycle down the street.\n" % i for i in range(300))
+        text = "".join("Line %d: a man is riding a bicycle down the street.\n" % i for i in range(1000))
         url = self.upload("long.txt", text.encode())["translatedFileUrl"]
         seen = []
         hd, raw = self.fetch(url, seen)
-        self.assertTrue(seen, "expected at least one 202 while 300 lines were translated")
-        self.assertEqual(len(raw.decode().splitlines()), 300)
+        self.assertTrue(seen, "expected at least one 202 while 1000 lines were translated")
+        self.assertEqual(len(raw.decode().splitlines()), 1000)
 
     def test_html(self):
         src = b'<html><body><h1 class="t">A dog runs.</h1><p>Two men talk.</p></body></html>\n'

@@ -10,11 +10,12 @@ Screenshots at desktop (1280x900) and phone (390x844) widths are written to
 $MT_WEB_TEST_OUT (default: $MT_BUILD_DIR/tests/web-screenshots).
 
 Server: $MT_WEB_TEST_SERVER (a running mt-server with the page and every endpoint); else
-mt-server itself when it supports --web-root and its /frontend/settings reports filesTranslation
-(started on the bundled en-de model); else a
-small stand-in server below that serves web/ and answers the endpoints in LibreTranslate's
-shapes, so that the page is tested before the daemon has them. Against a real server the
-checks are the same but do not assume the stand-in's exact translations.
+the real mt-server of this build, started on the bundled en-de and de-en models: text,
+auto-detection (a German sentence is detected and goes to de-en) and file upload, each
+checked against what the server's own API answers, with the screenshots. The stand-in
+server below (serves web/, fakes the endpoints in LibreTranslate's shapes with fixed
+settings) tests what needs fixed answers: the char limit, the API key field, the exact
+requests the page sends.
 
 Exits 77 (meson SKIP) with the reason when chromium, chromium-driver or python3-selenium
 is missing (scripts/install-deps.sh installs them).
@@ -198,12 +199,11 @@ def real_server():
     exe = os.path.join(BUILD, "server", "mt-server")
     if not os.access(exe, os.X_OK):
         return None, None
-    help_text = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
-    if "--web-root" not in help_text:
-        return None, None
     port = free_port()
-    proc = subprocess.Popen([exe, "--model", os.path.join(SOURCE, "models", "en-de"), "--web-root", WEB,
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([exe, "--model", os.path.join(SOURCE, "models", "en-de"),
+                             "--model", os.path.join(SOURCE, "models", "de-en"), "--web-root", WEB,
+                             "--workers", "1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = "http://127.0.0.1:%d/" % port
     deadline = time.monotonic() + 120
     import urllib.request
@@ -212,16 +212,12 @@ def real_server():
             with urllib.request.urlopen(url + "health", timeout=2) as r:
                 ok = r.status == 200
             if ok:
-                # The page's whole flow (file upload, auto-detect) needs /translate_file and
-                # /detect: until mt-server reports them, the stand-in is tested (issue 14).
                 with urllib.request.urlopen(url + "frontend/settings", timeout=10) as r:
                     settings = json.loads(r.read())
-                if settings.get("filesTranslation"):
-                    return url, proc
-                print("mt-server lacks file translation: testing the page on the stand-in")
-                proc.kill()
-                proc.wait(timeout=30)
-                return None, None
+                if not settings.get("filesTranslation"):
+                    proc.kill()
+                    raise RuntimeError("mt-server reports no file translation: %s" % settings)
+                return url, proc
         except OSError:
             time.sleep(0.5)
     proc.kill()
@@ -229,6 +225,15 @@ def real_server():
 
 
 # ------------------------------------------------------------------ browser
+
+def api(url, path, body):
+    """The real server's own answer (what the page must show)."""
+    import urllib.request
+    req = urllib.request.Request(url + path, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        return json.loads(r.read())
+
 
 def browser(user_data_dir):
     opts = webdriver.ChromeOptions()
@@ -295,10 +300,16 @@ class WebPage(unittest.TestCase):
             self.assertEqual(out, fake_translate(sentence, "de"))
             alts = [li.text for li in d.find_elements(By.CSS_SELECTOR, "#alternatives li")]
             self.assertEqual(alts, ["alt 1: " + sentence, "alt 2: " + sentence])
+        else:
+            want = api(url, "translate", {"q": sentence, "source": "en", "target": "de", "alternatives": 3})
+            self.wait(lambda d: self.el("translation").text.strip() == want["translatedText"],
+                      "the server's translation %r (page: %r)" % (want["translatedText"], out))
+            self.wait(lambda d: [li.text for li in d.find_elements(By.CSS_SELECTOR, "#alternatives li")]
+                      == want["alternatives"], "the alternatives")
         self.assertFalse(self.el("copy").get_property("disabled"))
         counter = self.el("char-count").text
         self.assertTrue(counter.startswith("%d" % len(sentence)), counter)
-        self.screenshot("desktop.png")
+        self.screenshot(("stand-in-" if fake else "") + "desktop.png")
         d.set_window_size(390, 844)
         # Phone width: the panes stack (the translation is below the text box).
         top_src = self.el("source-text").rect["y"]
@@ -306,7 +317,7 @@ class WebPage(unittest.TestCase):
         self.assertGreater(top_out, top_src + 50, "panes do not stack at phone width")
         self.assertLessEqual(d.execute_script("return document.documentElement.scrollWidth"), 390,
                              "horizontal scrolling at phone width")
-        self.screenshot("phone.png")
+        self.screenshot(("stand-in-" if fake else "") + "phone.png")
         d.set_window_size(1280, 900)
 
         # File upload and download of the result.
@@ -326,6 +337,10 @@ class WebPage(unittest.TestCase):
         if fake:
             self.assertEqual(link.get_attribute("download"), "note.de.txt")
             self.assertEqual(text, fake_translate("Two dogs play in the snow.\n", "de"))
+        else:
+            want = api(url, "translate", {"q": "Two dogs play in the snow.", "source": "en", "target": "de"})
+            self.assertEqual(text, want["translatedText"] + "\n")
+            self.assertIn("note", link.get_attribute("download"))
 
         # Swap: German -> English, the translation becomes the source text.
         before = self.el("translation").text
@@ -339,9 +354,21 @@ class WebPage(unittest.TestCase):
             self.skipTest("no real server: set MT_WEB_TEST_SERVER, or mt-server lacks --web-root")
         self.run_flow(self.real_url, fake=False)
 
+    def test_auto_detect_real_server(self):
+        if not self.real_url:
+            self.skipTest("no real server")
+        self.open(self.real_url)
+        self.assertEqual(Select(self.el("source-lang")).first_selected_option.get_attribute("value"), "auto")
+        Select(self.el("target-lang")).select_by_value("en")
+        sentence = "Zwei Hunde spielen im Schnee."
+        self.el("source-text").send_keys(sentence)
+        want = api(self.real_url, "translate", {"q": sentence, "source": "auto", "target": "en"})
+        self.assertEqual(want["detectedLanguage"]["language"], "de")
+        self.wait(lambda d: self.el("translation").text.strip() == want["translatedText"], "the translation")
+        self.wait(lambda d: "German" in self.el("detected").text, "the detected language")
+        self.screenshot("desktop-auto.png")
+
     def test_page_stand_in(self):
-        if self.real_url:
-            self.skipTest("a real server is tested instead")
         with StandIn() as s:
             self.run_flow(s.url, fake=True)
             # Requests in LibreTranslate's form, with alternatives.
@@ -354,8 +381,6 @@ class WebPage(unittest.TestCase):
                       "the swapped request")
 
     def test_auto_detect_and_limit(self):
-        if self.real_url:
-            self.skipTest("stand-in only: fixed settings")
         with StandIn(char_limit=20) as s:
             self.open(s.url)
             self.el("source-text").send_keys("Hello there")
@@ -370,8 +395,6 @@ class WebPage(unittest.TestCase):
             self.assertEqual(len(s.requests), n, "text over the limit was sent")
 
     def test_api_key_field(self):
-        if self.real_url:
-            self.skipTest("stand-in only: keys required")
         with StandIn() as s:
             self.open(s.url)
             self.assertFalse(self.el("key-box").is_displayed())
