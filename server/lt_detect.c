@@ -156,7 +156,11 @@ int srv_lt_auto_detect(mt_server *s, req_ctx *c, char *err, size_t errlen)
                     if (strcasecmp(mt_langs_get(s->langs, r)->target, rq->target) == 0) fallback = r;
                 fallback_conf = 0;
             }
-            if (fallback < 0) return 0; /* nothing translates into target: resolve says so */
+            if (fallback < 0) { /* nothing translates into target: resolve says so */
+                free(c->auto_routes), free(c->auto_conf);
+                c->auto_routes = NULL, c->auto_conf = NULL;
+                return 0;
+            }
         }
         if (c->auto_routes[t] < 0) {
             c->auto_routes[t] = fallback;
@@ -245,6 +249,16 @@ static enum MHD_Result respond_detect(mt_server *s, req_ctx *c)
         json_decref(obj);
         snprintf(err, sizeof err, "Invalid request: q must hold 1 to %d texts", s->cfg->max_texts);
         return srv_send_error(c, n == 0 ? 400 : 413, err);
+    }
+    long chars = 0; /* the rate limit counts detected characters as translated ones */
+    for (size_t i = 0; i < n; i++) {
+        json_t *t = json_is_string(q) ? q : json_array_get(q, i);
+        if (json_is_string(t)) chars += (long)json_string_length(t);
+    }
+    enum MHD_Result limited;
+    if (srv_lt_rate_check(s, c, json_string_value(json_object_get(obj, "api_key")), chars, &limited)) {
+        json_decref(obj);
+        return limited;
     }
     json_t *out = json_is_array(q) ? json_array() : NULL;
     json_t *single = NULL;

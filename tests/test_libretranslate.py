@@ -373,6 +373,11 @@ class TestAutoPerText(unittest.TestCase):
         self.assertEqual(st, 200, b)
         self.assertEqual(b["alternatives"], [en["alternatives"], fr["alternatives"]])
 
+    def test_no_model_into_target(self):
+        st, _, b = self.srv.post_json({"q": [self.EN, self.FR], "source": "auto", "target": "it"})
+        self.assertEqual(st, 400, b)
+        self.assertIn("it", b["error"])
+
 
 def make_docx():
     import zipfile, io
