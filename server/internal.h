@@ -7,6 +7,9 @@
  *   translate.c  POST /translate: request -> service job -> response
  *   endpoints.c  GET /health, /metrics, /languages, CORS preflight
  *   watcher.c    cancels jobs of clients that hung up or whose deadline passed
+ *   lt_*.c       LibreTranslate's endpoints (issue 14): lt_limits.c rate limit, lt_frontend.c
+ *                /frontend/settings, /spec and the page, lt_detect.c /detect, source "auto"
+ *                per text and /suggest, lt_files.c /translate_file and /download_file
  */
 #ifndef MT_SERVER_INTERNAL_H
 #define MT_SERVER_INTERNAL_H
