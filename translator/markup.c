@@ -330,8 +330,15 @@ static void emit(writer *w, int parent, int end)
         words_until(w, w->a0[k]);
         gap_before(w, w->a0[k]);
         put(w, m->html + nd->open_at, nd->open_len);
-        if (nd->marker)
+        if (nd->marker) {
+            /* A marker that stood before whitespace keeps a space before the word that
+             * follows it here (else "@bob</span>schaut"), when that word's gap is used. */
+            size_t after = nd->open_at + nd->open_len;
+            int a = w->a0[k];
+            if ((is_space((unsigned char)m->html[after]) || !m->html[after]) && a == w->next_word && a < w->n_out && w->gs[a] == w->ws[a])
+                put(w, " ", 1);
             continue;
+        }
         emit(w, k, w->a1[k]);
         if (nd->close_len) {
             put(w, m->html + nd->close_at, nd->close_len);
