@@ -40,15 +40,26 @@ static size_t tag_name(const char *s, size_t len, size_t i, size_t *start)
     return k - *start;
 }
 
+/* 1 when the block has a word to translate: a letter or digit outside markup (a no-break
+ * space, "|" or "&nbsp;" alone stays verbatim, as text nodes without words always did). */
 static int has_words(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '<') {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '<') {
             size_t e = mt_html_markup_end(s, n, i);
             i = (e > i ? e : i + 1) - 1;
-        } else if (!isspace((unsigned char)s[i])) {
+        } else if (c == '&') {
+            if ((n - i >= 6 && !strncmp(s + i, "&nbsp;", 6)) || (n - i >= 6 && !strncmp(s + i, "&#160;", 6)))
+                i += 5;
+            else if (n - i > 2 && isalnum((unsigned char)s[i + 1]))
+                return 1;
+        } else if (c == 0xC2 && i + 1 < n && (unsigned char)s[i + 1] == 0xA0) {
+            i++;
+        } else if (isalnum(c) || c >= 0x80) {
             return 1;
         }
+    }
     return 0;
 }
 

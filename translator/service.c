@@ -381,6 +381,10 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
                 goto fail;
             }
             j->mk[j->n_units - 1] = mk;
+            /* HTML whitespace: a line break inside a block is a space, not a new line */
+            for (char *c = j->texts[j->n_units - 1]; *c; c++)
+                if (*c == '\n' || *c == '\r' || *c == '\t' || *c == '\f')
+                    *c = ' ';
         }
         free(blocks);
         return 0;
@@ -680,6 +684,13 @@ static char *join_unit(mt_service_job *j, int u, int first, const mt_sentence_hy
     }
     char *joined = mt_translator_join(j->texts[u], j->segs[u], j->n_segs[u], hyps, k, mode, score);
     int restore = j->prot[u] || (j->mk[u] && mt_markup_count(j->mk[u]) > 0);
+    if (joined && !restore && !user_pairs && j->mk[u]) { /* no markup to place: escaped */
+        char *out = mt_markup_restore(j->mk[u], joined, NULL, 0);
+        if (out)
+            mt_html_unwrap_protected(out);
+        free(joined);
+        return out;
+    }
     if (!joined || (!restore && !user_pairs))
         return joined;
     pairs ps = {0};
