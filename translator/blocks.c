@@ -173,7 +173,54 @@ static int put(buf *b, const char *s, size_t n)
 #define KEEP_OPEN MT_HTML_KEEP_OPEN
 #define KEEP_CLOSE MT_HTML_KEEP_CLOSE
 
-/* Protected spans of one text run, wrapped. */
+/* Length of the emoji sequence at s[i] (pictographs, with their variation selectors,
+ * skin tones and zero-width joins), 0 when none starts there. Models read emoji as <unk>
+ * and drop them, so a status keeps its own. */
+static size_t emoji_len(const char *s, size_t n, size_t i)
+{
+    size_t k = i, len = 0;
+    for (;;) {
+        uint32_t cp;
+        size_t l = (size_t)mt_utf8_len(s + k, n - k, &cp);
+        int pict = l && ((cp >= 0x1F000 && cp <= 0x1FAFF) || (cp >= 0x2600 && cp <= 0x27BF));
+        if (!pict)
+            return len;
+        k += l;
+        size_t m;
+        while (k < n && (m = (size_t)mt_utf8_len(s + k, n - k, &cp)) && (cp == 0xFE0F || (cp >= 0x1F3FB && cp <= 0x1F3FF)))
+            k += m;
+        len = k - i;
+        if (k < n && (m = (size_t)mt_utf8_len(s + k, n - k, &cp)) && cp == 0x200D)
+            k += m; /* joined to the next pictograph */
+        else
+            return len;
+    }
+}
+
+static int put_kept(buf *b, const char *s, size_t n)
+{
+    return put(b, KEEP_OPEN, strlen(KEEP_OPEN)) || put(b, s, n) || put(b, KEEP_CLOSE, strlen(KEEP_CLOSE));
+}
+
+/* s[a, e) with its emoji wrapped. */
+static int wrap_emoji(buf *b, const char *s, size_t a, size_t e)
+{
+    size_t at = a;
+    for (size_t i = a; i < e; i++) {
+        if ((unsigned char)s[i] < 0x80)
+            continue;
+        size_t l = emoji_len(s, e, i);
+        if (!l)
+            continue;
+        if (put(b, s + at, i - at) || put_kept(b, s + i, l))
+            return -1;
+        i += l - 1;
+        at = i + 1;
+    }
+    return put(b, s + at, e - at);
+}
+
+/* Protected spans (and emoji) of one text run, wrapped. */
 static int wrap_text(buf *b, const char *s, size_t n, unsigned kinds)
 {
     mt_protect *p = mt_protect_create(s, n, kinds);
@@ -183,12 +230,11 @@ static int wrap_text(buf *b, const char *s, size_t n, unsigned kinds)
     int rc = 0;
     for (int k = 0; !rc && k < mt_protect_count(p); k++) {
         const mt_protect_span *sp = mt_protect_span_at(p, k);
-        rc = put(b, s + at, sp->start - at) || put(b, KEEP_OPEN, strlen(KEEP_OPEN)) ||
-             put(b, s + sp->start, sp->len) || put(b, KEEP_CLOSE, strlen(KEEP_CLOSE));
+        rc = wrap_emoji(b, s, at, sp->start) || put_kept(b, s + sp->start, sp->len);
         at = sp->start + sp->len;
     }
     if (!rc)
-        rc = put(b, s + at, n - at);
+        rc = wrap_emoji(b, s, at, n);
     mt_protect_free(p);
     return rc;
 }

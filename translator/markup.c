@@ -329,6 +329,10 @@ static void emit(writer *w, int parent, int end)
         const node *nd = &m->nodes[k];
         words_until(w, w->a0[k]);
         gap_before(w, w->a0[k]);
+        /* A marker that followed whitespace, put after an output word: a space between. */
+        if (nd->marker && nd->open_at > 0 && is_space((unsigned char)m->html[nd->open_at - 1]) &&
+            w->next_word > 0 && w->next_word == w->a0[k] && !is_space((unsigned char)w->o[-1]) && w->o[-1] != '>')
+            put(w, " ", 1);
         put(w, m->html + nd->open_at, nd->open_len);
         if (nd->marker) {
             /* A marker that stood before whitespace keeps a space before the word that
