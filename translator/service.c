@@ -371,8 +371,20 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
                     goto fail;
                 continue;
             }
-            char *wrapped = kinds ? mt_html_wrap_protected(s, blocks[b].len, kinds) : NULL;
-            mt_markup *mk = mt_markup_split(wrapped ? wrapped : s, wrapped ? strlen(wrapped) : blocks[b].len);
+            /* whitespace at a block's edges stays where it is */
+            size_t a = 0, e = blocks[b].len;
+            while (a < e && strchr(" \t\r\n\f", s[a]))
+                a++;
+            while (e > a && strchr(" \t\r\n\f", s[e - 1]))
+                e--;
+            if (a && add_unit(j, cap, s, a, 1))
+                goto fail;
+            const char *tail = s + e;
+            size_t tail_len = blocks[b].len - e;
+            s += a;
+            size_t blen = e - a;
+            char *wrapped = kinds ? mt_html_wrap_protected(s, blen, kinds) : NULL;
+            mt_markup *mk = mt_markup_split(wrapped ? wrapped : s, wrapped ? strlen(wrapped) : blen);
             free(wrapped);
             if (!mk)
                 goto fail;
@@ -385,6 +397,8 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
             for (char *c = j->texts[j->n_units - 1]; *c; c++)
                 if (*c == '\n' || *c == '\r' || *c == '\t' || *c == '\f')
                     *c = ' ';
+            if (tail_len && add_unit(j, cap, tail, tail_len, 1))
+                goto fail;
         }
         free(blocks);
         return 0;
@@ -683,6 +697,13 @@ static char *join_unit(mt_service_job *j, int u, int first, const mt_sentence_hy
         return c;
     }
     char *joined = mt_translator_join(j->texts[u], j->segs[u], j->n_segs[u], hyps, k, mode, score);
+    if (joined && j->mk[u]) { /* the block's edges are verbatim units: no whitespace at its ends */
+        size_t a = strspn(joined, " \t\r\n\f"), e = strlen(joined);
+        while (e > a && strchr(" \t\r\n\f", joined[e - 1]))
+            e--;
+        memmove(joined, joined + a, e - a);
+        joined[e - a] = 0;
+    }
     int restore = j->prot[u] || (j->mk[u] && mt_markup_count(j->mk[u]) > 0);
     if (joined && !restore && !user_pairs && j->mk[u]) { /* no markup to place: escaped */
         char *out = mt_markup_restore(j->mk[u], joined, NULL, 0);
