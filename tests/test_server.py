@@ -862,6 +862,21 @@ class TestDecodingControls(unittest.TestCase):
             self.assertEqual(body["translations"], cli_translate(MODEL, self.texts))
         finally:
             self.assertEqual(srv.stop(), 0)
+        # the same defaults from a configuration file's [decoding] section
+        path = os.path.join(TMP, "decoding.toml")
+        with open(path, "w") as f:
+            f.write("[decoding]\nsampling_topk = 0\nsampling_temperature = 2.0\nseed = 77\n"
+                    "min_length = 2\nno_repeat_ngram_size = 3\nrepetition_penalty = 1.5\n")
+        srv = Server(["--model", MODEL, "--config", path], name="decoding-file")
+        try:
+            st, _, body = srv.post_json({"text": self.texts})
+            self.assertEqual(body["translations"], cli_translate(MODEL, self.texts, flags + [
+                "--min-length", "2", "--no-repeat-ngram-size", "3", "--repetition-penalty", "1.5"]))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        proc = subprocess.run([SERVER, "--model", MODEL, "--sampling-topp", "2"], capture_output=True, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("sampling-topp", proc.stderr.decode() + proc.stdout.decode())
 
     def test_invalid_values_are_400_naming_the_field(self):
         base = {"text": "A dog runs."}

@@ -506,8 +506,10 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
     j->job.opts.sentence_index = NULL;
     /* Protected spans and inline markup are put back by alignment. */
     for (int u = 0; u < j->n_units; u++)
-        if (j->prot[u] || (j->mk[u] && mt_markup_count(j->mk[u]) > 0))
+        if (!opts->search.return_alignments && (j->prot[u] || (j->mk[u] && mt_markup_count(j->mk[u]) > 0))) {
             j->job.opts.return_alignments = 1;
+            j->job.opts.alignment_layer = -1; /* the best layer; a caller's value was not checked */
+        }
     j->job.deadline = opts->deadline;
     atomic_store(&j->job.cancel, MT_JOB_RUNNING);
     *job = j;
