@@ -211,7 +211,7 @@ static int parse_target_ids(const char *text, int vocab, int32_t **ids, char *er
             v = v * 10 + (text[i++] - '0');
         if (i == start || (i < len && text[i] != ' ' && text[i] != '\t') || v >= vocab) {
             free(buf);
-            return mt_error(-1, err, errlen, "target_prefix: bad target id at byte %zu: expected integers 0 to %d",
+            return mt_error(-1, err, errlen, "bad target id at byte %zu: expected integers 0 to %d",
                             start, vocab - 1);
         }
         buf[n++] = (int32_t)v;
