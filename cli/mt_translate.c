@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "mt_file.h"
 #include "service.h"
 
@@ -35,7 +37,26 @@ static void usage(FILE *f)
             "  --input text|ids|html   ids: lines are space-separated source ids (eos appended);\n"
             "                          html: the whole input is one HTML document (markup kept,\n"
             "                          text translated), written back as it came, without --n-best\n"
-            "  --output text|ids       ids: print generated target ids instead of text\n"
+            "  --output text|ids|json  ids: print generated target ids instead of text; json: one\n"
+            "                          object per line: translation, score, and with the options\n"
+            "                          below token_scores, alignments, token_alignments\n"
+            "Decoding controls (CTranslate2's names; defaults change nothing):\n"
+            "  --sampling-topk K       sample from the K most likely (0: all; default 1: no sampling;\n"
+            "                          sampling without --beam uses beam 1)\n"
+            "  --sampling-topp P       sample from the smallest set of mass >= P, in (0, 1] (default 1)\n"
+            "  --sampling-temperature T  divide logits by T > 0 before sampling (default 1)\n"
+            "  --seed N                sampling seed (default 0): same seed and input, same output\n"
+            "  --no-repeat-ngram-size N  no n-gram of size N occurs twice (default 0: off)\n"
+            "  --repetition-penalty R  penalise generated tokens, R >= 1 (default 1: off)\n"
+            "  --min-length N          no end of sentence before N tokens (default 0)\n"
+            "  --target-prefix TEXT    every line's translation starts with TEXT\n"
+            "  --target-prefix-ids IDS the same as target ids (\"12 7\")\n"
+            "  --return-scores         per-token log-probabilities (with --output json)\n"
+            "  --return-alignments     word and token alignments (with --output json)\n"
+            "  --alignment-layer N     decoder layer that aligns, < 0 from the end (default -1)\n"
+            "  --replace-unknowns      an <unk> in the output becomes its aligned source token\n"
+            "  --no-protect            translate URLs, e-mails, @mentions, #hashtags and\n"
+            "                          placeholders too (default: kept byte for byte)\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
             "  --verbose               print the model and BLAS kernel in use to stderr\n"
             "  --version               print the version and exit\n");
@@ -72,6 +93,12 @@ typedef struct {
     int beam, n_best, max_length, threads, workers, batch, input_ids, input_html, output_ids, verbose;
     float length_penalty, max_length_factor;
     int have_lp, have_factor;
+    int output_json, topk, have_topk, seed_set, no_repeat, min_length, return_scores, return_alignments;
+    int alignment_layer, have_layer, replace_unknowns, no_protect;
+    long long seed;
+    float topp, temperature, repetition_penalty;
+    int have_topp, have_temperature, have_rp;
+    const char *prefix, *prefix_ids;
 } cli_args;
 
 static int parse_args(int argc, char **argv, cli_args *a)
@@ -82,7 +109,12 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"threads", 1, 0, 't'},        {"batch-size", 1, 0, 's'},  {"input", 1, 0, 'i'},
         {"output", 1, 0, 'o'},         {"source-lang", 1, 0, 'S'}, {"target-lang", 1, 0, 'T'},
         {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {"workers", 1, 0, 'w'},
-        {"version", 0, 0, 'V'},        {"output-file", 1, 0, 'O'},  {0, 0, 0, 0}};
+        {"version", 0, 0, 'V'},        {"output-file", 1, 0, 'O'},  {"sampling-topk", 1, 0, 1000}, {"sampling-topp", 1, 0, 1001},
+        {"sampling-temperature", 1, 0, 1002}, {"seed", 1, 0, 1003}, {"no-repeat-ngram-size", 1, 0, 1004},
+        {"repetition-penalty", 1, 0, 1005}, {"min-length", 1, 0, 1006}, {"target-prefix", 1, 0, 1007},
+        {"target-prefix-ids", 1, 0, 1008}, {"return-scores", 0, 0, 1009}, {"return-alignments", 0, 0, 1010},
+        {"alignment-layer", 1, 0, 1011}, {"replace-unknowns", 0, 0, 1012}, {"no-protect", 0, 0, 1013},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
         int rc = 0;
@@ -100,6 +132,29 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 'O': a->output_file = optarg; break;
         case 'T': a->target_lang = optarg; break;
         case 'v': a->verbose = 1; break;
+        case 1000: rc = parse_int("--sampling-topk", optarg, 0, &a->topk); a->have_topk = 1; break;
+        case 1001: rc = parse_float("--sampling-topp", optarg, &a->topp); a->have_topp = 1; break;
+        case 1002: rc = parse_float("--sampling-temperature", optarg, &a->temperature); a->have_temperature = 1; break;
+        case 1003: {
+            char *end;
+            errno = 0;
+            a->seed = strtoll(optarg, &end, 10);
+            if (errno || *end || !*optarg || a->seed < 0) {
+                fprintf(stderr, "mt-translate: --seed must be an integer >= 0, got '%s'\n", optarg);
+                rc = -1;
+            }
+            break;
+        }
+        case 1004: rc = parse_int("--no-repeat-ngram-size", optarg, 0, &a->no_repeat); break;
+        case 1005: rc = parse_float("--repetition-penalty", optarg, &a->repetition_penalty); a->have_rp = 1; break;
+        case 1006: rc = parse_int("--min-length", optarg, 0, &a->min_length); break;
+        case 1007: a->prefix = optarg; break;
+        case 1008: a->prefix_ids = optarg; break;
+        case 1009: a->return_scores = 1; break;
+        case 1010: a->return_alignments = 1; break;
+        case 1011: rc = parse_int("--alignment-layer", optarg, -(1 << 20), &a->alignment_layer); a->have_layer = 1; break;
+        case 1012: a->replace_unknowns = 1; break;
+        case 1013: a->no_protect = 1; break;
         case 'i':
             a->input_ids = !strcmp(optarg, "ids");
             a->input_html = !strcmp(optarg, "html");
@@ -110,8 +165,9 @@ static int parse_args(int argc, char **argv, cli_args *a)
             break;
         case 'o':
             a->output_ids = !strcmp(optarg, "ids");
-            if (!a->output_ids && strcmp(optarg, "text")) {
-                fprintf(stderr, "mt-translate: --output must be 'text' or 'ids', got '%s'\n", optarg);
+            a->output_json = !strcmp(optarg, "json");
+            if (!a->output_ids && !a->output_json && strcmp(optarg, "text")) {
+                fprintf(stderr, "mt-translate: --output must be 'text', 'ids' or 'json', got '%s'\n", optarg);
                 return -1;
             }
             break;
@@ -136,9 +192,18 @@ static int parse_args(int argc, char **argv, cli_args *a)
                         "--input, --output ids\n");
         return -1;
     }
-    if (a->input_html && (a->n_best > 1 || a->output_ids)) {
+    if (a->prefix && a->prefix_ids) {
+        fprintf(stderr, "mt-translate: give --target-prefix or --target-prefix-ids, not both\n");
+        return -1;
+    }
+    if (a->input_html && a->return_alignments) {
+        fprintf(stderr, "mt-translate: --return-alignments is not available with --input html (HTML output "
+                        "keeps markup)\n");
+        return -1;
+    }
+    if (a->input_html && (a->n_best > 1 || a->output_ids || a->output_json)) {
         fprintf(stderr, "mt-translate: --input html translates one document: it takes neither --n-best "
-                        "nor --output ids\n");
+                        "nor --output ids|json\n");
         return -1;
     }
     if (!a->model) {
@@ -181,8 +246,50 @@ static int translate_document(mt_service *svc, const mt_service_options *opts)
     return fflush(stdout) == 0 ? 0 : -1;
 }
 
+static json_t *pair_array(const int (*p)[2], int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("[ii]", p[i][0], p[i][1]));
+    return a;
+}
+
+/* --output json: one object per input line. */
+static void print_json(const mt_translation *t)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "translation", json_string(t->texts[0]));
+    json_object_set_new(o, "score", json_real(t->scores[0]));
+    if (t->n_best > 1) {
+        json_t *alt = json_array(), *sc = json_array();
+        for (int k = 0; k < t->n_best; k++) {
+            json_array_append_new(alt, json_string(t->texts[k]));
+            json_array_append_new(sc, json_real(t->scores[k]));
+        }
+        json_object_set_new(o, "n_best", alt);
+        json_object_set_new(o, "n_best_scores", sc);
+    }
+    if (t->token_scores) {
+        json_t *a = json_array();
+        for (int q = 0; q < t->n_tokens; q++)
+            json_array_append_new(a, json_real(t->token_scores[q]));
+        json_object_set_new(o, "token_scores", a);
+    }
+    if (t->token_alignments) {
+        json_object_set_new(o, "alignments", pair_array((const int(*)[2])t->alignments, t->n_alignments));
+        json_object_set_new(o, "token_alignments", pair_array((const int(*)[2])t->token_alignments, t->n_tokens));
+    }
+    char *s = json_dumps(o, JSON_COMPACT);
+    if (s)
+        puts(s);
+    free(s);
+    json_decref(o);
+}
+
+static int output_json;
+
 /* Translates and prints lines[0, n). */
-static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **lines, size_t *lens, int n,
+static int flush_lines(mt_service *svc, const mt_service_options *opts, char **lines, size_t *lens, int n,
                        long first_index)
 {
     mt_translation *out = calloc((size_t)n + 1, sizeof *out);
@@ -197,7 +304,9 @@ static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **l
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        if (opts->search.n_best == 1) {
+        if (output_json) {
+            print_json(&out[i]);
+        } else if (opts->search.n_best == 1) {
             fputs(out[i].texts[0], stdout);
             fputc('\n', stdout);
         } else {
@@ -208,6 +317,27 @@ static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **l
     }
     free(out);
     return fflush(stdout) == 0 ? 0 : -1;
+}
+
+/* Translates and prints lines[0, n), the one --target-prefix applying to each. */
+static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **lines, size_t *lens, int n,
+                       long first_index)
+{
+    const char **prefixes = NULL;
+    mt_service_options o = *opts;
+    if (opts->target_prefix) { /* one prefix for every line */
+        prefixes = malloc(sizeof *prefixes * (size_t)n);
+        if (!prefixes) {
+            fprintf(stderr, "mt-translate: out of memory\n");
+            return -1;
+        }
+        for (int i = 0; i < n; i++)
+            prefixes[i] = opts->target_prefix[0];
+        o.target_prefix = prefixes;
+    }
+    int rc = flush_lines(svc, &o, lines, lens, n, first_index);
+    free(prefixes);
+    return rc;
 }
 
 /* The service options from the command line; 0, or -1 after a message. */
@@ -225,6 +355,37 @@ static int build_options(const mt_service *svc, const cli_args *a, mt_service_op
     opts->search.n_best = a->n_best ? a->n_best : 1;
     opts->input = a->input_ids ? MT_FORMAT_IDS : a->input_html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
     opts->output_ids = a->output_ids;
+    if (a->have_topk)
+        opts->search.sampling_topk = a->topk;
+    if (a->have_topp)
+        opts->search.sampling_topp = a->topp;
+    if (a->have_temperature)
+        opts->search.sampling_temperature = a->temperature;
+    opts->search.seed = (uint64_t)a->seed;
+    opts->search.no_repeat_ngram_size = a->no_repeat;
+    if (a->have_rp)
+        opts->search.repetition_penalty = a->repetition_penalty;
+    opts->search.min_length = a->min_length;
+    opts->search.return_scores = a->return_scores;
+    opts->search.return_alignments = a->return_alignments;
+    if (a->have_layer)
+        opts->search.alignment_layer = a->alignment_layer;
+    opts->search.replace_unknowns = a->replace_unknowns;
+    if (a->no_protect)
+        opts->protect = 0;
+    if (opts->search.sampling_topk != 1 && !a->beam)
+        opts->search.beam_size = 1; /* sampling draws one hypothesis */
+    static const char *prefix[1];
+    prefix[0] = a->prefix ? a->prefix : a->prefix_ids;
+    if (prefix[0]) {
+        opts->target_prefix = prefix;
+        opts->prefix_ids = a->prefix_ids != NULL;
+    }
+    char err[512];
+    if (mt_service_check_options(svc, 0, opts, err, sizeof err)) {
+        fprintf(stderr, "mt-translate: %s\n", err);
+        return -1;
+    }
     if (opts->search.n_best > opts->search.beam_size) {
         fprintf(stderr, "mt-translate: --n-best %d is larger than the beam size %d\n", opts->search.n_best,
                 opts->search.beam_size);
@@ -276,6 +437,7 @@ int main(int argc, char **argv)
     cli_args a = {.threads = 1, .workers = 1, .batch = 32};
     if (parse_args(argc, argv, &a))
         return 2;
+    output_json = a.output_json;
     char err[1024];
     mt_translator *tr = mt_translator_load(a.model, a.source_lang, a.target_lang, err, sizeof err);
     if (!tr) {

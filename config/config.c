@@ -100,6 +100,22 @@ static const setting SETTINGS[] = {
      OFF(length_penalty), 0, 100, "default length penalty (unset: the model's)"},
     {"decoding", "max_length", "--max-length", NULL, "MT_MAX_LENGTH", "N", K_INT,
      OFF(max_length), 0, 1000000, "default max decoding steps (0: the model's)"},
+    {"decoding", "sampling_topk", "--sampling-topk", NULL, "MT_SAMPLING_TOPK", "K", K_INT,
+     OFF(sampling_topk), 0, 1000000, "default sampling: from the K most likely (0: all; 1: no sampling)"},
+    {"decoding", "sampling_topp", "--sampling-topp", NULL, "MT_SAMPLING_TOPP", "P", K_FLOAT,
+     OFF(sampling_topp), 1e-9, 1, "default sampling: from the smallest set of mass >= P (1: all)"},
+    {"decoding", "sampling_temperature", "--sampling-temperature", NULL, "MT_SAMPLING_TEMPERATURE", "T",
+     K_FLOAT, OFF(sampling_temperature), 1e-6, 1000, "default sampling temperature (> 0)"},
+    {"decoding", "seed", "--seed", NULL, "MT_SEED", "N", K_LONG, OFF(seed), 0, 9e15,
+     "default sampling seed (a request's seed overrides it)"},
+    {"decoding", "no_repeat_ngram_size", "--no-repeat-ngram-size", NULL, "MT_NO_REPEAT_NGRAM_SIZE", "N",
+     K_INT, OFF(no_repeat_ngram_size), 0, 1000, "default: no n-gram of this size twice (0: off)"},
+    {"decoding", "repetition_penalty", "--repetition-penalty", NULL, "MT_REPETITION_PENALTY", "R", K_FLOAT,
+     OFF(repetition_penalty), 1, 1000, "default penalty of generated tokens (1: off)"},
+    {"decoding", "min_length", "--min-length", NULL, "MT_MIN_LENGTH", "N", K_INT, OFF(min_length), 0,
+     1000000, "default minimum output tokens before the end (0: off)"},
+    {"decoding", "replace_unknowns", "--replace-unknowns", NULL, "MT_REPLACE_UNKNOWNS", "BOOL", K_BOOL,
+     OFF(replace_unknowns), 0, 0, "replace <unk> in outputs by the aligned source token"},
     {"log", "level", "--log-level", NULL, "MT_LOG_LEVEL", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
      "error, warn, info or debug"},
     {"log", "access_log", "--access-log", NULL, "MT_ACCESS_LOG", "BOOL", K_BOOL,
@@ -136,6 +152,14 @@ void mt_config_init(mt_config *cfg)
     cfg->beam_size = 0;
     cfg->length_penalty = -1;
     cfg->max_length = 0;
+    cfg->sampling_topk = 1;
+    cfg->sampling_topp = 1;
+    cfg->sampling_temperature = 1;
+    cfg->seed = 0;
+    cfg->no_repeat_ngram_size = 0;
+    cfg->repetition_penalty = 1;
+    cfg->min_length = 0;
+    cfg->replace_unknowns = 0;
     cfg->log_level = MT_LOG_INFO;
     cfg->access_log = 1;
 }

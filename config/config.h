@@ -65,6 +65,15 @@ typedef struct {
     int beam_size;          /* default beam size */
     double length_penalty;  /* default length penalty; < 0: model default */
     int max_length;         /* default max decoding steps */
+    /* [decoding] controls' defaults (issue 17; CTranslate2's names); requests override */
+    int sampling_topk;             /* 1: no sampling */
+    double sampling_topp;          /* (0, 1] */
+    double sampling_temperature;   /* > 0 */
+    long seed;                     /* sampling seed */
+    int no_repeat_ngram_size;      /* 0: off */
+    double repetition_penalty;     /* >= 1; 1: off */
+    int min_length;                /* 0: off */
+    int replace_unknowns;          /* 1: <unk> becomes its aligned source token */
     /* [log] */
     int log_level;          /* MT_LOG_* */
     int access_log;         /* 1: one line per request */

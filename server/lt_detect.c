@@ -181,15 +181,7 @@ int srv_lt_auto_next(req_ctx *c)
     for (int t = 0; t < n; t++) {
         if (c->auto_routes[t] != c->route) continue;
         const mt_translation *r = &res[k++];
-        mt_translation *d = &c->auto_results[t];
-        d->texts = calloc((size_t)r->n_best, sizeof *d->texts);
-        d->scores = calloc((size_t)r->n_best, sizeof *d->scores);
-        if (!d->texts || !d->scores) return -1;
-        d->n_best = r->n_best;
-        for (int b = 0; b < r->n_best; b++) {
-            if (!(d->texts[b] = strdup(r->texts[b]))) return -1;
-            d->scores[b] = r->scores[b];
-        }
+        if (mt_translation_copy(&c->auto_results[t], r)) return -1;
     }
     for (int t = 0; t < n; t++)
         if (!c->auto_results[t].texts) {

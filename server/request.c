@@ -375,6 +375,8 @@ void mt_request_clear(mt_request *req)
     free(req->lens);
     free(req->source);
     free(req->target);
+    for (int i = 0; req->target_prefix && i < req->n_texts; i++) free(req->target_prefix[i]);
+    free(req->target_prefix);
     memset(req, 0, sizeof *req);
 }
 
@@ -482,6 +484,131 @@ static int add_text(mt_request *req, const json_t *s, int index, const mt_reques
     return 0;
 }
 
+/* An optional boolean: true/false (form: "true"/"false"/"1"/"0"); *out stays -1 when absent. */
+static int get_bool(const json_t *obj, const char *key, int from_form, int *out, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return 0;
+    if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
+    if (json_is_boolean(v)) {
+        *out = json_is_true(v);
+        return 0;
+    }
+    if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1)) {
+        *out = (int)json_integer_value(v);
+        return 0;
+    }
+    if (from_form && json_is_string(v)) {
+        const char *t = json_string_value(v);
+        if (!*t) return 0;
+        if (!strcasecmp(t, "true") || !strcmp(t, "1")) return *out = 1, 0;
+        if (!strcasecmp(t, "false") || !strcmp(t, "0")) return *out = 0, 0;
+    }
+    return mt_error(400, err, errlen, "field '%s' must be true or false", key);
+}
+
+/* One text's prefix as a string (text, or ids from a string or an array of integers). */
+static int prefix_string(const json_t *v, const char *key, int ids, char **out, char *err, size_t errlen)
+{
+    if (json_is_null(v)) return 0;
+    if (json_is_string(v)) {
+        size_t bad;
+        if (!mt_utf8_check(json_string_value(v), json_string_length(v), &bad) ||
+            memchr(json_string_value(v), 0, json_string_length(v)))
+            return mt_error(400, err, errlen, "field '%s' is not valid UTF-8 text", key);
+        if (!(*out = strdup(json_string_value(v)))) return mt_error(500, err, errlen, "out of memory");
+        return 0;
+    }
+    if (ids && json_is_array(v)) {
+        size_t n = json_array_size(v);
+        char *s = malloc(n * 21 + 1), *p = s;
+        if (!s) return mt_error(500, err, errlen, "out of memory");
+        *p = 0;
+        for (size_t i = 0; i < n; i++) {
+            const json_t *x = json_array_get(v, i);
+            if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 2147483647) {
+                free(s);
+                return mt_error(400, err, errlen, "field '%s' must hold target ids (integers >= 0)", key);
+            }
+            p += sprintf(p, i ? " %lld" : "%lld", (long long)json_integer_value(x));
+        }
+        *out = s;
+        return 0;
+    }
+    return mt_error(400, err, errlen, "field '%s' must be %s", key,
+                    ids ? "a string of target ids, an array of ids, or one of those per text"
+                        : "a string, or an array of strings (one per text)");
+}
+
+/* "target_prefix" (text) or "target_prefix_ids": one for every text, or one per text. */
+static int parse_prefix(const json_t *obj, mt_request *req, char *err, size_t errlen)
+{
+    const json_t *tv = json_object_get(obj, "target_prefix"), *iv = json_object_get(obj, "target_prefix_ids");
+    if (tv && json_is_null(tv)) tv = NULL;
+    if (iv && json_is_null(iv)) iv = NULL;
+    if (!tv && !iv) return 0;
+    if (tv && iv) return mt_error(400, err, errlen, "give 'target_prefix' or 'target_prefix_ids', not both");
+    const json_t *v = tv ? tv : iv;
+    const char *key = tv ? "target_prefix" : "target_prefix_ids";
+    req->prefix_ids = iv != NULL;
+    req->target_prefix = calloc((size_t)req->n_texts + 1, sizeof *req->target_prefix);
+    if (!req->target_prefix) return mt_error(500, err, errlen, "out of memory");
+    /* per text: an array of strings (or of id arrays); else one for all */
+    int per_text = json_is_array(v) && json_array_size(v) > 0 &&
+                   (tv || json_is_array(json_array_get(v, 0)) || json_is_string(json_array_get(v, 0)) ||
+                    json_is_null(json_array_get(v, 0)));
+    if (per_text && (size_t)req->n_texts != json_array_size(v))
+        return mt_error(400, err, errlen, "field '%s' has %zu entries for %d texts", key, json_array_size(v),
+                        req->n_texts);
+    for (int i = 0; i < req->n_texts; i++) {
+        int rc = prefix_string(per_text ? json_array_get(v, (size_t)i) : v, key, req->prefix_ids,
+                               &req->target_prefix[i], err, errlen);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
+/* The decoding controls (either form); 0 or an HTTP status with a message. */
+static int parse_controls(const json_t *obj, int from_form, mt_request *req, char *err, size_t errlen)
+{
+    int rc;
+    if (json_object_get(obj, "sampling_topk") && !json_is_null(json_object_get(obj, "sampling_topk")))
+        req->has_sampling_topk = 1;
+    if ((rc = get_int(obj, "sampling_topk", from_form, 0, 1000000, &req->sampling_topk, err, errlen))) return rc;
+    if ((rc = get_number(obj, "sampling_topp", from_form, 0, 1, &req->sampling_topp, err, errlen))) return rc;
+    if (req->sampling_topp == 0)
+        return mt_error(400, err, errlen, "field 'sampling_topp' must be a number in (0, 1]");
+    if ((rc = get_number(obj, "sampling_temperature", from_form, 0, 1000, &req->sampling_temperature, err,
+                         errlen)))
+        return rc;
+    if (req->sampling_temperature == 0)
+        return mt_error(400, err, errlen, "field 'sampling_temperature' must be a number in (0, 1000]");
+    if ((rc = get_number(obj, "repetition_penalty", from_form, 1, 1000, &req->repetition_penalty, err, errlen)))
+        return rc;
+    double seed = -1;
+    if ((rc = get_number(obj, "seed", from_form, 0, 9007199254740991.0, &seed, err, errlen))) return rc;
+    if (seed >= 0) {
+        if (seed != (double)(long long)seed)
+            return mt_error(400, err, errlen, "field 'seed' must be an integer between 0 and 9007199254740991");
+        req->seed = (long long)seed;
+        req->has_seed = 1;
+    }
+    if ((rc = get_int(obj, "no_repeat_ngram_size", from_form, 0, 1000, &req->no_repeat_ngram_size, err, errlen)))
+        return rc;
+    if ((rc = get_int(obj, "min_length", from_form, 0, 1000000, &req->min_length, err, errlen))) return rc;
+    if (json_object_get(obj, "alignment_layer") && !json_is_null(json_object_get(obj, "alignment_layer")))
+        req->has_alignment_layer = 1;
+    if ((rc = get_int(obj, "alignment_layer", from_form, -1000, 999, &req->alignment_layer, err, errlen)))
+        return rc;
+    if ((rc = get_bool(obj, "return_scores", from_form, &req->return_scores, err, errlen))) return rc;
+    if ((rc = get_bool(obj, "return_alignments", from_form, &req->return_alignments, err, errlen))) return rc;
+    if ((rc = get_bool(obj, "replace_unknowns", from_form, &req->replace_unknowns, err, errlen))) return rc;
+    if (req->html && req->return_alignments == 1)
+        return mt_error(400, err, errlen, "field 'return_alignments' is not available with format html "
+                                          "(HTML answers keep markup)");
+    return parse_prefix(obj, req, err, errlen);
+}
+
 /* "format" and the decoding fields of either form; 0 or an HTTP status with a message. */
 static int parse_options(const json_t *obj, int from_form, const mt_request_limits *lim,
                          mt_request *req, char *err, size_t errlen)
@@ -525,7 +652,7 @@ static int parse_options(const json_t *obj, int from_form, const mt_request_limi
             return rc;
         }
     }
-    return rc;
+    return parse_controls(obj, from_form, req, err, errlen);
 }
 
 int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *lim,
@@ -533,6 +660,9 @@ int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *
 {
     memset(req, 0, sizeof *req);
     req->length_penalty = -1;
+    req->sampling_topp = req->sampling_temperature = req->repetition_penalty = -1;
+    req->no_repeat_ngram_size = req->min_length = -1;
+    req->return_scores = req->return_alignments = req->replace_unknowns = -1;
     const char *field = "text";
     const json_t *t = json_object_get(obj, "q");
     if (t && !json_is_null(t)) {

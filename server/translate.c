@@ -65,10 +65,28 @@ static int build_options(mt_server *s, const mt_route *route, const mt_request *
         o->n_best = rq->n_best;
         if (rq->beam_size == 0 && o->beam_size < o->n_best) o->beam_size = o->n_best;
     }
+    /* decoding controls: the server's [decoding] defaults, then the request's */
+    o->sampling_topk = rq->has_sampling_topk ? rq->sampling_topk : cfg->sampling_topk;
+    o->sampling_topp = (float)(rq->sampling_topp > 0 ? rq->sampling_topp : cfg->sampling_topp);
+    o->sampling_temperature = (float)(rq->sampling_temperature > 0 ? rq->sampling_temperature
+                                                                   : cfg->sampling_temperature);
+    o->seed = (uint64_t)(rq->has_seed ? rq->seed : cfg->seed);
+    o->no_repeat_ngram_size = rq->no_repeat_ngram_size >= 0 ? rq->no_repeat_ngram_size : cfg->no_repeat_ngram_size;
+    o->repetition_penalty = (float)(rq->repetition_penalty >= 1 ? rq->repetition_penalty : cfg->repetition_penalty);
+    o->min_length = rq->min_length >= 0 ? rq->min_length : cfg->min_length;
+    o->replace_unknowns = rq->replace_unknowns >= 0 ? rq->replace_unknowns : cfg->replace_unknowns;
+    o->return_scores = rq->return_scores > 0;
+    o->return_alignments = rq->return_alignments > 0;
+    if (rq->has_alignment_layer) o->alignment_layer = rq->alignment_layer;
+    if (o->sampling_topk != 1 && rq->beam_size == 0 && rq->n_best <= 1)
+        o->beam_size = 1; /* sampling draws one hypothesis */
+    so->target_prefix = (const char *const *)rq->target_prefix;
+    so->prefix_ids = rq->prefix_ids;
     if (o->n_best > o->beam_size) {
         snprintf(err, errlen, "n_best (%d) must not exceed beam_size (%d)", o->n_best, o->beam_size);
         return 400;
     }
+    if (mt_service_check_options(s->svc, route->model, so, err, errlen)) return 400;
     return 0;
 }
 
@@ -159,9 +177,41 @@ static json_t *libre_body(req_ctx *c, const mt_route *route, int n_best, answer_
     return body;
 }
 
+static json_t *pairs_json(const int (*p)[2], int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++) json_array_append_new(a, json_pack("[ii]", p[i][0], p[i][1]));
+    return a;
+}
+
+/* return_scores / return_alignments: per text, of the best translation. */
+static void add_extras(json_t *body, const mt_request *rq, const mt_translation *res)
+{
+    if (rq->return_scores > 0) {
+        json_t *all = json_array();
+        for (int t = 0; t < rq->n_texts; t++) {
+            json_t *a = json_array();
+            for (int q = 0; res[t].token_scores && q < res[t].n_tokens; q++)
+                json_array_append_new(a, json_real(res[t].token_scores[q]));
+            json_array_append_new(all, a);
+        }
+        json_object_set_new(body, "token_scores", all);
+    }
+    if (rq->return_alignments > 0) {
+        json_t *words = json_array(), *tokens = json_array();
+        for (int t = 0; t < rq->n_texts; t++) {
+            json_array_append_new(words, pairs_json((const int(*)[2])res[t].alignments, res[t].n_alignments));
+            json_array_append_new(tokens, pairs_json((const int(*)[2])res[t].token_alignments,
+                                                     res[t].token_alignments ? res[t].n_tokens : 0));
+        }
+        json_object_set_new(body, "alignments", words);
+        json_object_set_new(body, "token_alignments", tokens);
+    }
+}
+
 /* The native answer: translations, scores, model, languages, timings, n_best. Takes the parts. */
 static json_t *native_body(mt_server *s, req_ctx *c, const mt_route *route, int n_best,
-                           answer_parts *p)
+                           const mt_translation *res, answer_parts *p)
 {
     mt_service_stats st;
     mt_service_job_stats(c->job, &st);
@@ -175,6 +225,7 @@ static json_t *native_body(mt_server *s, req_ctx *c, const mt_route *route, int 
                              round3((now - c->t_start) * 1e3));
     if (body && n_best > 1) json_object_set_new(body, "n_best", p->nbest);
     else json_decref(p->nbest);
+    if (body) add_extras(body, &c->req, res);
     if (body && c->detected) {
         if (c->auto_routes) json_object_set(body, "detectedLanguage", p->detected);
         else json_object_set_new(body, "detectedLanguage", detected_json(route->source));
@@ -199,7 +250,7 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
     mt_service_job_stats(c->job, &st);
     mt_metrics_translated(s->metrics, route->model, st.sentences, st.source_tokens, st.target_tokens);
     json_t *body = c->req.form == MT_FORM_LIBRE ? libre_body(c, route, n_best, &p)
-                                                : native_body(s, c, route, n_best, &p);
+                                                : native_body(s, c, route, n_best, res, &p);
     return srv_send_json(c, 200, body, NULL, NULL);
 }
 

@@ -3,6 +3,7 @@
 Runs the real binary ($MT_BUILD_DIR/cli/mt-translate) on a small random model written by
 tools/make_test_model.py, and on broken copies of it.
 """
+import json
 import os
 import shutil
 import subprocess
@@ -83,7 +84,7 @@ class CliTest(unittest.TestCase):
     def test_bad_options_are_errors(self):
         for args, needle in [
             (["--beam", "0"], "--beam must be an integer >= 1"),
-            (["--output", "xml"], "--output must be 'text' or 'ids'"),
+            (["--output", "xml"], "--output must be 'text', 'ids' or 'json'"),
             (["--input", "xml"], "--input must be 'text', 'ids' or 'html'"),
             (["--n-best", "5", "--beam", "2"], "larger than the beam size"),
             (["--bogus"], "usage"),
@@ -156,6 +157,130 @@ class CliTest(unittest.TestCase):
         proc = subprocess.run([CLI, "--model", self.model, "--verbose"], input=b"x\n", capture_output=True,
                               env=env, timeout=120)
         self.assertIn("BLAS kernels Haswell", proc.stderr.decode())
+class DecodingOptionsTest(unittest.TestCase):
+    """Issue 17: every decoding control of mt-translate, its invalid values, and seeded sampling
+    that does not depend on batch size or workers (a random model: no output is hard-coded)."""
+
+    TEXT = "\n".join(f"Line {i}: {'a big ' * (i % 4)}dog runs. Then {i} cats sleep." for i in range(24)) + "\n"
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise unittest.SkipTest(f"{CLI} is not built")
+        cls.tmp = tempfile.mkdtemp(prefix="mt-test-cli-dec-")
+        cls.model = os.path.join(cls.tmp, "model")
+        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "tools", "make_test_model.py"), cls.model,
+                        "--seed", "11", "--eos-bias", "6", "--max-length", "24"],
+                       check=True, capture_output=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def out(self, args, text=None):
+        return run(["--model", self.model] + args, self.TEXT if text is None else text).stdout.decode()
+
+    def ids(self, args, text=None):
+        return [[int(x) for x in line.split()] for line in self.out(args + ["--output", "ids"], text).splitlines()]
+
+    def test_defaults_given_explicitly_change_nothing(self):
+        plain = self.out([])
+        self.assertEqual(plain, self.out(["--sampling-topk", "1", "--sampling-topp", "1", "--sampling-temperature",
+                                          "1", "--seed", "0", "--no-repeat-ngram-size", "0",
+                                          "--repetition-penalty", "1", "--min-length", "0"]))
+        # the extras do not change the translations either
+        rows = [json.loads(r) for r in self.out(["--output", "json", "--return-scores",
+                                                 "--return-alignments"]).splitlines()]
+        self.assertEqual([r["translation"] for r in rows], plain.splitlines())
+
+    def test_seeded_sampling_is_stable_across_batch_size_and_workers(self):
+        args = ["--sampling-topk", "0", "--sampling-temperature", "2", "--seed", "1234"]
+        first = self.out(args + ["--batch-size", "32"])
+        for extra in (["--batch-size", "1"], ["--batch-size", "5", "--workers", "2"], ["--threads", "2"]):
+            self.assertEqual(first, self.out(args + extra), extra)
+        self.assertNotEqual(first, self.out(["--sampling-topk", "0", "--sampling-temperature", "2",
+                                             "--seed", "99"]))
+        self.assertNotEqual(first, self.out([]))  # sampling from the whole vocabulary at T=2
+        # top-k 5: every sampled token is among the 5 most likely at its step; top-k 1 is greedy
+        self.assertEqual(self.out(["--sampling-topk", "1", "--beam", "1"]), self.out(["--beam", "1"]))
+        self.assertEqual(len(self.out(["--sampling-topk", "5", "--sampling-topp", "0.5", "--seed", "3"])
+                             .splitlines()), 24)
+
+    def test_min_length_no_repeat_and_repetition_penalty(self):
+        base = self.ids(["--beam", "2"])
+        longer = self.ids(["--beam", "2", "--min-length", "12"])
+        for b, l in zip(base, longer):
+            self.assertGreaterEqual(len(l), min(12, 23), (b, l))
+        # short lines: one sentence each (the random model cuts sentences over 12 tokens)
+        one_sentence = "\n".join(f"The dog {i} runs" for i in range(24)) + "\n"
+        norep = self.ids(["--no-repeat-ngram-size", "1"], one_sentence)
+        self.assertTrue(any(len(r) != len(set(r)) for r in self.ids([], one_sentence)))  # it does repeat
+        for row in norep:
+            self.assertEqual(len(row), len(set(row)), row)
+        self.assertNotEqual(self.ids(["--repetition-penalty", "3"]), self.ids([]))
+
+    def test_target_prefix_text_and_ids(self):
+        plain = self.ids([])
+        prefix = [plain[0][1], plain[0][0], 7]
+        got = self.ids(["--target-prefix-ids", " ".join(map(str, prefix))])
+        for row in got:
+            self.assertEqual(row[:3], prefix, row)
+        # a text prefix is encoded with the target vocabulary and forced the same way
+        self.assertEqual(len(self.out(["--target-prefix", "Ein Hund"]).splitlines()), 24)
+
+    def test_return_scores_and_alignments_as_json(self):
+        ids = self.ids([])
+        rows = [json.loads(r) for r in self.out(["--output", "json", "--return-scores",
+                                                 "--return-alignments"]).splitlines()]
+        self.assertEqual(len(rows), 24)
+        lines = self.TEXT.splitlines()
+        for r, i, src in zip(rows, ids, lines):
+            self.assertEqual(len(r["token_scores"]), len(i))
+            self.assertTrue(all(x <= 0 for x in r["token_scores"]))
+            self.assertEqual([p[1] for p in r["token_alignments"]], list(range(len(i))))
+            n_src, n_out = len(src.split()), len(r["translation"].split())
+            for s_w, t_w in r["alignments"]:
+                self.assertTrue(0 <= s_w < n_src and 0 <= t_w < n_out, (r, src))
+        layer0 = [json.loads(r) for r in self.out(["--output", "json", "--return-alignments",
+                                                   "--alignment-layer", "0"]).splitlines()]
+        self.assertEqual([r["translation"] for r in layer0], [r["translation"] for r in rows])
+        self.assertEqual(len(self.out(["--replace-unknowns"]).splitlines()), 24)
+
+    def test_invalid_values_are_errors(self):
+        for args, needle in [
+            (["--sampling-topp", "0"], "sampling_topp must be in (0, 1]"),
+            (["--sampling-topp", "1.5"], "sampling_topp must be in (0, 1]"),
+            (["--sampling-temperature", "0"], "sampling_temperature must be > 0"),
+            (["--sampling-topk", "-1"], "--sampling-topk must be an integer >= 0"),
+            (["--sampling-topk", "5", "--beam", "4"], "needs beam_size 1"),
+            (["--repetition-penalty", "0.5"], "repetition_penalty must be >= 1"),
+            (["--no-repeat-ngram-size", "-2"], "--no-repeat-ngram-size must be an integer >= 0"),
+            (["--min-length", "x"], "--min-length must be an integer"),
+            (["--seed", "-1"], "--seed must be an integer >= 0"),
+            (["--alignment-layer", "99", "--return-alignments"], "alignment_layer must be in"),
+            (["--target-prefix-ids", "1 x"], "target_prefix: bad target id"),
+            (["--target-prefix", "a", "--target-prefix-ids", "1"], "not both"),
+            (["--input", "html", "--return-alignments"], "not available with --input html"),
+        ]:
+            proc = run(["--model", self.model] + args, "A dog.\n", check=False)
+            # option errors exit 2; a prefix is read with the input, and fails like bad input (1)
+            self.assertEqual(proc.returncode, 1 if "1 x" in args else 2, args)
+            self.assertIn(needle, proc.stderr.decode(), args)
+
+    def test_html_inline_markup_and_protected_spans(self):
+        out = self.out(["--input", "html"], '<p>A <b class="x">dog</b> runs to <a href="https://a.b/?q=1&amp;r=2" '
+                                            'title="t">the house</a>.<br>Mail me@example.org now.</p>')
+        self.assertEqual(out.count('<b class="x">'), 1)
+        self.assertEqual(out.count("</b>"), 1)
+        self.assertEqual(out.count('<a href="https://a.b/?q=1&amp;r=2" title="t">'), 1)
+        self.assertEqual(out.count("<br>"), 1)
+        self.assertEqual(out.count("me@example.org"), 1)
+        self.assertTrue(out.startswith("<p>") and out.endswith("</p>"), out)
+        text = self.out([], "Open %s or {count} files at https://example.org/x, ask @bob #help\n")
+        for span in ("%s", "{count}", "https://example.org/x", "@bob", "#help"):
+            self.assertEqual(text.count(span), 1, (span, text))
+
+
 
 if __name__ == "__main__":
     result = unittest.main(exit=False, verbosity=2).result

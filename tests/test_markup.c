@@ -59,10 +59,11 @@ END_TEST
 
 START_TEST(void_elements_comments_and_opaque_parts)
 {
+    /* a marker that stood before whitespace keeps a space before the next word */
     static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
     CHECK("One line<br>two <img src=\"a.png\" alt=\"x\"> lines<!-- c --> <span translate=\"no\">@bob</span>",
           "One line two  lines ", "Eine Zeile zwei Zeilen", al,
-          "Eine Zeile <br>zwei <img src=\"a.png\" alt=\"x\">Zeilen<!-- c --><span translate=\"no\">@bob</span>");
+          "Eine Zeile <br>zwei <img src=\"a.png\" alt=\"x\"> Zeilen<!-- c --><span translate=\"no\">@bob</span>");
 }
 END_TEST
 

@@ -808,6 +808,173 @@ class TestMultilingual(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestDecodingControls(unittest.TestCase):
+    """Issue 17 through the server: each decoding control in the native and LibreTranslate
+    forms gives what mt-translate gives with the same flags, [decoding] defaults, 400s naming
+    the field and its range, seeded sampling under 16 concurrent clients, token extras."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(["--model", MODEL, "--workers", "2", "--batch-max-sentences", "8"], name="decoding")
+        cls.texts = corpus_lines(6, seed=33)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.srv.stop()
+        assert rc == 0, "exit code %s\n%s" % (rc, cls.srv.log())
+
+    CASES = [  # (request fields, the same as mt-translate flags)
+        ({"sampling_topk": 0, "sampling_temperature": 2, "seed": 5},
+         ["--sampling-topk", "0", "--sampling-temperature", "2", "--seed", "5"]),
+        ({"sampling_topk": 8, "sampling_topp": 0.7, "seed": 11},
+         ["--sampling-topk", "8", "--sampling-topp", "0.7", "--seed", "11"]),
+        ({"no_repeat_ngram_size": 1}, ["--no-repeat-ngram-size", "1"]),
+        ({"repetition_penalty": 2.5}, ["--repetition-penalty", "2.5"]),
+        ({"min_length": 9}, ["--min-length", "9"]),
+        ({"target_prefix_ids": [5, 9]}, ["--target-prefix-ids", "5 9"]),
+        ({"target_prefix_ids": "5 9"}, ["--target-prefix-ids", "5 9"]),
+        ({"target_prefix": "ab"}, ["--target-prefix", "ab"]),
+        ({"replace_unknowns": True}, ["--replace-unknowns"]),
+        ({"beam_size": 2, "min_length": 3, "no_repeat_ngram_size": 2}, ["--beam", "2", "--min-length", "3",
+                                                                         "--no-repeat-ngram-size", "2"]),
+    ]
+
+    def test_each_option_in_both_forms_equals_the_cli(self):
+        for fields, flags in self.CASES:
+            want = cli_translate(MODEL, self.texts, flags)
+            st, _, body = self.srv.post_json(dict({"text": self.texts}, **fields))
+            self.assertEqual(st, 200, (fields, body))
+            self.assertEqual(body["translations"], want, fields)
+            if "beam_size" in fields:  # not a LibreTranslate field
+                continue
+            st, _, body = self.srv.post_json(dict({"q": self.texts, "source": "en", "target": "de"}, **fields))
+            self.assertEqual(st, 200, (fields, body))
+            self.assertEqual(body["translatedText"], want, fields)
+        # sampling changes the output (a random model at temperature 2), and the default is beam search
+        self.assertNotEqual(cli_translate(MODEL, self.texts, self.CASES[0][1]), cli_translate(MODEL, self.texts))
+
+    def test_per_text_target_prefix(self):
+        plain = cli_translate(MODEL, self.texts[:2], ["--output", "ids"])
+        st, _, body = self.srv.post_json({"text": self.texts[:2], "target_prefix_ids": [[7, 8], None]})
+        self.assertEqual(st, 200, body)
+        first = cli_translate(MODEL, self.texts[:1], ["--target-prefix-ids", "7 8"])
+        self.assertEqual(body["translations"], first + cli_translate(MODEL, self.texts[1:2]))
+        self.assertTrue(plain)
+
+    def test_form_encoded_controls(self):
+        want = cli_translate(MODEL, self.texts[:1], ["--min-length", "6", "--return-scores"])
+        form = urllib.parse.urlencode({"q": self.texts[0], "source": "en", "target": "de", "min_length": "6",
+                                       "return_scores": "true"})
+        st, _, raw = self.srv.request("POST", "/translate", form,
+                                      {"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(st, 200, raw)
+        self.assertEqual(json.loads(raw)["translatedText"], want[0])
+
+    def test_server_defaults_from_the_decoding_section(self):
+        flags = ["--sampling-topk", "0", "--sampling-temperature", "2", "--seed", "77"]
+        srv = Server(["--model", MODEL] + flags, name="decoding-defaults")
+        try:
+            st, _, body = srv.post_json({"text": self.texts})
+            self.assertEqual(st, 200, body)
+            self.assertEqual(body["translations"], cli_translate(MODEL, self.texts, flags))
+            st, _, body = srv.post_json({"text": self.texts, "sampling_topk": 1})  # a request overrides
+            self.assertEqual(body["translations"], cli_translate(MODEL, self.texts))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        # the same defaults from a configuration file's [decoding] section
+        path = os.path.join(TMP, "decoding.toml")
+        with open(path, "w") as f:
+            f.write("[decoding]\nsampling_topk = 0\nsampling_temperature = 2.0\nseed = 77\n"
+                    "min_length = 2\nno_repeat_ngram_size = 3\nrepetition_penalty = 1.5\n")
+        srv = Server(["--model", MODEL, "--config", path], name="decoding-file")
+        try:
+            st, _, body = srv.post_json({"text": self.texts})
+            self.assertEqual(body["translations"], cli_translate(MODEL, self.texts, flags + [
+                "--min-length", "2", "--no-repeat-ngram-size", "3", "--repetition-penalty", "1.5"]))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+        proc = subprocess.run([SERVER, "--model", MODEL, "--sampling-topp", "2"], capture_output=True, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("sampling-topp", proc.stderr.decode() + proc.stdout.decode())
+
+    def test_invalid_values_are_400_naming_the_field(self):
+        base = {"text": "A dog runs."}
+        for fields, needle in [
+            ({"sampling_topk": -1}, "'sampling_topk' must be an integer between 0 and"),
+            ({"sampling_topk": "x"}, "'sampling_topk' must be an integer"),
+            ({"sampling_topp": 0}, "'sampling_topp' must be a number in (0, 1]"),
+            ({"sampling_topp": 1.5}, "'sampling_topp' must be a number between 0 and 1"),
+            ({"sampling_temperature": 0}, "'sampling_temperature' must be a number in (0, 1000]"),
+            ({"sampling_temperature": -1}, "'sampling_temperature' must be a number between"),
+            ({"seed": -1}, "'seed' must be a number between 0 and"),
+            ({"seed": 1.5}, "'seed' must be an integer"),
+            ({"no_repeat_ngram_size": -1}, "'no_repeat_ngram_size' must be an integer between 0 and 1000"),
+            ({"repetition_penalty": 0.5}, "'repetition_penalty' must be a number between 1 and 1000"),
+            ({"min_length": -3}, "'min_length' must be an integer between 0 and"),
+            ({"return_scores": "yes"}, "'return_scores' must be true or false"),
+            ({"return_alignments": 2}, "'return_alignments' must be true or false"),
+            ({"replace_unknowns": []}, "'replace_unknowns' must be true or false"),
+            ({"alignment_layer": 50, "return_alignments": True}, "alignment_layer must be in"),
+            ({"sampling_topk": 5, "beam_size": 4}, "needs beam_size 1"),
+            ({"sampling_topk": 100000000}, "'sampling_topk' must be an integer between 0 and 1000000"),
+            ({"target_prefix": 5}, "'target_prefix' must be a string"),
+            ({"target_prefix": ["a", "b"]}, "'target_prefix' has 2 entries for 1 texts"),
+            ({"target_prefix_ids": [-1]}, "'target_prefix_ids' must hold target ids"),
+            ({"target_prefix_ids": "1 x"}, "target_prefix: bad target id"),
+            ({"target_prefix": "a", "target_prefix_ids": "1"}, "not both"),
+            ({"format": "html", "return_alignments": True}, "not available with format html"),
+        ]:
+            for form in ({}, {"q": "A dog runs.", "source": "en", "target": "de"}):
+                if form and "beam_size" in fields:  # LibreTranslate has no beam_size
+                    continue
+                body_in = dict(base if not form else form, **fields)
+                st, _, body = self.srv.post_json(body_in)
+                self.assertEqual(st, 400, (body_in, body))
+                self.assertIn(needle, body["error"], body_in)
+
+    def test_seeded_sampling_is_stable_across_16_concurrent_clients(self):
+        texts = corpus_lines(48, seed=44)
+        flags = ["--sampling-topk", "0", "--sampling-temperature", "1.5", "--seed", "2024"]
+        groups = [texts[i:i + 3] for i in range(0, 48, 3)]
+        want = [cli_translate(MODEL, g, flags) for g in groups]
+        errors = []
+        lock = threading.Lock()
+
+        def client(c):
+            for k in range(4):
+                g = (c + k) % len(groups)
+                st, _, body = self.srv.post_json({"text": groups[g], "sampling_topk": 0,
+                                                  "sampling_temperature": 1.5, "seed": 2024})
+                if st != 200 or body["translations"] != want[g]:
+                    with lock:
+                        errors.append((c, k, st, body))
+
+        threads = [threading.Thread(target=client, args=(c,)) for c in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+        self.assertEqual(errors, [])
+
+    def test_token_scores_and_alignments(self):
+        ids = cli_translate(MODEL, self.texts, ["--output", "ids"])
+        st, _, body = self.srv.post_json({"text": self.texts, "return_scores": True, "return_alignments": True,
+                                          "alignment_layer": 0})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["translations"], cli_translate(MODEL, self.texts))
+        for t, (src, out, row) in enumerate(zip(self.texts, body["translations"], ids)):
+            n = len(row.split())
+            self.assertEqual(len(body["token_scores"][t]), n)
+            self.assertTrue(all(x <= 0 for x in body["token_scores"][t]))
+            self.assertEqual([p[1] for p in body["token_alignments"][t]], list(range(n)))
+            self.assertTrue(all(p[0] >= 0 for p in body["token_alignments"][t]))
+            for s_w, t_w in body["alignments"][t]:
+                self.assertTrue(0 <= s_w < len(src.split()) and 0 <= t_w < len(out.split()), (src, out))
+        st, _, body = self.srv.post_json({"text": self.texts[0]})
+        self.assertNotIn("alignments", body)
+        self.assertNotIn("token_scores", body)
+
+
 class TestDeterminismConcurrent(unittest.TestCase):
     """32 clients at once: every answer equals mt-translate's for the same input."""
 

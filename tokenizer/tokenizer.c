@@ -666,6 +666,52 @@ int mt_tokenizer_source_id(const mt_tokenizer *tok, const char *piece)
     return vocab_find(&tok->src, piece, strlen(piece));
 }
 
+static int on_target_piece(void *ctx, const char *piece, size_t len)
+{
+    struct encode_ctx *c = ctx;
+    if (c->n >= (size_t)INT_MAX - 1)
+        return 1;
+    int32_t id = vocab_find(c->tok->tgt, piece, len);
+    emit(c, id >= 0 ? id : c->tok->unk_id);
+    return 0;
+}
+
+int mt_tokenizer_encode_target(const mt_tokenizer *tok, const char *text, size_t len, int32_t *ids, int cap,
+                               char *err, size_t errlen)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp;
+        size_t k = utf8_seq_len(s + i, len - i, &cp);
+        if (k == 0) {
+            set_err(err, errlen, "invalid UTF-8 at byte %zu", i);
+            return -1;
+        }
+        i += k;
+    }
+    struct encode_ctx c = {tok, ids, cap > 0 ? (size_t)cap : 0, 0};
+    char spm_err[256] = "";
+    if (len > 0 && mt_spm_encode(tok->tgt_spm, text, len, on_target_piece, &c, spm_err, sizeof spm_err) != 0) {
+        set_err(err, errlen, "%s", spm_err[0] ? spm_err : "text too long");
+        return -1;
+    }
+    return (int)c.n;
+}
+
+const char *mt_tokenizer_source_piece(const mt_tokenizer *tok, int32_t id)
+{
+    return id >= 0 && id < tok->src.size ? tok->src.piece[id] : NULL;
+}
+
+const char *mt_tokenizer_target_piece(const mt_tokenizer *tok, int32_t id)
+{
+    if (id < 0 || id >= tok->tgt->size || tok->tgt_skip[id])
+        return NULL;
+    return tok->tgt->piece[id];
+}
+
+int32_t mt_tokenizer_unk_id(const mt_tokenizer *tok) { return tok->unk_id; }
+
 int mt_tokenizer_language_token_count(const mt_tokenizer *tok)
 {
     return tok != NULL ? tok->n_lang : 0;

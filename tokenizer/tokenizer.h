@@ -36,6 +36,19 @@ int mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n,
 /* Id of a source-vocabulary token such as ">>deu<<", or -1 if absent. */
 int mt_tokenizer_source_id(const mt_tokenizer *tok, const char *piece);
 
+/* Encodes text with the target side (target.spm, target vocabulary), no eos: a
+ * target_prefix. Same contract as mt_tokenizer_encode. */
+int mt_tokenizer_encode_target(const mt_tokenizer *tok, const char *text, size_t len,
+                               int32_t *ids, int cap, char *err, size_t errlen);
+
+/* The piece of a source id, or of a target id that decoding keeps (NULL: none, or a
+ * special token decoding drops); borrowed. Word boundaries of alignments come from the
+ * pieces' leading "\u2581". */
+const char *mt_tokenizer_source_piece(const mt_tokenizer *tok, int32_t id);
+const char *mt_tokenizer_target_piece(const mt_tokenizer *tok, int32_t id);
+/* The source id of pieces missing from the vocabulary (replace_unknowns). */
+int32_t mt_tokenizer_unk_id(const mt_tokenizer *tok);
+
 /* Target-language tokens (">>xxx<<") present in the source vocabulary, for
  * multilingual models: count, and the i-th token's text (borrowed). */
 int mt_tokenizer_language_token_count(const mt_tokenizer *tok);

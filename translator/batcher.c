@@ -20,6 +20,9 @@ typedef struct {
     const int32_t **src;
     int *lens;
     mt_result *results;
+    uint64_t *index;        /* per batch position: the sentence's index in its request */
+    const int32_t **prefix; /* per batch position: target_prefix ids or NULL */
+    int *prefix_len;
 } worker;
 
 struct mt_batcher {
@@ -59,6 +62,14 @@ void mt_job_clear_results(mt_job *job)
         free(it->hyp_ids);
         free(it->hyp_lens);
         free(it->scores);
+        for (int k = 0; k < it->n_hyps; k++) {
+            if (it->token_scores) free(it->token_scores[k]);
+            if (it->alignment) free(it->alignment[k]);
+        }
+        free(it->token_scores);
+        free(it->alignment);
+        it->token_scores = NULL;
+        it->alignment = NULL;
         it->hyp_ids = NULL;
         it->hyp_lens = NULL;
         it->scores = NULL;
@@ -146,7 +157,16 @@ static int same_options(const mt_job *a, const mt_job *b)
     return a->model == b->model && x->beam_size == y->beam_size &&
            x->length_penalty == y->length_penalty && x->max_length == y->max_length &&
            x->max_length_factor == y->max_length_factor && x->n_best == y->n_best &&
-           x->n_bad_ids == y->n_bad_ids && x->bad_ids == y->bad_ids;
+           x->n_bad_ids == y->n_bad_ids && x->bad_ids == y->bad_ids &&
+           /* every control that changes a result or what is returned; target_prefix and
+            * sentence_index are per sentence and travel with the items */
+           x->sampling_topk == y->sampling_topk && x->sampling_topp == y->sampling_topp &&
+           x->sampling_temperature == y->sampling_temperature && x->seed == y->seed &&
+           x->no_repeat_ngram_size == y->no_repeat_ngram_size &&
+           x->repetition_penalty == y->repetition_penalty && x->min_length == y->min_length &&
+           x->return_scores == y->return_scores && x->return_alignments == y->return_alignments &&
+           x->alignment_layer == y->alignment_layer && x->replace_unknowns == y->replace_unknowns &&
+           x->unk_id == y->unk_id;
 }
 
 static int by_length(const void *pa, const void *pb)
@@ -277,6 +297,37 @@ static int cancel_cb(void *user, int index)
     return job_stopped(job, mt_now());
 }
 
+static void *copy_of(const void *src, size_t bytes)
+{
+    void *p = malloc(bytes ? bytes : 1);
+    if (p && bytes) memcpy(p, src, bytes);
+    return p;
+}
+
+/* Token scores and alignments of the hypotheses (when the search gave them); 0 when out
+ * of memory. */
+static int copy_extras(mt_item *it, const mt_result *r)
+{
+    int n = it->n_hyps;
+    if (n > 0 && r->hyps[0].token_scores) {
+        it->token_scores = calloc((size_t)n, sizeof *it->token_scores);
+        if (!it->token_scores) return 0;
+        for (int k = 0; k < n; k++)
+            if (!(it->token_scores[k] = copy_of(r->hyps[k].token_scores,
+                                                sizeof(float) * (size_t)(r->hyps[k].length + 1))))
+                return 0;
+    }
+    if (n > 0 && r->hyps[0].alignment) {
+        it->alignment = calloc((size_t)n, sizeof *it->alignment);
+        if (!it->alignment) return 0;
+        for (int k = 0; k < n; k++)
+            if (!(it->alignment[k] = copy_of(r->hyps[k].alignment,
+                                             sizeof(int32_t) * (size_t)r->hyps[k].length)))
+                return 0;
+    }
+    return 1;
+}
+
 static void copy_result(mt_item *it, const mt_result *r)
 {
     it->status = r->status;
@@ -301,6 +352,7 @@ static void copy_result(mt_item *it, const mt_result *r)
         it->scores[k] = h->score;
         it->n_hyps = k + 1;
     }
+    if (!copy_extras(it, r)) it->status = MT_ERR_NOMEM;
 }
 
 static void run_batch(mt_batcher *b, worker *w, int n)
@@ -310,12 +362,21 @@ static void run_batch(mt_batcher *b, worker *w, int n)
     cancel_ctx cc = {w->batch};
     opts.cancel = cancel_cb;
     opts.cancel_user = &cc;
-    int maxlen = 0;
+    int maxlen = 0, prefixed = 0;
     for (int i = 0; i < n; i++) {
         w->src[i] = w->batch[i]->ids;
         w->lens[i] = w->batch[i]->len;
         if (w->lens[i] > maxlen) maxlen = w->lens[i];
+        w->index[i] = w->batch[i]->index;
+        w->prefix[i] = w->batch[i]->prefix;
+        w->prefix_len[i] = w->batch[i]->prefix_len;
+        prefixed |= w->prefix[i] != NULL;
     }
+    /* A sample depends on (seed, sentence index in its request, step) only, whatever the
+     * batch; prefixes are per sentence. */
+    opts.sentence_index = w->index;
+    opts.target_prefix = prefixed ? w->prefix : NULL;
+    opts.target_prefix_len = prefixed ? w->prefix_len : NULL;
     mt_state *st = w->states[first->model];
     double t0 = mt_now();
     int rc = mt_translate_ids(st, &opts, n, w->src, w->lens, w->results);
@@ -384,6 +445,9 @@ static void free_workers(mt_batcher *b)
         free(w->src);
         free(w->lens);
         free(w->results);
+        free(w->index);
+        free(w->prefix);
+        free(w->prefix_len);
     }
     free(b->workers);
     b->workers = NULL;
@@ -425,7 +489,12 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
         w->src = calloc(ms, sizeof *w->src);
         w->lens = calloc(ms, sizeof *w->lens);
         w->results = calloc(ms, sizeof *w->results);
-        if (!w->states || !w->cand || !w->batch || !w->src || !w->lens || !w->results) goto nomem;
+        w->index = calloc(ms, sizeof *w->index);
+        w->prefix = calloc(ms, sizeof *w->prefix);
+        w->prefix_len = calloc(ms, sizeof *w->prefix_len);
+        if (!w->states || !w->cand || !w->batch || !w->src || !w->lens || !w->results || !w->index ||
+            !w->prefix || !w->prefix_len)
+            goto nomem;
         for (int m = 0; m < n_models; m++) {
             w->states[m] = mt_state_create(models[m], cfg->threads_per_worker, err, errlen);
             if (!w->states[m]) goto fail;

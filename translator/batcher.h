@@ -38,12 +38,18 @@ struct mt_item {
     mt_job *job;
     const int32_t *ids;   /* source ids ending in eos (owned by the job's owner) */
     int len;
+    uint64_t index;       /* its sentence index in its request (seeded sampling draws from it) */
+    const int32_t *prefix;/* target_prefix ids (owned by the job's owner), NULL: none */
+    int prefix_len;
     /* filled by the batcher */
     int status;           /* MT_OK, MT_ERR_CANCELLED or an engine error */
     int n_hyps;
     int32_t **hyp_ids;    /* n_hyps arrays (malloc'd; mt_job_clear_results frees) */
     int *hyp_lens;
     float *scores;
+    float **token_scores; /* return_scores: per hypothesis, hyp_len + 1 log-probs; else NULL */
+    int32_t **alignment;  /* return_alignments / replace_unknowns: per hypothesis, per id the
+                           * source position attended most; else NULL */
     /* private to the batcher */
     double t_queued;
     mt_item *next, *prev; /* queue links */
@@ -51,7 +57,8 @@ struct mt_item {
 
 struct mt_job {
     int model;                 /* index into the batcher's models */
-    mt_search_options opts;    /* cancel / cancel_user are set by the batcher */
+    mt_search_options opts;    /* cancel / cancel_user, sentence_index and target_prefix are set
+                                * by the batcher from the items */
     int n_items;
     mt_item *items;
     double deadline;           /* CLOCK_MONOTONIC seconds, 0 = none */

@@ -21,6 +21,24 @@ char *mt_html_unescape(const char *s, size_t len, size_t *out_len);
 /* Writes s with & < > escaped to out (when not NULL); returns the length. */
 size_t mt_html_escape(const char *s, char *out);
 
+/* blocks.c. An HTML text cut at block-level tags (p, li, h1, td, div ...): segments
+ * whose concatenation is the text; translate 1 marks a block with words (its inline
+ * content, translated whole), 0 the tags between and blank blocks. Returns the count
+ * (*out malloc'd) or -1 when out of memory. */
+int mt_html_block_split(const char *s, size_t len, mt_segment **out);
+/* The block with each protected span (protect.h kinds) of its text, and each <a> whose
+ * whole text is one (a hashtag or URL link), wrapped in MT_HTML_KEEP_OPEN/CLOSE, an
+ * element markup.c keeps verbatim; mt_html_unwrap_protected() removes the wrappers
+ * afterwards (in place). malloc'd; NULL when out of memory. */
+#define MT_HTML_KEEP_OPEN "<mt-keep-7a1 translate=\"no\">"
+#define MT_HTML_KEEP_CLOSE "</mt-keep-7a1>"
+char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds);
+void mt_html_unwrap_protected(char *s);
+/* Per id, the whitespace-separated word it belongs to (0-based; -1 for skip_id, a
+ * language token and ids decoding drops), from the pieces' leading U+2581; target
+ * selects the vocabulary. Returns the number of words. */
+int mt_word_map(const mt_tokenizer *tok, int target, int32_t skip_id, const int32_t *ids, int n, int *map);
+
 #include "error.h"
 #include "utf8.h"
 

@@ -278,8 +278,19 @@ typedef struct {
     size_t *gs;      /* start of the whitespace before word k not yet written (= ws[k]: written) */
     int n_out, next_word;
     int *a0, *a1;    /* per node: output range */
-    char *o;
+    char *o, *o0;    /* write position, start */
 } writer;
+
+/* 1 when the output so far ends in a closing tag ("...</b>"). */
+static int after_end_tag(const writer *w)
+{
+    if (w->o == w->o0 || w->o[-1] != '>')
+        return 0;
+    for (const char *p = w->o - 1; p > w->o0; p--)
+        if (*p == '<')
+            return p[1] == '/';
+    return 0;
+}
 
 static void put(writer *w, const char *s, size_t len)
 {
@@ -329,9 +340,21 @@ static void emit(writer *w, int parent, int end)
         const node *nd = &m->nodes[k];
         words_until(w, w->a0[k]);
         gap_before(w, w->a0[k]);
+        /* A marker that followed whitespace, put after an output word: a space between. */
+        if (nd->marker && nd->open_at > 0 && is_space((unsigned char)m->html[nd->open_at - 1]) &&
+            w->next_word > 0 && w->next_word == w->a0[k] && !is_space((unsigned char)w->o[-1]) &&
+            (w->o[-1] != '>' || after_end_tag(w)))
+            put(w, " ", 1);
         put(w, m->html + nd->open_at, nd->open_len);
-        if (nd->marker)
+        if (nd->marker) {
+            /* A marker that stood before whitespace keeps a space before the word that
+             * follows it here (else "@bob</span>schaut"), when that word's gap is used. */
+            size_t after = nd->open_at + nd->open_len;
+            int a = w->a0[k];
+            if ((is_space((unsigned char)m->html[after]) || !m->html[after]) && a == w->next_word && a < w->n_out && w->gs[a] == w->ws[a])
+                put(w, " ", 1);
             continue;
+        }
         emit(w, k, w->a1[k]);
         if (nd->close_len) {
             put(w, m->html + nd->close_at, nd->close_len);
@@ -408,7 +431,7 @@ char *mt_markup_restore(const mt_markup *m, const char *tr, const int (*align)[2
         last_end[nd->parent + 1] = hi;
     }
     free(last_end);
-    w.o = out;
+    w.o = w.o0 = out;
     emit(&w, -1, w.n_out);
     if (w.n_out > 0)
         put_escaped(&w, tr + w.we[w.n_out - 1], tl - w.we[w.n_out - 1]);

@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "batcher.h"
+#include "decode_opts.h"
 #include "internal.h"
+#include "markup.h"
 
 _Static_assert((int)MT_SERVICE_CLIENT_GONE == (int)MT_JOB_CLIENT_GONE &&
                    (int)MT_SERVICE_DEADLINE == (int)MT_JOB_DEADLINE && (int)MT_SERVICE_SHUTDOWN == (int)MT_JOB_SHUTDOWN,
@@ -29,12 +31,20 @@ struct mt_service_job {
     mt_job job;                /* the batcher's view: items in queue order (longest first) */
     int model;
     mt_service_options opts;   /* target_lang: not kept (borrowed; used by prepare only) */
-    int n_texts, n_sents;
-    char **texts;              /* copies */
+    int n_texts, n_units, n_sents;
+    int *first_unit;           /* per text (n_texts + 1): its units [first_unit[t], first_unit[t+1]) */
+    char **texts;              /* per unit: what is segmented (copies; verbatim units: their bytes) */
     size_t *lens;
-    mt_segment **segs;         /* per text */
+    int *verbatim;             /* per unit: 1 = copied to the output as is (HTML block tags) */
+    mt_protect **prot;         /* per unit: protected spans cut out (text), or NULL */
+    mt_markup **mk;            /* per unit: an HTML block's inline markup, or NULL */
+    mt_segment **segs;         /* per unit */
     int *n_segs;
+    int html_nodes;            /* HTML translated text node by text node (output_ids) */
     int32_t **ids;             /* per sentence, in text order */
+    int *src_lens;
+    int32_t **prefix;          /* per sentence: target_prefix ids, or NULL */
+    int *prefix_len;
     int *item_of;              /* sentence (text order) -> index in job.items */
     mt_translation *results;   /* per text, once done */
     int outcome;
@@ -96,6 +106,28 @@ void mt_service_options_default(const mt_service *svc, int model, mt_service_opt
     memset(opts, 0, sizeof *opts);
     mt_search_options_default(mt_translator_model(svc->trs[model]), &opts->search);
     opts->search.n_best = 1;
+    opts->search.unk_id = mt_tokenizer_unk_id(mt_translator_tokenizer(svc->trs[model]));
+    opts->protect = MT_PROTECT_ALL;
+}
+
+int mt_service_check_options(const mt_service *svc, int model, const mt_service_options *opts, char *err,
+                             size_t errlen)
+{
+    const mt_model_info *in = mt_translator_model_info(svc->trs[model]);
+    if (opts->search.max_length > in->max_positions) {
+        mt_error(-1, err, errlen, "max_length %d exceeds the model's limit of %d tokens", opts->search.max_length,
+                 in->max_positions);
+        return MT_SERVICE_INVALID;
+    }
+    mt_search_options o = opts->search;
+    o.target_prefix = NULL;
+    if (mt_decode_opts_check(in, &o, 0, err, errlen))
+        return MT_SERVICE_INVALID;
+    if (opts->search.return_alignments && opts->input == MT_FORMAT_HTML && !opts->output_ids) {
+        mt_error(-1, err, errlen, "return_alignments is not available with format html (HTML answers keep markup)");
+        return MT_SERVICE_INVALID;
+    }
+    return MT_SERVICE_OK;
 }
 
 /* ---- prepare: segment and encode ---- */
@@ -132,50 +164,114 @@ static int parse_source_ids(const mt_translator *tr, const char *text, size_t le
     return n;
 }
 
-/* Cuts text t into job->segs[t]; returns its sentence count or -1 with a message. */
-static int segment_text(mt_service_job *j, const mt_translator *tr, int t, char *err, size_t errlen)
+/* Cuts unit u into job->segs[u]; returns its sentence count or -1 with a message. */
+static int segment_text(mt_service_job *j, const mt_translator *tr, int u, char *err, size_t errlen)
 {
     int max_tokens = mt_translator_max_source_tokens(tr);
+    if (j->verbatim[u])
+        return 0;
     if (j->opts.input == MT_FORMAT_IDS) { /* one sentence, unless empty */
-        j->segs[t] = calloc(1, sizeof *j->segs[t]);
-        if (!j->segs[t]) {
+        j->segs[u] = calloc(1, sizeof *j->segs[u]);
+        if (!j->segs[u]) {
             mt_error(-1, err, errlen, "out of memory");
             return -1;
         }
-        j->segs[t][0] = (mt_segment){0, j->lens[t], 1};
-        j->n_segs[t] = j->lens[t] > 0;
+        j->segs[u][0] = (mt_segment){0, j->lens[u], 1};
+        j->n_segs[u] = j->lens[u] > 0;
     } else {
-        j->n_segs[t] = (j->opts.input == MT_FORMAT_HTML ? mt_translator_segment_html : mt_translator_segment)(
-            tr, j->texts[t], j->lens[t], max_tokens, &j->segs[t], err, errlen);
-        if (j->n_segs[t] < 0) {
-            j->n_segs[t] = 0;
+        j->n_segs[u] = (j->html_nodes ? mt_translator_segment_html : mt_translator_segment)(
+            tr, j->texts[u], j->lens[u], max_tokens, &j->segs[u], err, errlen);
+        if (j->n_segs[u] < 0) {
+            j->n_segs[u] = 0;
             return -1;
         }
     }
     int n = 0;
-    for (int s = 0; s < j->n_segs[t]; s++)
-        n += j->segs[t][s].translate;
+    for (int s = 0; s < j->n_segs[u]; s++)
+        n += j->segs[u][s].translate;
     return n;
 }
 
-/* Encodes every sentence of every text into j->ids, in text order. */
+/* Target ids "12 7 9" of a prefix (below vocab); count or -1 with a message. */
+static int parse_target_ids(const char *text, int vocab, int32_t **ids, char *err, size_t errlen)
+{
+    size_t len = strlen(text);
+    int32_t *buf = malloc(sizeof *buf * (len / 2 + 2));
+    int n = 0;
+    if (!buf)
+        return mt_error(-1, err, errlen, "out of memory");
+    for (size_t i = 0; i < len;) {
+        if (text[i] == ' ' || text[i] == '\t') {
+            i++;
+            continue;
+        }
+        long v = 0;
+        size_t start = i;
+        while (i < len && text[i] >= '0' && text[i] <= '9' && v <= vocab)
+            v = v * 10 + (text[i++] - '0');
+        if (i == start || (i < len && text[i] != ' ' && text[i] != '\t') || v >= vocab) {
+            free(buf);
+            return mt_error(-1, err, errlen, "bad target id at byte %zu: expected integers 0 to %d",
+                            start, vocab - 1);
+        }
+        buf[n++] = (int32_t)v;
+    }
+    *ids = buf;
+    return n;
+}
+
+/* The target_prefix of text t as ids into sentence si's slot. */
+static int encode_prefix(mt_service_job *j, const mt_translator *tr, int t, int si, char *err, size_t errlen)
+{
+    const char *p = j->opts.target_prefix ? j->opts.target_prefix[t] : NULL;
+    if (!p || !*p)
+        return 0;
+    int n;
+    if (j->opts.prefix_ids) {
+        n = parse_target_ids(p, mt_translator_model_info(tr)->tgt_vocab_size, &j->prefix[si], err, errlen);
+    } else {
+        const mt_tokenizer *tok = mt_translator_tokenizer(tr);
+        size_t len = strlen(p);
+        n = mt_tokenizer_encode_target(tok, p, len, NULL, 0, err, errlen);
+        if (n >= 0 && !(j->prefix[si] = malloc(sizeof(int32_t) * ((size_t)n + 1))))
+            return mt_error(-1, err, errlen, "out of memory");
+        if (n >= 0)
+            n = mt_tokenizer_encode_target(tok, p, len, j->prefix[si], n, err, errlen);
+    }
+    if (n < 0) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", err);
+        return mt_error(-1, err, errlen, "text %d: target_prefix: %s", t, why);
+    }
+    j->prefix_len[si] = n;
+    return 0;
+}
+
+/* Encodes every sentence of every unit into j->ids, in text order; a text's target_prefix
+ * goes with its first sentence. */
 static int encode_all(mt_service_job *j, const mt_translator *tr, int32_t token, int *lens, char *err,
                       size_t errlen)
 {
-    int html = j->opts.input == MT_FORMAT_HTML;
-    for (int t = 0, si = 0; t < j->n_texts; t++)
-        for (int s = 0; s < j->n_segs[t]; s++) {
-            const mt_segment *sg = &j->segs[t][s];
-            if (!sg->translate)
-                continue;
-            lens[si] = j->opts.input == MT_FORMAT_IDS
-                           ? parse_source_ids(tr, j->texts[t], j->lens[t], &j->ids[si], err, errlen)
-                           : mt_translator_encode_to(tr, token, html, j->texts[t] + sg->start, sg->len,
-                                                     &j->ids[si], err, errlen);
-            if (lens[si] < 0)
-                return -1;
-            si++;
-        }
+    int si = 0;
+    for (int t = 0; t < j->n_texts; t++) {
+        int first = si;
+        for (int u = j->first_unit[t]; u < j->first_unit[t + 1]; u++)
+            for (int s = 0; s < j->n_segs[u]; s++) {
+                const mt_segment *sg = &j->segs[u][s];
+                if (!sg->translate)
+                    continue;
+                lens[si] = j->opts.input == MT_FORMAT_IDS
+                               ? parse_source_ids(tr, j->texts[u], j->lens[u], &j->ids[si], err, errlen)
+                               : mt_translator_encode_to(tr, token, j->html_nodes, j->texts[u] + sg->start,
+                                                         sg->len, &j->ids[si], err, errlen);
+                if (lens[si] < 0)
+                    return -1;
+                j->src_lens[si] = lens[si];
+                si++;
+            }
+        if (si > first && encode_prefix(j, tr, t, first, err, errlen))
+            return -1;
+    }
     return 0;
 }
 
@@ -210,30 +306,137 @@ static int order_items(mt_service_job *j, const int *lens)
         j->item_of[order[k].sentence] = k;
         j->job.items[k].ids = j->ids[order[k].sentence];
         j->job.items[k].len = order[k].len;
+        j->job.items[k].index = (uint64_t)order[k].sentence;
+        j->job.items[k].prefix = j->prefix[order[k].sentence];
+        j->job.items[k].prefix_len = j->prefix_len[order[k].sentence];
     }
     j->job.n_items = n;
     free(order);
     return 0;
 }
 
-/* Copies the texts and allocates the per-text arrays. */
+/* Grows the per-unit arrays to hold unit u. */
+static int unit_room(mt_service_job *j, int u, int *cap)
+{
+    if (u < *cap)
+        return 0;
+    int c = *cap * 2 + 8;
+#define GROW(f)                                                                                          \
+    do {                                                                                                 \
+        void *g = realloc(j->f, sizeof *j->f * (size_t)c);                                               \
+        if (!g)                                                                                          \
+            return -1;                                                                                   \
+        j->f = g;                                                                                        \
+        memset(j->f + *cap, 0, sizeof *j->f * (size_t)(c - *cap));                                       \
+    } while (0)
+    GROW(texts);
+    GROW(lens);
+    GROW(verbatim);
+    GROW(prot);
+    GROW(mk);
+    GROW(segs);
+    GROW(n_segs);
+#undef GROW
+    *cap = c;
+    return 0;
+}
+
+static int add_unit(mt_service_job *j, int *cap, const char *s, size_t n, int verbatim)
+{
+    int u = j->n_units;
+    if (unit_room(j, u, cap) || !(j->texts[u] = malloc(n + 1)))
+        return -1;
+    memcpy(j->texts[u], s, n);
+    j->texts[u][n] = 0;
+    j->lens[u] = n;
+    j->verbatim[u] = verbatim;
+    j->n_units++;
+    return 0;
+}
+
+/* The units of text t: the text itself, its text with protected spans cut out, or (HTML)
+ * its blocks' plain text with their markup taken out, and the tags between. */
+static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t len)
+{
+    unsigned kinds = j->opts.protect;
+    if (j->opts.input == MT_FORMAT_HTML && !j->html_nodes) {
+        mt_segment *blocks;
+        int nb = mt_html_block_split(text, len, &blocks);
+        if (nb < 0)
+            return -1;
+        for (int b = 0; b < nb; b++) {
+            const char *s = text + blocks[b].start;
+            if (!blocks[b].translate) {
+                if (add_unit(j, cap, s, blocks[b].len, 1))
+                    goto fail;
+                continue;
+            }
+            /* whitespace at a block's edges stays where it is */
+            size_t a = 0, e = blocks[b].len;
+            while (a < e && strchr(" \t\r\n\f", s[a]))
+                a++;
+            while (e > a && strchr(" \t\r\n\f", s[e - 1]))
+                e--;
+            if (a && add_unit(j, cap, s, a, 1))
+                goto fail;
+            const char *tail = s + e;
+            size_t tail_len = blocks[b].len - e;
+            s += a;
+            size_t blen = e - a;
+            char *wrapped = kinds ? mt_html_wrap_protected(s, blen, kinds) : NULL;
+            mt_markup *mk = mt_markup_split(wrapped ? wrapped : s, wrapped ? strlen(wrapped) : blen);
+            free(wrapped);
+            if (!mk)
+                goto fail;
+            if (add_unit(j, cap, mt_markup_text(mk), strlen(mt_markup_text(mk)), 0)) {
+                mt_markup_free(mk);
+                goto fail;
+            }
+            j->mk[j->n_units - 1] = mk;
+            /* HTML whitespace: a line break inside a block is a space, not a new line */
+            for (char *c = j->texts[j->n_units - 1]; *c; c++)
+                if (*c == '\n' || *c == '\r' || *c == '\t' || *c == '\f')
+                    *c = ' ';
+            if (tail_len && add_unit(j, cap, tail, tail_len, 1))
+                goto fail;
+        }
+        free(blocks);
+        return 0;
+    fail:
+        free(blocks);
+        return -1;
+    }
+    if (j->opts.input == MT_FORMAT_TEXT && !j->opts.output_ids && kinds) {
+        mt_protect *p = mt_protect_create(text, len, kinds);
+        if (!p)
+            return -1;
+        if (mt_protect_count(p) > 0) {
+            if (add_unit(j, cap, mt_protect_text(p), strlen(mt_protect_text(p)), 0)) {
+                mt_protect_free(p);
+                return -1;
+            }
+            j->prot[j->n_units - 1] = p;
+            return 0;
+        }
+        mt_protect_free(p);
+    }
+    return add_unit(j, cap, text, len, 0);
+}
+
+/* Builds every text's units. */
 static int copy_texts(mt_service_job *j, int n, const char *const *texts, const size_t *lens)
 {
+    int cap = 0;
     j->n_texts = n;
-    j->texts = calloc((size_t)n + 1, sizeof *j->texts);
-    j->lens = calloc((size_t)n + 1, sizeof *j->lens);
-    j->segs = calloc((size_t)n + 1, sizeof *j->segs);
-    j->n_segs = calloc((size_t)n + 1, sizeof *j->n_segs);
-    if (!j->texts || !j->lens || !j->segs || !j->n_segs)
+    j->first_unit = calloc((size_t)n + 1, sizeof *j->first_unit);
+    if (!j->first_unit || unit_room(j, 0, &cap))
         return -1;
     for (int t = 0; t < n; t++) {
-        j->texts[t] = malloc(lens[t] + 1);
-        if (!j->texts[t])
+        j->first_unit[t] = j->n_units;
+        if (add_text_units(j, &cap, texts[t], lens[t]))
             return -1;
-        memcpy(j->texts[t], texts[t], lens[t]);
-        j->texts[t][lens[t]] = 0;
-        j->lens[t] = lens[t];
     }
+    j->first_unit[n] = j->n_units;
     return 0;
 }
 
@@ -241,8 +444,8 @@ static int copy_texts(mt_service_job *j, int n, const char *const *texts, const 
 static int prepare_job(mt_service_job *j, const mt_translator *tr, const char *target_lang, char *err,
                        size_t errlen)
 {
-    for (int t = 0; t < j->n_texts; t++) {
-        int n = segment_text(j, tr, t, err, errlen);
+    for (int u = 0; u < j->n_units; u++) {
+        int n = segment_text(j, tr, u, err, errlen);
         if (n < 0)
             return MT_SERVICE_INVALID;
         j->n_sents += n;
@@ -250,7 +453,10 @@ static int prepare_job(mt_service_job *j, const mt_translator *tr, const char *t
     int32_t token = mt_translator_target_token(tr, target_lang);
     int *lens = calloc((size_t)j->n_sents + 1, sizeof *lens);
     j->ids = calloc((size_t)j->n_sents + 1, sizeof *j->ids);
-    if (!lens || !j->ids) {
+    j->src_lens = calloc((size_t)j->n_sents + 1, sizeof *j->src_lens);
+    j->prefix = calloc((size_t)j->n_sents + 1, sizeof *j->prefix);
+    j->prefix_len = calloc((size_t)j->n_sents + 1, sizeof *j->prefix_len);
+    if (!lens || !j->ids || !j->src_lens || !j->prefix || !j->prefix_len) {
         free(lens);
         mt_error(-1, err, errlen, "out of memory");
         return MT_SERVICE_NOMEM;
@@ -273,13 +479,13 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
         mt_error(-1, err, errlen, "no model %d", model);
         return MT_SERVICE_INVALID;
     }
-    int max_positions = mt_translator_model_info(svc->trs[model])->max_positions;
-    if (opts->search.max_length > max_positions) {
-        mt_error(-1, err, errlen, "max_length %d exceeds the model's limit of %d tokens", opts->search.max_length,
-                 max_positions);
+    if (mt_service_check_options(svc, model, opts, err, errlen))
         return MT_SERVICE_INVALID;
-    }
     mt_service_job *j = calloc(1, sizeof *j);
+    if (j) {
+        j->opts = *opts;
+        j->html_nodes = opts->input == MT_FORMAT_HTML && opts->output_ids;
+    }
     if (!j || copy_texts(j, n, texts, lens)) {
         mt_error(-1, err, errlen, "out of memory");
         mt_service_job_free(j);
@@ -287,7 +493,6 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
     }
     j->svc = svc;
     j->model = model;
-    j->opts = *opts;
     j->opts.target_lang = NULL;
     int rc = prepare_job(j, svc->trs[model], opts->target_lang, err, errlen);
     if (rc) {
@@ -296,6 +501,15 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
     }
     j->job.model = model;
     j->job.opts = opts->search;
+    j->job.opts.target_prefix = NULL; /* per item */
+    j->job.opts.target_prefix_len = NULL;
+    j->job.opts.sentence_index = NULL;
+    /* Protected spans and inline markup are put back by alignment. */
+    for (int u = 0; u < j->n_units; u++)
+        if (!opts->search.return_alignments && (j->prot[u] || (j->mk[u] && mt_markup_count(j->mk[u]) > 0))) {
+            j->job.opts.return_alignments = 1;
+            j->job.opts.alignment_layer = -1; /* the best layer; a caller's value was not checked */
+        }
     j->job.deadline = opts->deadline;
     atomic_store(&j->job.cancel, MT_JOB_RUNNING);
     *job = j;
@@ -341,24 +555,251 @@ static int decode_sentence(mt_service_job *j, int si, mt_sentence_hyps *h, char 
     return 0;
 }
 
-/* Text t's n-best translations from its sentences' hypotheses hyps[0, ...). */
-static int join_text(mt_service_job *j, int t, const mt_sentence_hyps *hyps)
+typedef struct {
+    int (*p)[2];
+    int n, cap;
+} pairs;
+
+static int add_pair(pairs *ps, int a, int b)
+{
+    if (ps->n == ps->cap) {
+        int c = ps->cap * 2 + 16;
+        void *g = realloc(ps->p, sizeof *ps->p * (size_t)c);
+        if (!g)
+            return -1;
+        ps->p = g;
+        ps->cap = c;
+    }
+    ps->p[ps->n][0] = a;
+    ps->p[ps->n][1] = b;
+    ps->n++;
+    return 0;
+}
+
+static int by_pair(const void *pa, const void *pb)
+{
+    const int *a = pa, *b = pb;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* Sorted, duplicates dropped. */
+static void unique_pairs(pairs *ps)
+{
+    if (ps->n < 2)
+        return;
+    qsort(ps->p, (size_t)ps->n, sizeof *ps->p, by_pair);
+    int w = 1;
+    for (int i = 1; i < ps->n; i++)
+        if (by_pair(ps->p[i], ps->p[w - 1]))
+            memcpy(ps->p[w++], ps->p[i], sizeof *ps->p);
+    ps->n = w;
+}
+
+/* Word pairs of hypothesis k over the sentences [first, first + n) of one unit, their
+ * words counted from (*src_word, *out_word), which advance past them. */
+static int word_pairs(const mt_service_job *j, int first, int n, int k, int *src_word, int *out_word, pairs *ps)
+{
+    const mt_translator *tr = j->svc->trs[j->model];
+    const mt_tokenizer *tok = mt_translator_tokenizer(tr);
+    int32_t eos = mt_translator_model_info(tr)->eos_id;
+    for (int si = first; si < first + n; si++) {
+        const mt_item *it = &j->job.items[j->item_of[si]];
+        int kk = k < it->n_hyps ? k : it->n_hyps - 1;
+        if (kk < 0)
+            continue;
+        int sl = j->src_lens[si], hl = it->hyp_lens[kk];
+        int *smap = malloc(sizeof *smap * ((size_t)sl + 1)), *tmap = malloc(sizeof *tmap * ((size_t)hl + 1));
+        if (!smap || !tmap) {
+            free(smap);
+            free(tmap);
+            return -1;
+        }
+        int sw = mt_word_map(tok, 0, eos, j->ids[si], sl, smap);
+        int tw = mt_word_map(tok, 1, eos, it->hyp_ids[kk], hl, tmap);
+        int rc = 0;
+        for (int q = 0; !rc && it->alignment && q < hl; q++) {
+            int a = it->alignment[kk][q];
+            if (a >= 0 && a < sl && smap[a] >= 0 && tmap[q] >= 0)
+                rc = add_pair(ps, *src_word + smap[a], *out_word + tmap[q]);
+        }
+        free(smap);
+        free(tmap);
+        if (rc)
+            return -1;
+        *src_word += sw;
+        *out_word += tw;
+    }
+    return 0;
+}
+
+/* The best translation's token scores and token alignments over text t's sentences. */
+static int token_extras(mt_service_job *j, int t, int first, int n, mt_translation *r)
+{
+    int total = 0;
+    for (int si = first; si < first + n; si++) {
+        const mt_item *it = &j->job.items[j->item_of[si]];
+        total += it->n_hyps > 0 ? it->hyp_lens[0] : 0;
+    }
+    (void)t;
+    r->n_tokens = total;
+    if (j->opts.search.return_scores && !(r->token_scores = calloc((size_t)total + 1, sizeof *r->token_scores)))
+        return -1;
+    if (j->opts.search.return_alignments &&
+        !(r->token_alignments = calloc((size_t)total + 1, sizeof *r->token_alignments)))
+        return -1;
+    int src_off = 0, out = 0;
+    for (int si = first; si < first + n; si++) {
+        const mt_item *it = &j->job.items[j->item_of[si]];
+        for (int q = 0; it->n_hyps > 0 && q < it->hyp_lens[0]; q++, out++) {
+            if (r->token_scores && it->token_scores)
+                r->token_scores[out] = it->token_scores[0][q];
+            if (r->token_alignments && it->alignment) {
+                r->token_alignments[out][0] = src_off + it->alignment[0][q];
+                r->token_alignments[out][1] = out;
+            }
+        }
+        src_off += j->src_lens[si];
+    }
+    return 0;
+}
+
+typedef struct {
+    char *s;
+    size_t n;
+} strbuf;
+
+static int append(strbuf *b, const char *s, size_t n)
+{
+    char *g = realloc(b->s, b->n + n + 1);
+    if (!g)
+        return -1;
+    memcpy(g + b->n, s, n);
+    b->s = g;
+    b->n += n;
+    b->s[b->n] = 0;
+    return 0;
+}
+
+/* Unit u's k-th translation (malloc'd) from its sentences' hypotheses hyps[0, ...) (the
+ * sentences from `first` in text order): rejoined, then its protected spans or inline
+ * markup put back by the word alignment; *score and *used: the mean score, sentences. */
+static char *join_unit(mt_service_job *j, int u, int first, const mt_sentence_hyps *hyps, int k, float *score,
+                       int *used, pairs *user_pairs, int *src_word, int *out_word)
+{
+    mt_join_mode mode = j->opts.output_ids ? MT_JOIN_IDS : j->html_nodes ? MT_JOIN_HTML : MT_JOIN_TEXT;
+    int n = 0;
+    for (int s = 0; s < j->n_segs[u]; s++)
+        n += j->segs[u][s].translate;
+    *used = n;
+    *score = 0;
+    if (j->verbatim[u]) {
+        char *c = malloc(j->lens[u] + 1);
+        if (c)
+            memcpy(c, j->texts[u], j->lens[u] + 1);
+        return c;
+    }
+    char *joined = mt_translator_join(j->texts[u], j->segs[u], j->n_segs[u], hyps, k, mode, score);
+    if (joined && j->mk[u]) { /* the block's edges are verbatim units: no whitespace at its ends */
+        size_t a = strspn(joined, " \t\r\n\f"), e = strlen(joined);
+        while (e > a && strchr(" \t\r\n\f", joined[e - 1]))
+            e--;
+        memmove(joined, joined + a, e - a);
+        joined[e - a] = 0;
+    }
+    int restore = j->prot[u] || (j->mk[u] && mt_markup_count(j->mk[u]) > 0);
+    if (joined && !restore && !user_pairs && j->mk[u]) { /* no markup to place: escaped */
+        char *out = mt_markup_restore(j->mk[u], joined, NULL, 0);
+        if (out)
+            mt_html_unwrap_protected(out);
+        free(joined);
+        return out;
+    }
+    if (!joined || (!restore && !user_pairs))
+        return joined;
+    pairs ps = {0};
+    int sw = 0, ow = 0;
+    if (word_pairs(j, first, n, k, &sw, &ow, &ps)) {
+        free(ps.p);
+        free(joined);
+        return NULL;
+    }
+    unique_pairs(&ps);
+    char *out = joined;
+    if (j->prot[u])
+        out = mt_protect_restore(j->prot[u], joined, (const int(*)[2])ps.p, ps.n);
+    else if (j->mk[u]) {
+        out = mt_markup_restore(j->mk[u], joined, (const int(*)[2])ps.p, ps.n);
+        if (out)
+            mt_html_unwrap_protected(out);
+    }
+    if (out != joined)
+        free(joined);
+    for (int i = 0; out && user_pairs && i < ps.n; i++)
+        if (add_pair(user_pairs, *src_word + ps.p[i][0], *out_word + ps.p[i][1])) {
+            free(out);
+            out = NULL;
+        }
+    *src_word += sw;
+    *out_word += ow;
+    free(ps.p);
+    return out;
+}
+
+/* Text t's n-best translations from its sentences' hypotheses hyps[0, ...) (the first
+ * being sentence `first` in text order). */
+static int join_text(mt_service_job *j, int t, int first, const mt_sentence_hyps *hyps)
 {
     int n_best = j->opts.search.n_best;
     mt_translation *r = &j->results[t];
-    mt_join_mode mode = j->opts.output_ids                ? MT_JOIN_IDS
-                        : j->opts.input == MT_FORMAT_HTML ? MT_JOIN_HTML
-                                                          : MT_JOIN_TEXT;
     r->texts = calloc((size_t)n_best + 1, sizeof *r->texts);
     r->scores = calloc((size_t)n_best + 1, sizeof *r->scores);
     if (!r->texts || !r->scores)
         return -1;
     r->n_best = n_best;
+    int want_pairs = j->opts.search.return_alignments && !j->opts.output_ids;
+    int n_sents = 0;
     for (int k = 0; k < n_best; k++) {
-        r->texts[k] = mt_translator_join(j->texts[t], j->segs[t], j->n_segs[t], hyps, k, mode, &r->scores[k]);
-        if (!r->texts[k])
+        strbuf b = {0};
+        pairs ps = {0};
+        int used_total = 0, parts = 0, sw = 0, ow = 0, sent = first;
+        double sum = 0;
+        float single = 0;
+        if (append(&b, "", 0))
             return -1;
+        for (int u = j->first_unit[t]; u < j->first_unit[t + 1]; u++) {
+            float sc;
+            int used;
+            char *part = join_unit(j, u, sent, hyps + (sent - first), k, &sc, &used,
+                                   want_pairs && k == 0 ? &ps : NULL, &sw, &ow);
+            if (!part || append(&b, part, strlen(part))) {
+                free(part);
+                free(b.s);
+                free(ps.p);
+                return -1;
+            }
+            free(part);
+            if (used) {
+                single = sc;
+                sum += (double)sc * used;
+                used_total += used;
+                parts++;
+            }
+            sent += used;
+        }
+        n_sents = sent - first;
+        r->texts[k] = b.s;
+        /* one part: its score exactly as the join computed it */
+        r->scores[k] = parts <= 1 ? single : (float)(sum / used_total);
+        if (k == 0 && want_pairs) {
+            unique_pairs(&ps);
+            r->alignments = ps.p;
+            r->n_alignments = ps.n;
+        } else {
+            free(ps.p);
+        }
     }
+    if ((j->opts.search.return_scores || j->opts.search.return_alignments) && !j->opts.output_ids)
+        return token_extras(j, t, first, n_sents, r);
     return 0;
 }
 
@@ -373,12 +814,13 @@ static int build_results(mt_service_job *j)
     for (int si = 0; !rc && si < j->n_sents; si++)
         rc = decode_sentence(j, si, &hyps[si], j->message, sizeof j->message);
     for (int t = 0, first = 0; !rc && t < j->n_texts; t++) {
-        if (join_text(j, t, hyps + first)) {
+        if (join_text(j, t, first, hyps + first)) {
             snprintf(j->message, sizeof j->message, "out of memory");
             rc = -1;
         }
-        for (int s = 0; s < j->n_segs[t]; s++)
-            first += j->segs[t][s].translate;
+        for (int u = j->first_unit[t]; u < j->first_unit[t + 1]; u++)
+            for (int s = 0; s < j->n_segs[u]; s++)
+                first += j->segs[u][s].translate;
     }
     for (int si = 0; hyps && si < j->n_sents; si++) {
         for (int k = 0; k < hyps[si].n; k++)
@@ -454,21 +896,32 @@ void mt_service_job_free(mt_service_job *j)
     if (!j)
         return;
     mt_job_clear_results(&j->job);
-    for (int i = 0; j->ids && i < j->n_sents; i++)
-        free(j->ids[i]);
-    for (int t = 0; t < j->n_texts; t++) {
-        if (j->texts)
-            free(j->texts[t]);
-        if (j->segs)
-            free(j->segs[t]);
-        if (j->results)
-            mt_translation_clear(&j->results[t]);
+    for (int i = 0; i < j->n_sents; i++) {
+        if (j->ids)
+            free(j->ids[i]);
+        if (j->prefix)
+            free(j->prefix[i]);
     }
+    for (int u = 0; u < j->n_units; u++) {
+        free(j->texts[u]);
+        free(j->segs[u]);
+        mt_protect_free(j->prot[u]);
+        mt_markup_free(j->mk[u]);
+    }
+    for (int t = 0; j->results && t < j->n_texts; t++)
+        mt_translation_clear(&j->results[t]);
     free(j->ids);
+    free(j->src_lens);
+    free(j->prefix);
+    free(j->prefix_len);
     free(j->item_of);
     free(j->job.items);
+    free(j->first_unit);
     free(j->texts);
     free(j->lens);
+    free(j->verbatim);
+    free(j->prot);
+    free(j->mk);
     free(j->segs);
     free(j->n_segs);
     free(j->results);
@@ -541,7 +994,43 @@ void mt_translation_clear(mt_translation *t)
         free(t->texts[k]);
     free(t->texts);
     free(t->scores);
+    free(t->token_scores);
+    free(t->token_alignments);
+    free(t->alignments);
     memset(t, 0, sizeof *t);
+}
+
+static void *dup_bytes(const void *p, size_t n)
+{
+    if (!p || n == 0) return NULL;
+    void *q = malloc(n);
+    if (q) memcpy(q, p, n);
+    return q;
+}
+
+int mt_translation_copy(mt_translation *dst, const mt_translation *src)
+{
+    memset(dst, 0, sizeof *dst);
+    dst->texts = calloc((size_t)(src->n_best > 0 ? src->n_best : 1), sizeof *dst->texts);
+    dst->scores = dup_bytes(src->scores, (size_t)src->n_best * sizeof *src->scores);
+    if (!dst->texts || (src->n_best > 0 && !dst->scores)) goto fail;
+    dst->n_best = src->n_best;
+    for (int k = 0; k < src->n_best; k++)
+        if (!(dst->texts[k] = strdup(src->texts[k]))) goto fail;
+    dst->n_tokens = src->n_tokens;
+    dst->n_alignments = src->n_alignments;
+    dst->token_scores = dup_bytes(src->token_scores, (size_t)src->n_tokens * sizeof *src->token_scores);
+    dst->token_alignments = dup_bytes(src->token_alignments,
+                                      (size_t)src->n_tokens * sizeof *src->token_alignments);
+    dst->alignments = dup_bytes(src->alignments, (size_t)src->n_alignments * sizeof *src->alignments);
+    if ((src->token_scores && src->n_tokens && !dst->token_scores) ||
+        (src->token_alignments && src->n_tokens && !dst->token_alignments) ||
+        (src->alignments && src->n_alignments && !dst->alignments))
+        goto fail;
+    return 0;
+fail:
+    mt_translation_clear(dst);
+    return -1;
 }
 
 void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *busy_workers, int *workers)

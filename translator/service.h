@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 
+#include "protect.h"
 #include "translator.h"
 
 typedef struct mt_service mt_service;
@@ -72,17 +73,36 @@ typedef struct {
     int output_ids;           /* 1: translations are target ids ("12 7 9"), sentences joined by a space */
     const char *target_lang;  /* multilingual models: the target ("fra"); NULL: the model's own */
     double deadline;          /* CLOCK_MONOTONIC seconds (mt_now()), 0: none */
+    /* Decoding controls (issue 17) are in `search` (sampling_*, seed, no_repeat_ngram_size,
+     * repetition_penalty, min_length, return_scores, return_alignments, alignment_layer,
+     * replace_unknowns); target_prefix and sentence_index there are set by the service. */
+    const char *const *target_prefix; /* per text of the request (NULL, or NULL entries: none):
+                                         * the text its translation starts with (its first
+                                         * sentence's); with prefix_ids: target ids "12 7" */
+    int prefix_ids;
+    unsigned protect;         /* MT_PROTECT_* kinds kept byte for byte, in text and HTML
+                               * (default MT_PROTECT_ALL; 0: none) */
 } mt_service_options;
 
-/* The model's search defaults (n_best 1), plain text in and out, no deadline. */
+/* The model's search defaults (n_best 1, unk_id the tokenizer's), plain text in and out,
+ * every protected kind kept, no deadline. */
 void mt_service_options_default(const mt_service *svc, int model, mt_service_options *opts);
 
 /* The translation of one text: n_best texts, best first, with their scores (the mean of
- * the sentences' normalised scores). Later per-token extras go here. */
+ * the sentences' normalised scores), and extras of the best one when asked. Token
+ * positions run over the text's sentences in order: source tokens as encoded (language
+ * token and eos included), output tokens as generated (eos excluded). */
 typedef struct {
     int n_best;
     char **texts;
     float *scores;
+    int n_tokens;                /* output tokens of the best translation (with extras) */
+    float *token_scores;         /* return_scores: n_tokens log-probs */
+    int (*token_alignments)[2];  /* return_alignments: n_tokens [source token, output token] */
+    int n_alignments;
+    int (*alignments)[2];        /* return_alignments: [source word, output word] pairs over the
+                                  * whitespace-separated words of the text and its translation
+                                  * (protected spans cut out of both), sorted, distinct */
 } mt_translation;
 
 /* Outcomes of a request (mt_service_job_outcome) and results of submitting one. */
@@ -96,6 +116,12 @@ enum {
     MT_SERVICE_BUSY = 6,         /* run: the queue is at capacity, or stopping */
     MT_SERVICE_NOMEM = 7,
 };
+
+/* Checks opts against the model (ranges of every decoding control); MT_SERVICE_OK or
+ * MT_SERVICE_INVALID with a message naming the field and its allowed range. prepare
+ * runs it too. */
+int mt_service_check_options(const mt_service *svc, int model, const mt_service_options *opts, char *err,
+                             size_t errlen);
 
 /* Segments and encodes texts[0, n) (lens[i] bytes each, copied) for translator `model`.
  * Returns MT_SERVICE_OK with *job set, or MT_SERVICE_INVALID / MT_SERVICE_NOMEM with a
@@ -139,6 +165,9 @@ int mt_service_translate(mt_service *svc, int model, const mt_service_options *o
                          const char *const *texts, const size_t *lens, mt_translation *out,
                          char *err, size_t errlen);
 void mt_translation_clear(mt_translation *t);
+/* Deep copy of src into dst (cleared first by the caller); 0, or -1 out of memory (dst is
+ * then cleared). */
+int mt_translation_copy(mt_translation *dst, const mt_translation *src);
 
 /* Queue numbers for /metrics. */
 void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *busy_workers,
