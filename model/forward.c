@@ -54,7 +54,7 @@ static void linear_task(void *ctx, int task, int n_tasks)
  * thread count or on which other sentences share the batch. */
 static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w *lin, int n, float *y, int act)
 {
-    int threads = mt_pool_threads(st->pool);
+    int threads = st->threads;
     linear_job j = {.kern = st->model->kern, .x = x, .w = lin->w, .b = lin->b, .y = y, .m = m, .k = k, .n = n, .act = act};
     int tasks = 1;
     if (threads > 1 && n >= 512) {
@@ -144,7 +144,7 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
 {
     const mt_model *m = st->model;
     const mt_model_info *in = &m->info;
-    int d = in->d_model, ffn = in->encoder_ffn_dim, threads = mt_pool_threads(st->pool);
+    int d = in->d_model, ffn = in->encoder_ffn_dim, threads = st->threads;
     int total = 0, max_len = 0;
     int *off = mt_buf_reserve(&st->src_off, sizeof(int) * (size_t)(n + 1));
     if (!off)
@@ -290,7 +290,7 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
     const mt_model *m = st->model;
     const mt_model_info *info = &m->info;
     int d = info->d_model, ffn = info->decoder_ffn_dim, L = info->decoder_layers, rows = in->rows;
-    int threads = mt_pool_threads(st->pool);
+    int threads = st->threads;
     size_t R = (size_t)rows;
     float *x = mt_buf_reserve(&st->dec_x, sizeof(float) * R * (size_t)d);
     float *qkv = mt_buf_reserve(&st->dec_qkv, sizeof(float) * R * 3 * (size_t)d);

@@ -75,7 +75,9 @@ typedef struct mt_sentence mt_sentence;
 
 struct mt_state {
     const mt_model *model;
-    mt_pool *pool;
+    mt_pool *pool;              /* the pool products are split on (shared or own_pool) */
+    mt_pool *own_pool;          /* started by mt_state_create without a pool; freed with the state */
+    int threads;                /* tasks each product is split into */
     char error[256];
 
     /* encoder */

@@ -124,7 +124,20 @@ typedef struct {
     const mt_hypothesis *hyps;
 } mt_result;
 
-/* Creates a worker state; `threads` is how many threads its matrix products use. */
+/* The compute threads of a process: one pool, shared by every state of every model, so
+ * that a process runs workers x threads compute threads however many models it serves.
+ * `helpers` threads are started (0: none; every product then runs on its caller). Any
+ * number of states may drive one pool at once. Free it after the states that use it. */
+typedef struct mt_pool mt_pool;
+mt_pool *mt_pool_create(int helpers);
+void mt_pool_free(mt_pool *pool);
+
+/* Creates a worker state whose products are split into `threads` tasks. With a pool the
+ * tasks run on the calling thread and the pool's free helpers (borrowed: it must outlive
+ * the state); with pool NULL the state starts threads - 1 helpers of its own. */
+mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, char *err,
+                             size_t errlen);
+/* mt_state_create_in(model, NULL, threads, ...). */
 mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t errlen);
 void mt_state_free(mt_state *state);
 const char *mt_state_error(const mt_state *state);

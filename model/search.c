@@ -94,25 +94,36 @@ static void rank_task(void *p, int task, int n_tasks)
     }
 }
 
-mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t errlen)
+mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, char *err,
+                             size_t errlen)
 {
+    if (threads < 1) threads = 1;
     mt_state *st = calloc(1, sizeof *st);
     if (!st)
         return mt_format(err, errlen, "out of memory"), NULL;
     st->model = model;
-    st->pool = mt_pool_create(threads);
-    if (!st->pool) {
-        free(st);
-        return mt_format(err, errlen, "cannot start %d threads", threads), NULL;
+    st->threads = threads;
+    st->pool = pool;
+    if (!pool && threads > 1) {
+        st->pool = st->own_pool = mt_pool_create(threads - 1);
+        if (!st->pool) {
+            free(st);
+            return mt_format(err, errlen, "cannot start %d threads", threads), NULL;
+        }
     }
     return st;
+}
+
+mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t errlen)
+{
+    return mt_state_create_in(model, NULL, threads, err, errlen);
 }
 
 void mt_state_free(mt_state *st)
 {
     if (!st)
         return;
-    mt_pool_free(st->pool);
+    mt_pool_free(st->own_pool);
     mt_buf *bufs[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores,
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
@@ -385,7 +396,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     float *scratch = NULL;
     if (opts_active && mt_decode_opts_sampling(o)) {
         scratch = mt_buf_reserve(&st->sample_scratch,
-                                 sizeof(float) * (size_t)mt_pool_threads(st->pool) * (size_t)sr.V);
+                                 sizeof(float) * (size_t)st->threads * (size_t)sr.V);
         if (!scratch)
             return fail(st, MT_ERR_NOMEM, "out of memory for sampling");
     }
@@ -416,7 +427,7 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
                        .materialise = opts_active || sr.want_hist, .gen = sr.toks[sr.cur],
                        .gen_stride = sr.stride};
         sr.logits = logits;
-        mt_pool_run(st->pool, rank_task, &rj, mt_pool_threads(st->pool));
+        mt_pool_run(st->pool, rank_task, &rj, st->threads);
         int new_rows = 0;
         for (int a = 0; a < rows;) /* each sentence's rows are contiguous */
             a = advance_sentence(in, &sr, a, rows, t, &new_rows);

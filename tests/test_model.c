@@ -4,6 +4,7 @@
 #include <check.h>
 #include <math.h>
 #include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,6 +495,90 @@ START_TEST(batch_and_thread_count_do_not_change_results)
 }
 END_TEST
 
+/* One pool driven by several threads at once, with states of two different models (as
+ * the server's workers do): every result equals the one computed on a lone thread. The
+ * model is wide enough (vocabulary 600 >= 512 columns) that products really split. */
+typedef struct {
+    const mt_model *model;
+    mt_state *state;
+    const char *expect[6];
+    int rounds, failures;
+} pool_driver;
+
+static void *drive_shared_pool(void *arg)
+{
+    pool_driver *d = arg;
+    mt_search_options o;
+    mt_search_options_default(d->model, &o);
+    o.beam_size = 4;
+    const int32_t *src[6];
+    for (int i = 0; i < 6; i++)
+        src[i] = sources[i];
+    for (int r = 0; r < d->rounds; r++) {
+        mt_result res[6];
+        if (mt_translate_ids(d->state, &o, 6, src, source_lens, res) != 0) {
+            d->failures++;
+            continue;
+        }
+        for (int i = 0; i < 6; i++) {
+            char got[512];
+            ids_text(&res[i].hyps[0], got, sizeof got);
+            if (strcmp(got, d->expect[i]) != 0) d->failures++;
+        }
+    }
+    return NULL;
+}
+
+START_TEST(shared_pool_serves_states_of_two_models_at_once)
+{
+    tiny_model_spec sa = tiny_model_default(), sb = tiny_model_default();
+    sa.d = sb.d = 32, sa.ffn = sb.ffn = 64, sa.vocab = sb.vocab = 600, sa.pad = sb.pad = 599;
+    sb.seed = 11;
+    char err[512];
+    mt_model *models[2] = {mt_model_load(write_model("pool_a", &sa), err, sizeof err),
+                           mt_model_load(write_model("pool_b", &sb), err, sizeof err)};
+    ck_assert_msg(models[0] && models[1], "%s", err);
+    static char expect[2][6][512];
+    for (int m = 0; m < 2; m++) { /* references on a lone thread */
+        mt_state *st = mt_state_create(models[m], 1, err, sizeof err);
+        ck_assert_ptr_nonnull(st);
+        mt_search_options o;
+        mt_search_options_default(models[m], &o);
+        o.beam_size = 4;
+        const int32_t *src[6];
+        for (int i = 0; i < 6; i++)
+            src[i] = sources[i];
+        mt_result res[6];
+        ck_assert_int_eq(mt_translate_ids(st, &o, 6, src, source_lens, res), 0);
+        for (int i = 0; i < 6; i++)
+            ids_text(&res[i].hyps[0], expect[m][i], sizeof expect[m][i]);
+        mt_state_free(st);
+    }
+    ck_assert_str_ne(expect[0][2], expect[1][2]); /* the two models really differ */
+    mt_pool *pool = mt_pool_create(3);
+    ck_assert_ptr_nonnull(pool);
+    pool_driver drivers[4];
+    pthread_t threads[4];
+    for (int t = 0; t < 4; t++) {
+        drivers[t] = (pool_driver){.model = models[t % 2], .rounds = 8};
+        drivers[t].state = mt_state_create_in(models[t % 2], pool, 3, err, sizeof err);
+        ck_assert_ptr_nonnull(drivers[t].state);
+        for (int i = 0; i < 6; i++)
+            drivers[t].expect[i] = expect[t % 2][i];
+    }
+    for (int t = 0; t < 4; t++)
+        ck_assert_int_eq(pthread_create(&threads[t], NULL, drive_shared_pool, &drivers[t]), 0);
+    for (int t = 0; t < 4; t++) {
+        pthread_join(threads[t], NULL);
+        ck_assert_int_eq(drivers[t].failures, 0);
+        mt_state_free(drivers[t].state);
+    }
+    mt_pool_free(pool);
+    mt_model_free(models[0]);
+    mt_model_free(models[1]);
+}
+END_TEST
+
 START_TEST(n_best_is_sorted_and_within_limits)
 {
     fixture fx = open_model("nbest", 1);
@@ -886,6 +971,7 @@ static Suite *model_suite(void)
     tcase_add_checked_fixture(search, make_root, remove_root);
     tcase_add_test(search, batch_and_thread_count_do_not_change_results);
     tcase_add_test(search, n_best_is_sorted_and_within_limits);
+    tcase_add_test(search, shared_pool_serves_states_of_two_models_at_once);
     tcase_add_test(search, greedy_equals_beam_one_argmax_path);
     tcase_add_test(search, cancelled_sentence_leaves_the_batch);
     tcase_add_test(search, invalid_inputs_are_errors);

@@ -1322,6 +1322,32 @@ class TestBundledModel(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestSharedComputePool(unittest.TestCase):
+    """One compute pool per process: a server with two models runs exactly as many threads
+    as with one (each (worker, model) state used to start threads of its own, so a second
+    model added workers x (threads_per_worker - 1) threads), and both models translate
+    as mt-translate does."""
+
+    def thread_count(self, models):
+        args = []
+        for m in models:
+            args += ["--model", m]
+        srv = Server(args + ["--workers", "2", "--threads-per-worker", "3"], name="pool")
+        try:
+            for m in models:  # every state has run a product on the shared pool
+                src = json.loads(open(os.path.join(m, "tokenizer_config.json")).read())
+                st, _, body = srv.post_json({"text": "a b c d e f g", "source": src["source_lang"],
+                                             "target": src["target_lang"]})
+                self.assertEqual(st, 200, body)
+                self.assertEqual(body["translations"], cli_translate(m, ["a b c d e f g"]))
+            return len(os.listdir("/proc/%d/task" % srv.proc.pid))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_second_model_adds_no_threads(self):
+        self.assertEqual(self.thread_count([MODEL, MODEL2]), self.thread_count([MODEL]))
+
+
 def main():
     loader = unittest.TestLoader()
     suite = loader.loadTestsFromModule(sys.modules[__name__])

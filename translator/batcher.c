@@ -34,6 +34,7 @@ struct mt_batcher {
     mt_batcher_observer obs;
     worker *workers;
     int n_workers;
+    mt_pool *pool;          /* the process's compute helpers, shared by every state */
     mt_item *head, *tail;   /* queued sentences, oldest first */
     int n_queued;
     mt_job *jobs;           /* admitted, unfinished jobs */
@@ -451,6 +452,8 @@ static void free_workers(mt_batcher *b)
     }
     free(b->workers);
     b->workers = NULL;
+    mt_pool_free(b->pool); /* after the states that drive it */
+    b->pool = NULL;
 }
 
 mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
@@ -480,6 +483,15 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
     b->workers = calloc((size_t)b->n_workers, sizeof *b->workers);
     if (!b->workers) goto nomem;
     size_t ms = (size_t)b->cfg.max_sentences;
+    /* One pool for the process: each worker computes on its own thread and splits its
+     * products over threads_per_worker tasks, which the pool's free helpers share; with
+     * workers x (threads_per_worker - 1) helpers the process runs workers x
+     * threads_per_worker compute threads whatever the number of models. */
+    int tpw = b->cfg.threads_per_worker < 1 ? 1 : b->cfg.threads_per_worker;
+    if (tpw > 1 && !(b->pool = mt_pool_create(b->n_workers * (tpw - 1)))) {
+        snprintf(err, errlen, "cannot start %d compute threads", b->n_workers * (tpw - 1));
+        goto fail;
+    }
     for (int i = 0; i < b->n_workers; i++) {
         worker *w = &b->workers[i];
         w->b = b;
@@ -496,7 +508,7 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
             !w->prefix || !w->prefix_len)
             goto nomem;
         for (int m = 0; m < n_models; m++) {
-            w->states[m] = mt_state_create(models[m], cfg->threads_per_worker, err, errlen);
+            w->states[m] = mt_state_create_in(models[m], b->pool, tpw, err, errlen);
             if (!w->states[m]) goto fail;
         }
     }
