@@ -33,6 +33,7 @@ static void usage(FILE *f)
             "  --n-best N              print N hypotheses per line as 'INDEX ||| text ||| score'\n"
             "  --threads N             threads for the matrix products, per worker (default 1)\n"
             "  --workers N             translation worker threads, each running batches (default 1)\n"
+            "  --sentence-cache-mb N   answer repeated sentences from an LRU cache of N MiB (default 0: off)\n"
             "  --batch-size N          sentences per batch (default 32)\n"
             "  --input text|ids|html   ids: lines are space-separated source ids (eos appended);\n"
             "                          html: the whole input is one HTML document (markup kept,\n"
@@ -91,6 +92,7 @@ static int parse_float(const char *name, const char *v, float *out)
 typedef struct {
     const char *model, *source_lang, *target_lang, *file, *output_file;
     int beam, n_best, max_length, threads, workers, batch, input_ids, input_html, output_ids, verbose;
+    int cache_mb;
     float length_penalty, max_length_factor;
     int have_lp, have_factor;
     int output_json, topk, have_topk, seed_set, no_repeat, min_length, return_scores, return_alignments;
@@ -113,7 +115,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"sampling-temperature", 1, 0, 1002}, {"seed", 1, 0, 1003}, {"no-repeat-ngram-size", 1, 0, 1004},
         {"repetition-penalty", 1, 0, 1005}, {"min-length", 1, 0, 1006}, {"target-prefix", 1, 0, 1007},
         {"target-prefix-ids", 1, 0, 1008}, {"return-scores", 0, 0, 1009}, {"return-alignments", 0, 0, 1010},
-        {"alignment-layer", 1, 0, 1011}, {"replace-unknowns", 0, 0, 1012}, {"no-protect", 0, 0, 1013},
+        {"alignment-layer", 1, 0, 1011}, {"replace-unknowns", 0, 0, 1012}, {"no-protect", 0, 0, 1013}, {"sentence-cache-mb", 1, 0, 1014},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
@@ -155,6 +157,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 1011: rc = parse_int("--alignment-layer", optarg, -(1 << 20), &a->alignment_layer); a->have_layer = 1; break;
         case 1012: a->replace_unknowns = 1; break;
         case 1013: a->no_protect = 1; break;
+        case 1014: rc = parse_int("--sentence-cache-mb", optarg, 0, &a->cache_mb); break;
         case 'i':
             a->input_ids = !strcmp(optarg, "ids");
             a->input_html = !strcmp(optarg, "html");
@@ -449,6 +452,7 @@ int main(int argc, char **argv)
     cfg.workers = a.workers;
     cfg.threads_per_worker = a.threads;
     cfg.max_sentences = a.batch;
+    cfg.cache_bytes = (size_t)a.cache_mb << 20;
     mt_service *svc = mt_service_create(&tr, 1, &cfg, NULL, err, sizeof err);
     if (!svc) {
         fprintf(stderr, "mt-translate: %s\n", err);

@@ -68,6 +68,9 @@ static const setting SETTINGS[] = {
      "BLAS threads used by each worker"},
     {"workers", "queue_capacity", "--queue-capacity", NULL, "MT_QUEUE_CAPACITY", "N", K_INT,
      OFF(queue_capacity), 1, 1000000, "translate requests admitted at once; beyond: 503"},
+    {"workers", "sentence_cache_mb", "--sentence-cache-mb", NULL, "MT_SENTENCE_CACHE_MB", "MB",
+     K_INT, OFF(sentence_cache_mb), 0, 1048576,
+     "sentence cache: finished sentences kept by model, options and source ids, LRU (0: off)"},
     {"batch", "max_sentences", "--batch-max-sentences", NULL, "MT_BATCH_MAX_SENTENCES", "N",
      K_INT, OFF(batch_max_sentences), 1, 4096, "sentences per batch"},
     {"batch", "max_tokens", "--batch-max-tokens", NULL, "MT_BATCH_MAX_TOKENS", "N", K_INT,
@@ -139,6 +142,7 @@ void mt_config_init(mt_config *cfg)
     cfg->workers = 0;
     cfg->threads_per_worker = 1;
     cfg->queue_capacity = 256;
+    cfg->sentence_cache_mb = 64;
     cfg->batch_max_sentences = 32;
     cfg->batch_max_tokens = 8192;
     cfg->batch_max_wait_ms = 5;

@@ -50,6 +50,7 @@ typedef struct {
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */
     int queue_capacity;     /* translate requests admitted at once; beyond: 503 */
+    int sentence_cache_mb;  /* sentence cache budget in MiB (0: off) */
     /* [batch] */
     int batch_max_sentences; /* sentences per batch */
     int batch_max_tokens;    /* padded source tokens per batch (sentences x longest) */

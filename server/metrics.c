@@ -235,6 +235,17 @@ char *mt_metrics_render(mt_metrics *m, const mt_metrics_gauges *g)
             "# HELP mt_draining 1 while shutting down.\n# TYPE mt_draining gauge\nmt_draining %d\n",
             g->queued_sentences, g->queued_requests, g->workers, g->busy_workers, g->in_flight,
             g->ready, g->draining);
+    if (g->cache_on)
+        fprintf(f,
+                "# HELP mt_sentence_cache_hits_total Sentences answered from the sentence cache.\n"
+                "# TYPE mt_sentence_cache_hits_total counter\nmt_sentence_cache_hits_total %ld\n"
+                "# HELP mt_sentence_cache_misses_total Cacheable sentences not in the cache.\n"
+                "# TYPE mt_sentence_cache_misses_total counter\nmt_sentence_cache_misses_total %ld\n"
+                "# HELP mt_sentence_cache_entries Sentences held by the cache.\n"
+                "# TYPE mt_sentence_cache_entries gauge\nmt_sentence_cache_entries %ld\n"
+                "# HELP mt_sentence_cache_bytes Bytes held by the cache.\n"
+                "# TYPE mt_sentence_cache_bytes gauge\nmt_sentence_cache_bytes %zu\n",
+                g->cache_hits, g->cache_misses, g->cache_entries, g->cache_bytes);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

@@ -29,6 +29,9 @@ typedef struct {
     int busy_workers;      /* workers running a batch */
     int workers;
     int in_flight;         /* HTTP requests being served */
+    int cache_on;          /* the sentence cache is enabled: its counters follow */
+    long cache_hits, cache_misses, cache_entries;
+    size_t cache_bytes;
 } mt_metrics_gauges;
 
 mt_metrics *mt_metrics_create(void);

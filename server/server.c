@@ -156,7 +156,8 @@ static int start_service(mt_server *s, char *err, size_t errlen)
         if (workers < 1) workers = 1;
     }
     mt_service_config sc = {workers, cfg->threads_per_worker, cfg->queue_capacity,
-                            cfg->batch_max_sentences, cfg->batch_max_tokens, cfg->batch_max_wait_ms};
+                            cfg->batch_max_sentences, cfg->batch_max_tokens, cfg->batch_max_wait_ms,
+                            (size_t)cfg->sentence_cache_mb << 20};
     mt_service_observer obs = {on_batch, on_queue_wait, on_cancelled, s->metrics};
     s->svc = mt_service_create(s->trs, s->n_models, &sc, &obs, err, errlen);
     if (!s->svc) return -1;

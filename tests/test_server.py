@@ -1348,6 +1348,55 @@ class TestSharedComputePool(unittest.TestCase):
         self.assertEqual(self.thread_count([MODEL, MODEL2]), self.thread_count([MODEL]))
 
 
+class TestSentenceCache(unittest.TestCase):
+    """The sentence cache (workers.sentence_cache_mb, on by default): a repeated sentence is
+    answered from it with the identical translation and counted as a hit; sampling bypasses
+    it; size 0 turns it off."""
+
+    def test_hits_are_identical_and_counted(self):
+        srv = Server(["--model", MODEL, "--workers", "1"], name="cache")
+        try:
+            req = {"text": ["a b c d e f", "g h i j"], "beam_size": 3, "n_best": 2}
+            st, _, first = srv.post_json(req)
+            self.assertEqual(st, 200, first)
+            self.assertEqual(srv.metric("mt_sentence_cache_hits_total"), 0)
+            misses = srv.metric("mt_sentence_cache_misses_total")
+            self.assertGreaterEqual(misses, 2)
+            st, _, again = srv.post_json(req)
+            self.assertEqual(st, 200, again)
+            self.assertEqual(again["translations"], first["translations"])
+            self.assertEqual(again["n_best"], first["n_best"])
+            self.assertEqual(again["scores"], first["scores"])
+            self.assertEqual(srv.metric("mt_sentence_cache_hits_total"), 2)
+            self.assertGreaterEqual(srv.metric("mt_sentence_cache_entries"), 2)
+            self.assertGreater(srv.metric("mt_sentence_cache_bytes"), 0)
+            # other options are another key: computed, and equal to mt-translate's
+            st, _, beam1 = srv.post_json({"text": "a b c d e f", "beam_size": 1})
+            self.assertEqual(beam1["translations"], cli_translate(MODEL, ["a b c d e f"], ["--beam", "1"]))
+            self.assertEqual(srv.metric("mt_sentence_cache_hits_total"), 2)
+            # sampling and per-token extras never use it
+            for extra in ({"sampling_topk": 0, "seed": 3}, {"return_scores": True}):
+                srv.post_json(dict({"text": "a b c d e f"}, **extra))
+                srv.post_json(dict({"text": "a b c d e f"}, **extra))
+            self.assertEqual(srv.metric("mt_sentence_cache_hits_total"), 2)
+            # a prefixed result is not stored under the unprefixed key
+            st, _, pre = srv.post_json({"text": "g h i j", "beam_size": 3, "target_prefix": "x"})
+            self.assertEqual(st, 200, pre)
+            st, _, plain = srv.post_json({"text": "g h i j", "beam_size": 3, "n_best": 2})
+            self.assertEqual(plain["translations"][0], first["translations"][1])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_size_zero_turns_it_off(self):
+        srv = Server(["--model", MODEL, "--workers", "1", "--sentence-cache-mb", "0"], name="nocache")
+        try:
+            for _ in range(2):
+                self.assertEqual(srv.post_json({"text": "a b c"})[0], 200)
+            self.assertNotIn("mt_sentence_cache_hits_total", srv.metrics())
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 def main():
     loader = unittest.TestLoader()
     suite = loader.loadTestsFromModule(sys.modules[__name__])

@@ -2,6 +2,8 @@
  * service.c, which turns texts into the sentences queued here). */
 #include "batcher.h"
 
+#include "cache.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +37,7 @@ struct mt_batcher {
     worker *workers;
     int n_workers;
     mt_pool *pool;          /* the process's compute helpers, shared by every state */
+    mt_cache *cache;        /* finished sentences by (model, options, source ids); NULL: off */
     mt_item *head, *tail;   /* queued sentences, oldest first */
     int n_queued;
     mt_job *jobs;           /* admitted, unfinished jobs */
@@ -356,6 +359,111 @@ static void copy_result(mt_item *it, const mt_result *r)
     if (!copy_extras(it, r)) it->status = MT_ERR_NOMEM;
 }
 
+/* ---- the sentence cache ---- */
+
+/* Whether a job's sentences may be answered from the cache, and stored in it: only
+ * deterministic searches whose result is the hypotheses alone (no sampling, no prefix,
+ * no per-token extras, no id replacement, no extra banned ids). */
+static int cacheable(const mt_batcher *b, const mt_job *job)
+{
+    const mt_search_options *o = &job->opts;
+    return b->cache && o->sampling_topk == 1 && !o->return_scores && !o->return_alignments &&
+           !o->replace_unknowns && o->n_bad_ids == 0;
+}
+
+/* What shapes a sentence's result, fixed width so that keys compare as bytes. */
+typedef struct {
+    int32_t model, compute_type, beam_size, max_length, n_best, no_repeat_ngram_size, min_length;
+    float length_penalty, max_length_factor, repetition_penalty;
+    int32_t len;
+} cache_key_head;
+
+/* key = head + source ids (malloc'd); NULL when the item cannot be cached. */
+static unsigned char *cache_key(const mt_batcher *b, const mt_item *it, size_t *key_len)
+{
+    if (it->prefix) return NULL; /* a prefixed result must never answer an unprefixed key */
+    const mt_search_options *o = &it->job->opts;
+    cache_key_head h;
+    memset(&h, 0, sizeof h);
+    h.model = it->job->model;
+    h.compute_type = (int32_t)mt_model_compute_type(b->models[it->job->model]);
+    h.beam_size = o->beam_size, h.max_length = o->max_length, h.n_best = o->n_best;
+    h.no_repeat_ngram_size = o->no_repeat_ngram_size, h.min_length = o->min_length;
+    h.length_penalty = o->length_penalty, h.max_length_factor = o->max_length_factor;
+    h.repetition_penalty = o->repetition_penalty;
+    h.len = it->len;
+    *key_len = sizeof h + sizeof(int32_t) * (size_t)it->len;
+    unsigned char *k = malloc(*key_len);
+    if (!k) return NULL;
+    memcpy(k, &h, sizeof h);
+    memcpy(k + sizeof h, it->ids, sizeof(int32_t) * (size_t)it->len);
+    return k;
+}
+
+/* value = n_hyps, then per hypothesis: length, score, ids. */
+static void cache_store(mt_batcher *b, const mt_item *it)
+{
+    size_t key_len, n = sizeof(int32_t);
+    for (int k = 0; k < it->n_hyps; k++) n += 2 * sizeof(int32_t) + sizeof(int32_t) * (size_t)it->hyp_lens[k];
+    unsigned char *key = cache_key(b, it, &key_len), *v = malloc(n), *p = v;
+    if (key && v) {
+        int32_t nh = it->n_hyps;
+        memcpy(p, &nh, sizeof nh), p += sizeof nh;
+        for (int k = 0; k < it->n_hyps; k++) {
+            int32_t len = it->hyp_lens[k];
+            memcpy(p, &len, sizeof len), p += sizeof len;
+            memcpy(p, &it->scores[k], sizeof(float)), p += sizeof(float);
+            memcpy(p, it->hyp_ids[k], sizeof(int32_t) * (size_t)len), p += sizeof(int32_t) * (size_t)len;
+        }
+        mt_cache_put(b->cache, key, key_len, v, n);
+    }
+    free(key);
+    free(v);
+}
+
+/* Fills the item's hypotheses from the cache; 1 on a hit. */
+static int cache_answer(mt_batcher *b, mt_item *it)
+{
+    size_t key_len, n;
+    void *val = NULL;
+    unsigned char *key = cache_key(b, it, &key_len);
+    int hit = key && mt_cache_get(b->cache, key, key_len, &val, &n);
+    free(key);
+    if (!hit) return 0;
+    const unsigned char *p = val;
+    int32_t nh;
+    memcpy(&nh, p, sizeof nh), p += sizeof nh;
+    it->hyp_ids = calloc((size_t)nh, sizeof *it->hyp_ids);
+    it->hyp_lens = calloc((size_t)nh, sizeof *it->hyp_lens);
+    it->scores = calloc((size_t)nh, sizeof *it->scores);
+    int ok = it->hyp_ids && it->hyp_lens && it->scores;
+    for (int k = 0; ok && k < nh; k++) {
+        int32_t len;
+        memcpy(&len, p, sizeof len), p += sizeof len;
+        memcpy(&it->scores[k], p, sizeof(float)), p += sizeof(float);
+        if (!(it->hyp_ids[k] = malloc(sizeof(int32_t) * (size_t)(len > 0 ? len : 1)))) ok = 0;
+        else memcpy(it->hyp_ids[k], p, sizeof(int32_t) * (size_t)len);
+        p += sizeof(int32_t) * (size_t)len;
+        it->hyp_lens[k] = len;
+        if (ok) it->n_hyps = k + 1;
+    }
+    free(val);
+    if (!ok) { /* out of memory: compute it instead */
+        for (int k = 0; k < it->n_hyps; k++) free(it->hyp_ids[k]);
+        free(it->hyp_ids), free(it->hyp_lens), free(it->scores);
+        it->hyp_ids = NULL, it->hyp_lens = NULL, it->scores = NULL, it->n_hyps = 0;
+    }
+    return ok;
+}
+
+int mt_batcher_cache_stats(mt_batcher *b, long *hits, long *misses, long *entries, size_t *bytes)
+{
+    mt_cache_stats st = {0};
+    if (b->cache) mt_cache_get_stats(b->cache, &st);
+    *hits = st.hits, *misses = st.misses, *entries = st.entries, *bytes = st.bytes;
+    return b->cache != NULL;
+}
+
 static void run_batch(mt_batcher *b, worker *w, int n)
 {
     mt_job *first = w->batch[0]->job;
@@ -387,7 +495,10 @@ static void run_batch(mt_batcher *b, worker *w, int n)
         snprintf(msg, sizeof msg, "%s", mt_state_error(st));
         for (int i = 0; i < n; i++) w->batch[i]->status = rc;
     } else {
-        for (int i = 0; i < n; i++) copy_result(w->batch[i], &w->results[i]);
+        for (int i = 0; i < n; i++) {
+            copy_result(w->batch[i], &w->results[i]);
+            if (w->batch[i]->status == MT_OK && cacheable(b, first)) cache_store(b, w->batch[i]);
+        }
     }
     if (b->obs.batch) b->obs.batch(b->obs.user, n, (long)n * maxlen, t1 - t0);
     long cancelled = 0;
@@ -454,6 +565,8 @@ static void free_workers(mt_batcher *b)
     b->workers = NULL;
     mt_pool_free(b->pool); /* after the states that drive it */
     b->pool = NULL;
+    mt_cache_free(b->cache);
+    b->cache = NULL;
 }
 
 mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
@@ -487,6 +600,7 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
      * products over threads_per_worker tasks, which the pool's free helpers share; with
      * workers x (threads_per_worker - 1) helpers the process runs workers x
      * threads_per_worker compute threads whatever the number of models. */
+    if (b->cfg.cache_bytes > 0 && !(b->cache = mt_cache_create(b->cfg.cache_bytes))) goto nomem;
     int tpw = b->cfg.threads_per_worker < 1 ? 1 : b->cfg.threads_per_worker;
     if (tpw > 1 && !(b->pool = mt_pool_create(b->n_workers * (tpw - 1)))) {
         snprintf(err, errlen, "cannot start %d compute threads", b->n_workers * (tpw - 1));
@@ -565,12 +679,19 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
     if (b->jobs) b->jobs->jprev = job;
     b->jobs = job;
     b->n_jobs++;
+    mt_job *chain = NULL;
+    int use_cache = cacheable(b, job);
     for (int i = 0; i < job->n_items; i++) {
         mt_item *it = &job->items[i];
         it->job = job;
         it->status = MT_OK;
         it->n_hyps = 0;
         it->t_queued = now;
+        if (use_cache && cache_answer(b, it)) { /* never reaches a worker */
+            if (!job->t_started) job->t_started = now;
+            finish_item_locked(b, it, &chain);
+            continue;
+        }
         it->next = NULL;
         it->prev = b->tail;
         if (b->tail) b->tail->next = it;
@@ -580,6 +701,7 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
     }
     pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->mu);
+    run_callbacks(chain); /* a job answered wholly from the cache is done already */
     return 0;
 }
 

@@ -81,6 +81,7 @@ typedef struct {
     int max_sentences;       /* per batch */
     int max_tokens;          /* padded source tokens per batch */
     int max_wait_ms;
+    size_t cache_bytes;      /* sentence cache budget (0: no cache) */
 } mt_batcher_config;
 
 /* What the batcher reports as it works (any member may be NULL; called without locks
@@ -114,6 +115,9 @@ void mt_batcher_abort(mt_batcher *b, int reason);
 /* Current numbers for /metrics. */
 void mt_batcher_gauges(mt_batcher *b, int *queued_sentences, int *jobs, int *busy_workers,
                        int *workers);
+
+/* The sentence cache's counters; 0 when there is no cache (*st zeroed). */
+int mt_batcher_cache_stats(mt_batcher *b, long *hits, long *misses, long *entries, size_t *bytes);
 
 /* Frees the hypotheses the batcher attached to a finished job's items. */
 void mt_job_clear_results(mt_job *job);

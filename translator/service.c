@@ -79,7 +79,8 @@ mt_service *mt_service_create(mt_translator *const *trs, int n, const mt_service
         svc->models[i] = mt_translator_model(trs[i]);
     }
     mt_batcher_config bc = {cfg->workers,       cfg->threads_per_worker, cfg->capacity,
-                            cfg->max_sentences, cfg->max_tokens,         cfg->max_wait_ms};
+                            cfg->max_sentences, cfg->max_tokens,         cfg->max_wait_ms,
+                            cfg->cache_bytes};
     mt_batcher_observer bo = {0};
     if (obs)
         bo = (mt_batcher_observer){obs->batch, obs->queue_wait, obs->cancelled, obs->user};
@@ -1031,6 +1032,11 @@ int mt_translation_copy(mt_translation *dst, const mt_translation *src)
 fail:
     mt_translation_clear(dst);
     return -1;
+}
+
+int mt_service_cache_stats(mt_service *svc, long *hits, long *misses, long *entries, size_t *bytes)
+{
+    return mt_batcher_cache_stats(svc->batcher, hits, misses, entries, bytes);
 }
 
 void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *busy_workers, int *workers)

@@ -37,6 +37,9 @@ typedef struct {
     int max_sentences;       /* sentences per batch */
     int max_tokens;          /* padded source tokens per batch */
     int max_wait_ms;         /* a batch that is not full waits this long for expected requests */
+    size_t cache_bytes;      /* sentence cache: finished sentences by model, options and source
+                              * ids, LRU within this many bytes (0: none). Sampling, target
+                              * prefixes, per-token extras and extra banned ids bypass it */
 } mt_service_config;
 
 /* One worker, batches of 32 sentences, no waiting: what a single caller wants. */
@@ -168,6 +171,9 @@ void mt_translation_clear(mt_translation *t);
 /* Deep copy of src into dst (cleared first by the caller); 0, or -1 out of memory (dst is
  * then cleared). */
 int mt_translation_copy(mt_translation *dst, const mt_translation *src);
+
+/* Sentence cache counters for /metrics; 0 when the service has no cache (all set to 0). */
+int mt_service_cache_stats(mt_service *svc, long *hits, long *misses, long *entries, size_t *bytes);
 
 /* Queue numbers for /metrics. */
 void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *busy_workers,
