@@ -23,12 +23,16 @@ def run(args, text, check=True):
     return proc
 
 
-class CliTest(unittest.TestCase):
+class RandomModelCase(unittest.TestCase):
+    """A test class with its own random model in cls.model (no output is hard-coded)."""
+
+    PREFIX = "mt-test-cli-"
+
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(CLI):
             raise unittest.SkipTest(f"{CLI} is not built")
-        cls.tmp = tempfile.mkdtemp(prefix="mt-test-cli-")
+        cls.tmp = tempfile.mkdtemp(prefix=cls.PREFIX)
         cls.model = os.path.join(cls.tmp, "model")
         subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "tools", "make_test_model.py"), cls.model,
                         "--seed", "11", "--eos-bias", "6", "--max-length", "24"],
@@ -38,6 +42,8 @@ class CliTest(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
+
+class CliTest(RandomModelCase):
     def test_one_line_out_per_line_in_with_empty_lines_kept(self):
         text = "A dog runs.\n\nTwo men talk. A woman listens.\n   \nLast line without newline"
         out = run(["--model", self.model, "--beam", "2"], text).stdout.decode()
@@ -157,25 +163,13 @@ class CliTest(unittest.TestCase):
         proc = subprocess.run([CLI, "--model", self.model, "--verbose"], input=b"x\n", capture_output=True,
                               env=env, timeout=120)
         self.assertIn("BLAS kernels Haswell", proc.stderr.decode())
-class DecodingOptionsTest(unittest.TestCase):
+class DecodingOptionsTest(RandomModelCase):
     """Issue 17: every decoding control of mt-translate, its invalid values, and seeded sampling
     that does not depend on batch size or workers (a random model: no output is hard-coded)."""
 
     TEXT = "\n".join(f"Line {i}: {'a big ' * (i % 4)}dog runs. Then {i} cats sleep." for i in range(24)) + "\n"
 
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(CLI):
-            raise unittest.SkipTest(f"{CLI} is not built")
-        cls.tmp = tempfile.mkdtemp(prefix="mt-test-cli-dec-")
-        cls.model = os.path.join(cls.tmp, "model")
-        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE, "tools", "make_test_model.py"), cls.model,
-                        "--seed", "11", "--eos-bias", "6", "--max-length", "24"],
-                       check=True, capture_output=True, timeout=300)
-
-    @classmethod
-    def tearDownClass(cls):
-        shutil.rmtree(cls.tmp, ignore_errors=True)
+    PREFIX = "mt-test-cli-dec-"
 
     def out(self, args, text=None):
         return run(["--model", self.model] + args, self.TEXT if text is None else text).stdout.decode()

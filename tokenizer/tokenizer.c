@@ -521,13 +521,9 @@ static int on_piece(void *ctx, const char *piece, size_t len)
     return 0;
 }
 
-int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, int32_t *ids,
-                        int cap, char *err, size_t errlen)
+/* 0 when text[0, len) is valid UTF-8, else -1 with the byte where it is not. */
+static int check_utf8(const char *text, size_t len, char *err, size_t errlen)
 {
-    if (tok == NULL || (text == NULL && len > 0) || (ids == NULL && cap > 0)) {
-        set_err(err, errlen, "invalid arguments to mt_tokenizer_encode");
-        return -1;
-    }
     const unsigned char *s = (const unsigned char *)text;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
@@ -538,6 +534,18 @@ int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, i
         }
         i += k;
     }
+    return 0;
+}
+
+int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, int32_t *ids,
+                        int cap, char *err, size_t errlen)
+{
+    if (tok == NULL || (text == NULL && len > 0) || (ids == NULL && cap > 0)) {
+        set_err(err, errlen, "invalid arguments to mt_tokenizer_encode");
+        return -1;
+    }
+    if (check_utf8(text, len, err, errlen))
+        return -1;
 
     struct encode_ctx c = {tok, ids, cap > 0 ? (size_t)cap : 0, 0};
     /* A leading target-language token ">>xxx<<" (MarianTokenizer's ">>.+?<<" at the
@@ -679,16 +687,8 @@ static int on_target_piece(void *ctx, const char *piece, size_t len)
 int mt_tokenizer_encode_target(const mt_tokenizer *tok, const char *text, size_t len, int32_t *ids, int cap,
                                char *err, size_t errlen)
 {
-    const unsigned char *s = (const unsigned char *)text;
-    for (size_t i = 0; i < len;) {
-        uint32_t cp;
-        size_t k = utf8_seq_len(s + i, len - i, &cp);
-        if (k == 0) {
-            set_err(err, errlen, "invalid UTF-8 at byte %zu", i);
-            return -1;
-        }
-        i += k;
-    }
+    if (check_utf8(text, len, err, errlen))
+        return -1;
     struct encode_ctx c = {tok, ids, cap > 0 ? (size_t)cap : 0, 0};
     char spm_err[256] = "";
     if (len > 0 && mt_spm_encode(tok->tgt_spm, text, len, on_target_piece, &c, spm_err, sizeof spm_err) != 0) {

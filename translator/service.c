@@ -133,17 +133,15 @@ int mt_service_check_options(const mt_service *svc, int model, const mt_service_
 
 /* ---- prepare: segment and encode ---- */
 
-/* MT_FORMAT_IDS: the whole text is one sentence given as ids; eos is appended. */
-static int parse_source_ids(const mt_translator *tr, const char *text, size_t len, int32_t **ids, char *err,
-                            size_t errlen)
+/* Space-separated ids "12 7 9" below vocab (which side: in messages) into a malloc'd array
+ * with room for one more; the count, or -1 with a message naming the byte. */
+static int parse_ids(const char *text, size_t len, int vocab, const char *side, int32_t **ids, char *err,
+                     size_t errlen)
 {
-    const mt_model_info *in = mt_model_get_info(mt_translator_model(tr));
     int32_t *buf = malloc(sizeof *buf * (len / 2 + 2));
     int n = 0;
-    if (!buf) {
-        mt_error(-1, err, errlen, "out of memory");
-        return -1;
-    }
+    if (!buf)
+        return mt_error(-1, err, errlen, "out of memory");
     for (size_t i = 0; i < len;) {
         if (text[i] == ' ' || text[i] == '\t') {
             i++;
@@ -151,17 +149,26 @@ static int parse_source_ids(const mt_translator *tr, const char *text, size_t le
         }
         long v = 0;
         size_t start = i;
-        while (i < len && text[i] >= '0' && text[i] <= '9' && v <= in->src_vocab_size)
+        while (i < len && text[i] >= '0' && text[i] <= '9' && v <= vocab)
             v = v * 10 + (text[i++] - '0');
-        if (i == start || (i < len && text[i] != ' ' && text[i] != '\t') || v >= in->src_vocab_size) {
-            mt_error(-1, err, errlen, "bad source id at byte %zu: expected integers below %d", start, in->src_vocab_size);
+        if (i == start || (i < len && text[i] != ' ' && text[i] != '\t') || v >= vocab) {
             free(buf);
-            return -1;
+            return mt_error(-1, err, errlen, "bad %s id at byte %zu: expected integers 0 to %d", side,
+                            start, vocab - 1);
         }
         buf[n++] = (int32_t)v;
     }
-    buf[n++] = in->eos_id;
     *ids = buf;
+    return n;
+}
+
+/* MT_FORMAT_IDS: the whole text is one sentence given as ids; eos is appended. */
+static int parse_source_ids(const mt_translator *tr, const char *text, size_t len, int32_t **ids, char *err,
+                            size_t errlen)
+{
+    const mt_model_info *in = mt_model_get_info(mt_translator_model(tr));
+    int n = parse_ids(text, len, in->src_vocab_size, "source", ids, err, errlen);
+    if (n >= 0) (*ids)[n++] = in->eos_id;
     return n;
 }
 
@@ -193,34 +200,6 @@ static int segment_text(mt_service_job *j, const mt_translator *tr, int u, char 
     return n;
 }
 
-/* Target ids "12 7 9" of a prefix (below vocab); count or -1 with a message. */
-static int parse_target_ids(const char *text, int vocab, int32_t **ids, char *err, size_t errlen)
-{
-    size_t len = strlen(text);
-    int32_t *buf = malloc(sizeof *buf * (len / 2 + 2));
-    int n = 0;
-    if (!buf)
-        return mt_error(-1, err, errlen, "out of memory");
-    for (size_t i = 0; i < len;) {
-        if (text[i] == ' ' || text[i] == '\t') {
-            i++;
-            continue;
-        }
-        long v = 0;
-        size_t start = i;
-        while (i < len && text[i] >= '0' && text[i] <= '9' && v <= vocab)
-            v = v * 10 + (text[i++] - '0');
-        if (i == start || (i < len && text[i] != ' ' && text[i] != '\t') || v >= vocab) {
-            free(buf);
-            return mt_error(-1, err, errlen, "bad target id at byte %zu: expected integers 0 to %d",
-                            start, vocab - 1);
-        }
-        buf[n++] = (int32_t)v;
-    }
-    *ids = buf;
-    return n;
-}
-
 /* The target_prefix of text t as ids into sentence si's slot. */
 static int encode_prefix(mt_service_job *j, const mt_translator *tr, int t, int si, char *err, size_t errlen)
 {
@@ -229,7 +208,8 @@ static int encode_prefix(mt_service_job *j, const mt_translator *tr, int t, int 
         return 0;
     int n;
     if (j->opts.prefix_ids) {
-        n = parse_target_ids(p, mt_translator_model_info(tr)->tgt_vocab_size, &j->prefix[si], err, errlen);
+        n = parse_ids(p, strlen(p), mt_translator_model_info(tr)->tgt_vocab_size, "target", &j->prefix[si], err,
+                      errlen);
     } else {
         const mt_tokenizer *tok = mt_translator_tokenizer(tr);
         size_t len = strlen(p);
