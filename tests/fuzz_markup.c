@@ -1,0 +1,204 @@
+/* fuzz_markup.c: libFuzzer target for the two parsers in front of the model in the HTML
+ * and text pipelines: inline HTML taken out of a block and put back (translator/markup.h)
+ * and protected spans cut out of a text and put back (translator/protect.h).
+ *
+ * Input: byte 0 picks the parser (bit 0) and how the "translation" is made (bit 1: the
+ * plain text itself, else its words reversed); byte 1 seeds the word alignment (random
+ * in-range pairs, as the search gives them); the rest is the text (valid UTF-8 only, as
+ * the service passes on). Checks: the output is valid UTF-8; markup: when the block is
+ * well-formed, so is the output, and it has as many tags of each name; protect: every
+ * span comes back byte for byte, as often as the text had it.
+ * Under gcc this builds a replay tool: fuzz-markup FILE... (tests/fuzz_replay.h). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "markup.h"
+#include "protect.h"
+#include "utf8.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int count_words(const char *s)
+{
+    int n = 0, in = 0;
+    for (; *s; s++) {
+        int space = *s == ' ' || *s == '\t' || *s == '\n' || *s == '\r';
+        if (!space && !in) n++;
+        in = !space;
+    }
+    return n;
+}
+
+/* The words of s in reverse order, joined by one space. */
+static char *reversed_words(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(n + 2), *o = out;
+    if (!out) abort();
+    size_t end = n;
+    while (end > 0) {
+        while (end > 0 && strchr(" \t\n\r", s[end - 1])) end--;
+        size_t start = end;
+        while (start > 0 && !strchr(" \t\n\r", s[start - 1])) start--;
+        if (end > start) {
+            if (o != out) *o++ = ' ';
+            memcpy(o, s + start, end - start);
+            o += end - start;
+        }
+        end = start;
+    }
+    *o = 0;
+    return out;
+}
+
+static int (*random_alignment(unsigned seed, int src_words, int tgt_words, int *n))[2]
+{
+    *n = src_words && tgt_words ? (int)(seed % 3) * (src_words + tgt_words) / 2 + 1 : 0;
+    int (*a)[2] = malloc(sizeof *a * (size_t)(*n + 1));
+    if (!a) abort();
+    for (int i = 0; i < *n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        a[i][0] = (int)((seed >> 8) % (unsigned)src_words);
+        seed = seed * 1103515245u + 12345u;
+        a[i][1] = (int)((seed >> 8) % (unsigned)tgt_words);
+    }
+    return a;
+}
+
+/* Tags of an HTML string: 1 when every non-void element closes in order (comments and
+ * declarations skipped); counts[] (by first letter of the name) gets +1 per tag. */
+static int well_formed(const char *s, long counts[26])
+{
+    static const char *const voids[] = {"br", "img", "wbr", "hr", "input", "meta", "link", "area",
+                                        "base", "col", "embed", "source", "track", "param"};
+    char stack[64][16];
+    int depth = 0;
+    memset(counts, 0, 26 * sizeof *counts);
+    for (const char *p = s; (p = strchr(p, '<')) != NULL;) {
+        if (strncmp(p, "<!--", 4) == 0) {
+            const char *e = strstr(p + 4, "-->");
+            if (!e) return 0;
+            p = e + 3;
+            continue;
+        }
+        const char *e = strchr(p, '>');
+        if (!e) return 0;
+        int closing = p[1] == '/';
+        const char *name = p + 1 + closing;
+        size_t len = strcspn(name, " \t\n\r/>");
+        if (p[1] == '!' || p[1] == '?' || len == 0 || len >= 16) {
+            p = e + 1;
+            continue;
+        }
+        char lower[16];
+        for (size_t i = 0; i < len; i++) lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+        lower[len] = 0;
+        if (lower[0] >= 'a' && lower[0] <= 'z') counts[lower[0] - 'a']++;
+        int is_void = e[-1] == '/';
+        for (size_t v = 0; v < sizeof voids / sizeof *voids; v++) is_void |= strcmp(lower, voids[v]) == 0;
+        if (closing) {
+            if (depth == 0 || strcmp(stack[depth - 1], lower) != 0) return 0;
+            depth--;
+        } else if (!is_void) {
+            if (depth == 64) return 0;
+            memcpy(stack[depth++], lower, len + 1);
+        }
+        p = e + 1;
+    }
+    return depth == 0;
+}
+
+static void check_utf8(const char *out, const char *what)
+{
+    size_t bad;
+    if (mt_utf8_check(out, strlen(out), &bad) != 0) {
+        fprintf(stderr, "fuzz-markup: %s output is not UTF-8 at byte %zu\n", what, bad);
+        abort();
+    }
+}
+
+static size_t occurrences(const char *hay, const char *needle, size_t len)
+{
+    size_t n = 0;
+    for (const char *p = hay; (p = memmem(p, strlen(p), needle, len)) != NULL; p += len) n++;
+    return n;
+}
+
+static void fuzz_markup(const char *text, size_t len, int reverse, unsigned seed)
+{
+    mt_markup *m = mt_markup_split(text, len);
+    if (!m) abort();
+    const char *plain = mt_markup_text(m);
+    char *tr = reverse ? reversed_words(plain) : strdup(plain);
+    int n;
+    int (*align)[2] = random_alignment(seed, count_words(plain), count_words(tr), &n);
+    char *out = mt_markup_restore(m, tr, (const int (*)[2])align, n);
+    if (!out) abort();
+    check_utf8(out, "markup");
+    long in_counts[26], out_counts[26];
+    if (well_formed(text, in_counts)) {
+        if (!well_formed(out, out_counts)) {
+            fprintf(stderr, "fuzz-markup: a well-formed block came back malformed:\n%s\n", out);
+            abort();
+        }
+        if (memcmp(in_counts, out_counts, sizeof in_counts) != 0) {
+            fprintf(stderr, "fuzz-markup: tags were lost or added:\n%s\n", out);
+            abort();
+        }
+    }
+    free(out);
+    free(align);
+    free(tr);
+    mt_markup_free(m);
+}
+
+static void fuzz_protect(const char *text, size_t len, int reverse, unsigned seed)
+{
+    mt_protect *p = mt_protect_create(text, len, MT_PROTECT_ALL);
+    if (!p) abort();
+    const char *cut = mt_protect_text(p);
+    char *tr = reverse ? reversed_words(cut) : strdup(cut);
+    int n;
+    int (*align)[2] = random_alignment(seed, count_words(cut), count_words(tr), &n);
+    char *out = mt_protect_restore(p, tr, (const int (*)[2])align, n);
+    if (!out) abort();
+    check_utf8(out, "protect");
+    for (int i = 0; i < mt_protect_count(p); i++) {
+        const mt_protect_span *s = mt_protect_span_at(p, i);
+        if (s->start + s->len > len) abort();
+        size_t same = 0; /* spans with these very bytes */
+        for (int k = 0; k < mt_protect_count(p); k++) {
+            const mt_protect_span *o = mt_protect_span_at(p, k);
+            same += o->len == s->len && memcmp(text + o->start, text + s->start, s->len) == 0;
+        }
+        if (occurrences(out, text + s->start, s->len) < same) {
+            fprintf(stderr, "fuzz-markup: span '%.*s' lost in '%s'\n", (int)s->len, text + s->start, out);
+            abort();
+        }
+    }
+    free(out);
+    free(align);
+    free(tr);
+    mt_protect_free(p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 2 || size > 1 << 16) return 0;
+    size_t len = size - 2;
+    char *text = malloc(len + 1);
+    if (!text) abort();
+    memcpy(text, data + 2, len);
+    text[len] = 0;
+    size_t bad;
+    if (strlen(text) == len && mt_utf8_check(text, len, &bad) == 0) {
+        if (data[0] & 1) fuzz_protect(text, len, data[0] & 2, data[1]);
+        else fuzz_markup(text, len, data[0] & 2, data[1]);
+    }
+    free(text);
+    return 0;
+}
+
+#include "fuzz_replay.h"
