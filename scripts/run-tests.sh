@@ -14,6 +14,7 @@ scripts/install-deps.sh || exit 1
 
 passed=0
 failed=0
+skipped=0
 log_dir=$(mktemp -d /tmp/mt-tests.XXXXXX)
 
 # run_step NAME COMMAND...: runs a meson test command, adds its counts to the totals.
@@ -27,7 +28,10 @@ run_step() {
   local ok fail
   ok=$(grep -E '^Ok:' "$log" | tail -1 | awk '{print $2}')
   fail=$(grep -E '^(Fail|Unexpected Pass|Timeout):' "$log" | awk '{s += $2} END {print s + 0}')
+  local skip
+  skip=$(grep -E '^Skipped:' "$log" | tail -1 | awk '{print $2}')
   passed=$((passed + ${ok:-0}))
+  skipped=$((skipped + ${skip:-0}))
   failed=$((failed + fail))
   if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then
     failed=$((failed + 1)) # the step itself broke (build error, no tests ran)
@@ -71,5 +75,5 @@ fi
 
 echo
 echo "logs: $log_dir"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

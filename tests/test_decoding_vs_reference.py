@@ -362,14 +362,7 @@ class AlignmentQuality(unittest.TestCase):
         self.assertLess(aer, 0.25, last)  # measured 0.159 (last layer), 2026-11-23
 
 
-def main():
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import testmain
+    sys.exit(testmain.run(__name__))

@@ -395,15 +395,7 @@ class ReferenceSelfCheck(unittest.TestCase):
             self.assertEqual(float(safetensors_file.read(path)["w"][0, 2]), 3.140625)
 
 
-def main():
-    """Runs every test and prints the "N passed, M failed" summary."""
-    suite = unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stderr).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    print(f"{passed} passed, {failed} failed")
-    return 0 if result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import testmain
+    sys.exit(testmain.run(__name__))

@@ -669,14 +669,7 @@ class TestCliFilesAndRefusals(unittest.TestCase):
         self.assertIn("#", text)
 
 
-def main():
-    names = [a for a in sys.argv[1:] if not a.startswith("-")]
-    loader = unittest.TestLoader()
-    mod = sys.modules[__name__]
-    suite = loader.loadTestsFromNames(names, mod) if names else loader.loadTestsFromModule(mod)
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    return 0 if result.wasSuccessful() else 1
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import testmain
+    sys.exit(testmain.run(__name__))

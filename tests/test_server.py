@@ -1397,21 +1397,6 @@ class TestSentenceCache(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
-def main():
-    loader = unittest.TestLoader()
-    suite = loader.loadTestsFromModule(sys.modules[__name__])
-    if len(sys.argv) > 1:  # run only the named tests: test_server.py TestEndpoints ...
-        suite = unittest.TestSuite(loader.loadTestsFromName(n, sys.modules[__name__]) for n in sys.argv[1:])
-    result = unittest.TextTestRunner(verbosity=2, stream=sys.stdout).run(suite)
-    failed = len(result.failures) + len(result.errors)
-    passed = result.testsRun - failed - len(result.skipped)
-    line = "%d passed, %d failed" % (passed, failed)
-    if result.skipped:
-        line += ", %d skipped" % len(result.skipped)
-    print(line)
-    return 1 if failed or not result.wasSuccessful() else 0
-
-
 class TestWorkersFromCpus(unittest.TestCase):
     """--workers 0 counts the CPUs this process may run on (affinity, cgroup quota), not
     the host's: in a container limited to one CPU the server must not start a worker per
@@ -1434,4 +1419,6 @@ class TestWorkersFromCpus(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import testmain
+    sys.exit(testmain.run(__name__))

@@ -201,15 +201,7 @@ class TrainSmoke(unittest.TestCase):
                                    "engine stopped but eos is not the argmax")
 
 
-def main():
-    result = unittest.TextTestRunner(verbosity=2).run(
-        unittest.defaultTestLoader.loadTestsFromTestCase(TrainSmoke))
-    failed = len(result.failures) + len(result.errors)
-    skipped = len(result.skipped)
-    passed = max(result.testsRun - failed - skipped, 0)
-    print(f"{passed} passed, {failed} failed, {skipped} skipped")
-    sys.exit(1 if failed else 0)
-
-
 if __name__ == "__main__":
-    main()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import testmain
+    sys.exit(testmain.run(__name__))
