@@ -83,17 +83,24 @@ static int well_formed(const char *s, long counts[26])
             p = e + 3;
             continue;
         }
-        const char *e = strchr(p, '>');
-        if (!e) return 0;
+        if (!(((p[1] | 32) >= 'a' && (p[1] | 32) <= 'z') || p[1] == '/' || p[1] == '!')) {
+            p++; /* '<' not starting a tag is text */
+            continue;
+        }
+        const char *e = p + 1; /* the tag's end: quoted attribute values may hold '>' */
+        for (char q = 0; *e && (q || *e != '>'); e++)
+            if (q ? *e == q : (*e == '"' || *e == '\'')) q = q ? 0 : *e;
+        if (!*e) return 0;
         int closing = p[1] == '/';
-        const char *name = p + 1 + closing;
-        size_t len = strcspn(name, " \t\n\r/>");
-        if (p[1] == '!' || p[1] == '?' || len == 0 || len >= 16) {
+        if (p[1] == '!') {
             p = e + 1;
             continue;
         }
-        char lower[16];
-        for (size_t i = 0; i < len; i++) lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+        char lower[16]; /* the name as markup.c reads it: letters, digits, '-', truncated */
+        size_t len = 0;
+        for (const char *q = p + 1 + closing;
+             ((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') || *q == '-'; q++)
+            if (len + 1 < sizeof lower) lower[len++] = (char)(*q | 32);
         lower[len] = 0;
         if (lower[0] >= 'a' && lower[0] <= 'z') counts[lower[0] - 'a']++;
         int is_void = e[-1] == '/';
@@ -113,7 +120,7 @@ static int well_formed(const char *s, long counts[26])
 static void check_utf8(const char *out, const char *what)
 {
     size_t bad;
-    if (mt_utf8_check(out, strlen(out), &bad) != 0) {
+    if (!mt_utf8_check(out, strlen(out), &bad)) {
         fprintf(stderr, "fuzz-markup: %s output is not UTF-8 at byte %zu\n", what, bad);
         abort();
     }
@@ -193,7 +200,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(text, data + 2, len);
     text[len] = 0;
     size_t bad;
-    if (strlen(text) == len && mt_utf8_check(text, len, &bad) == 0) {
+    if (strlen(text) == len && mt_utf8_check(text, len, &bad)) {
         if (data[0] & 1) fuzz_protect(text, len, data[0] & 2, data[1]);
         else fuzz_markup(text, len, data[0] & 2, data[1]);
     }
