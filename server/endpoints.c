@@ -4,8 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* /health/live: the process answers (200 while loading and draining too: restarting it
+ * would not help). /health/ready and /health: 200 when it takes translations, else 503. */
 static enum MHD_Result respond_health(mt_server *s, req_ctx *c)
 {
+    if (strcmp(c->path, "/health/live") == 0)
+        return srv_send_json(c, 200, json_pack("{s:s}", "status", "alive"), NULL, NULL);
     if (atomic_load(&s->draining))
         return srv_send_json(c, 503, json_pack("{s:s}", "status", "draining"), NULL, NULL);
     if (!atomic_load(&s->ready))

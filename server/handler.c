@@ -9,13 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 static mt_endpoint endpoint_of(const char *url)
 {
     if (strcmp(url, "/translate") == 0) return MT_EP_TRANSLATE;
     if (strcmp(url, "/languages") == 0) return MT_EP_LANGUAGES;
-    if (strcmp(url, "/health") == 0) return MT_EP_HEALTH;
+    if (strcmp(url, "/health") == 0 || strcmp(url, "/health/live") == 0 ||
+        strcmp(url, "/health/ready") == 0)
+        return MT_EP_HEALTH;
     if (strcmp(url, "/metrics") == 0) return MT_EP_METRICS;
     return MT_EP_OTHER;
 }
@@ -41,6 +44,96 @@ static enum MHD_Result defer(req_ctx *c, int status, const char *msg)
     c->phase = P_BODY;
     c->deferred_status = status;
     if (msg) srv_copy_text(c->deferred_msg, sizeof c->deferred_msg, msg);
+    return MHD_YES;
+}
+
+/* ---- request framing and target checks (RFC 9112, request smuggling) ---- */
+
+void *srv_on_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)conn;
+    mt_server *s = cls;
+    /* %00 decodes to a NUL that would cut the path short ("/translate%00x" served as
+     * "/translate"): remember it before libmicrohttpd unescapes the target. */
+    const char *q = strchr(uri, '?');
+    size_t path_len = q ? (size_t)(q - uri) : strlen(uri);
+    for (const char *p = uri; (p = strchr(p, '%')) != NULL; p++)
+        if (p[1] == '0' && p[2] == '0') return (size_t)(p - uri) < path_len ? &s->nul_in_path : &s->nul_in_query;
+    return NULL;
+}
+
+typedef struct {
+    int content_length, host, transfer_encoding, content_encoding;
+    char first_length[32];
+    int lengths_differ;
+    char te[64], ce[64];
+} header_counts;
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    header_counts *h = cls;
+    if (!value) value = "";
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH) == 0) {
+        if (h->content_length++ == 0) snprintf(h->first_length, sizeof h->first_length, "%s", value);
+        else if (strcmp(h->first_length, value) != 0) h->lengths_differ = 1;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_HOST) == 0) {
+        h->host++;
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) == 0) {
+        if (h->transfer_encoding++ == 0) snprintf(h->te, sizeof h->te, "%s", value);
+    } else if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_ENCODING) == 0) {
+        if (h->content_encoding++ == 0) snprintf(h->ce, sizeof h->ce, "%s", value);
+    }
+    return MHD_YES;
+}
+
+/* A framing error: answered at once with Connection: close, so that nothing the client
+ * sent after the headers is read as another request. */
+static enum MHD_Result refuse_and_close(req_ctx *c, int status, const char *msg)
+{
+    c->close_after = 1;
+    return srv_send_error(c, status, msg);
+}
+
+/* Refuses requests whose framing is ambiguous or unsupported, and bad targets; MHD_YES with
+ * *answered 0 when the request may go on. */
+static enum MHD_Result check_request(mt_server *s, req_ctx *c, const char *version, int marker,
+                                     int *answered)
+{
+    *answered = 1;
+    if (marker == 1) return defer(c, 404, "not found: the path contains %00 (a NUL byte)");
+    if (marker == 2) return refuse_and_close(c, 400, "bad request: the query contains %00 (a NUL byte)");
+    header_counts h = {0};
+    MHD_get_connection_values(c->conn, MHD_HEADER_KIND, count_header, &h);
+    if (h.transfer_encoding) {
+        const char *v = h.te;
+        while (*v == ' ' || *v == '\t') v++;
+        size_t n = strlen(v);
+        while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+        if (h.transfer_encoding > 1 || n != 7 || strncasecmp(v, "chunked", 7) != 0)
+            return refuse_and_close(c, 501, "Transfer-Encoding other than a single \"chunked\" is not supported");
+        if (h.content_length)
+            return refuse_and_close(c, 400, "bad request: both Transfer-Encoding and Content-Length (RFC 9112 6.1)");
+    }
+    if (h.lengths_differ)
+        return refuse_and_close(c, 400, "bad request: Content-Length headers that differ (RFC 9112 6.3)");
+    if (h.content_length) {
+        const char *v = h.first_length;
+        int digits = *v != '\0';
+        for (const char *p = v; *p; p++) digits &= *p >= '0' && *p <= '9';
+        if (!digits) return refuse_and_close(c, 400, "bad request: Content-Length is not a decimal number");
+    }
+    if (strcmp(version, MHD_HTTP_VERSION_1_1) == 0 && h.host != 1)
+        return refuse_and_close(c, 400, h.host ? "bad request: more than one Host header"
+                                               : "bad request: HTTP/1.1 needs a Host header");
+    if (h.content_encoding && strcasecmp(h.ce, "identity") != 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "unsupported Content-Encoding \"%.60s\": send the body uncompressed", h.ce);
+        c->close_after = 1;
+        return srv_send_error(c, 415, msg);
+    }
+    (void)s;
+    *answered = 0;
     return MHD_YES;
 }
 
@@ -118,9 +211,10 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
                                   const char *upload_data, size_t *upload_data_size,
                                   void **con_cls)
 {
-    (void)version;
     mt_server *s = cls;
     req_ctx *c = *con_cls;
+    int marker = c == (void *)&s->nul_in_path ? 1 : c == (void *)&s->nul_in_query ? 2 : 0;
+    if (marker) c = NULL;
     if (!c) {
         c = calloc(1, sizeof *c);
         if (!c) return MHD_NO;
@@ -135,7 +229,9 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         note_remote(c);
         *con_cls = c;
         atomic_fetch_add(&s->in_flight, 1);
-        return begin_request(s, c, method);
+        int answered;
+        enum MHD_Result r = check_request(s, c, version, marker, &answered);
+        return answered ? r : begin_request(s, c, method);
     }
     if (c->phase == P_BODY) {
         if (*upload_data_size) {
@@ -194,17 +290,18 @@ void srv_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     mt_server *s = cls;
     req_ctx *c = *con_cls;
-    if (!c) return;
     *con_cls = NULL;
+    if (!c || c == (void *)&s->nul_in_path || c == (void *)&s->nul_in_query) return; /* markers */
     if (c->status == 0) c->status = 499; /* the client went away before an answer */
     double secs = mt_now() - c->t_start;
     mt_metrics_request(s->metrics, c->ep, c->status, secs);
     if (s->cfg->access_log && mt_log_enabled(s->log, MT_LOG_INFO)) {
-        char path[200], err[200], model[80];
+        char path[200], err[200], model[80], method[40];
         mt_log_write(s->log, MT_LOG_INFO, "access",
                      "method=%s path=%s status=%d bytes_in=%zu bytes_out=%zu sentences=%d "
                      "latency_ms=%.3f remote=%s model=%s%s%s%s",
-                     c->method, mt_log_quote(path, sizeof path, c->path), c->status, c->len,
+                     mt_log_quote(method, sizeof method, c->method), mt_log_quote(path, sizeof path, c->path),
+                     c->status, c->len,
                      c->bytes_out, c->sentences, secs * 1e3, c->remote,
                      mt_log_quote(model, sizeof model, c->model_name ? c->model_name : "-"),
                      c->error[0] ? " error=" : "",

@@ -63,6 +63,9 @@ struct mt_server {
     pthread_mutex_t files_mu; /* the file-translation threads: counted, waited for at stop */
     pthread_cond_t files_cond;
     int files_running, files_stop, files_init;
+    /* markers the URI logger hands to srv_on_request (their addresses only; no memory):
+     * the raw request target had a %00 in its path / in its query */
+    char nul_in_path, nul_in_query;
 };
 
 /* POST endpoints of lt_*.c whose body handler.c reads (req_ctx.lt_post). */
@@ -83,6 +86,7 @@ struct req_ctx {
     char *body;
     size_t len, cap;
     int too_large, discard, deferred_status;
+    int close_after;          /* answer with Connection: close (framing errors) */
     size_t dropped;
     char deferred_msg[300];
     mt_content_type ctype;
@@ -177,6 +181,8 @@ enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c);
 int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen);
 
 /* handler.c: libmicrohttpd callbacks (cls: the server) */
+/* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before it is unescaped. */
+void *srv_on_uri(void *cls, const char *uri, struct MHD_Connection *conn);
 enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                const char *method, const char *version, const char *upload_data,
                                size_t *upload_data_size, void **con_cls);

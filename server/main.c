@@ -64,7 +64,7 @@ static int print_info(const mt_config *cfg)
     return 1;
 }
 
-/* SIGINT/SIGTERM go to the signal pipe; SIGPIPE is ignored. 0, or -1 after a message. */
+/* SIGINT/SIGTERM/SIGHUP go to the signal pipe; SIGPIPE is ignored. 0, or -1 after a message. */
 static int install_signals(void)
 {
     if (pipe2(signal_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
@@ -78,22 +78,37 @@ static int install_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL); /* logged and ignored: see serve_until_signal */
     signal(SIGPIPE, SIG_IGN);
     return 0;
 }
 
-/* Serves until SIGTERM/SIGINT, then drains for up to drain_timeout (a second signal stops
- * the wait). */
+/* The next SIGTERM/SIGINT within timeout_ms (-1: forever), 0 if none; SIGHUP is logged
+ * and ignored (no reload: a restart behind a load balancer replaces models and settings
+ * without dropping requests, and a HUP sent by a closing terminal must not kill the
+ * server). */
+static int wait_stop_signal(mt_log *log, int timeout_ms)
+{
+    for (;;) {
+        int sig = wait_signal(timeout_ms);
+        if (sig != SIGHUP) return sig;
+        mt_log_write(log, MT_LOG_INFO, "sighup_ignored",
+                     "msg=\"SIGHUP does not reload: restart the server to change models or settings\"");
+    }
+}
+
+/* Serves until SIGTERM/SIGINT, then drains for up to drain_timeout (a second SIGTERM or
+ * SIGINT stops the wait and cancels what is left). */
 static void serve_until_signal(mt_server *srv, mt_log *log, const mt_config *cfg)
 {
     int sig;
-    while (!(sig = wait_signal(-1))) {}
+    while (!(sig = wait_stop_signal(log, -1))) {}
     mt_log_write(log, MT_LOG_INFO, "draining", "signal=%s in_flight=%d drain_timeout_s=%g",
                  sig == SIGTERM ? "SIGTERM" : "SIGINT", mt_server_in_flight(srv), cfg->drain_timeout);
     mt_server_begin_drain(srv);
     double until = now_s() + cfg->drain_timeout;
     while (mt_server_in_flight(srv) > 0 && now_s() < until) {
-        if (wait_signal(20)) {
+        if (wait_stop_signal(log, 20)) {
             mt_log_write(log, MT_LOG_WARN, "second_signal", "msg=\"stopping without waiting\"");
             break;
         }

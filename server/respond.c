@@ -18,7 +18,8 @@ void srv_copy_text(char *d, size_t cap, const char *s)
 void srv_add_common_headers(req_ctx *c, struct MHD_Response *r)
 {
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-    if (atomic_load(&c->srv->draining)) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    if (atomic_load(&c->srv->draining) || c->close_after)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
 enum MHD_Result srv_send_buffer(req_ctx *c, int status, char *buf, size_t len,

@@ -58,6 +58,7 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)srv_on_mhd_log, s},
         {MHD_OPTION_SOCK_ADDR, 0, &addr},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)srv_on_completed, s},
+        {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)srv_on_uri, s},
         {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(unsigned)cfg->idle_timeout, NULL},
         {cfg->http_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,

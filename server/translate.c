@@ -24,7 +24,12 @@ int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, si
 {
     const mt_config *cfg = s->cfg;
     if (cfg->n_api_keys == 0) return 0;
+    /* The body's api_key, else the query's (?api_key=, as LibreTranslate clients send it),
+     * else the headers; an empty one counts as absent (clients send "" with a header key). */
     const char *key = mt_request_api_key(obj);
+    if (key && !*key) key = NULL;
+    if (!key) key = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "api_key");
+    if (key && !*key) key = NULL;
     const char *auth = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (!key && auth && strncasecmp(auth, "Bearer ", 7) == 0) {
         key = auth + 7;
