@@ -41,6 +41,8 @@ typedef struct {
     char **api_keys;        /* accepted API keys; none = no key needed */
     int n_api_keys;
     char web_root[256];     /* the web page's directory (/, /spec); empty: the source web/ */
+    char metrics_key[256];  /* also accepted for GET /metrics (empty: none) */
+    int metrics_public;     /* 1: GET /metrics needs no key even when API keys are set */
     char suggestions_db[256]; /* SQLite file of POST /suggest; empty: suggestions disabled (403) */
     char spool_dir[256];    /* translated files of /translate_file; empty: a private dir under $TMPDIR */
     long max_file_bytes;    /* largest file /translate_file accepts; beyond: 413 */

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* /health/live: the process answers (200 while loading and draining too: restarting it
  * would not help). /health/ready and /health: 200 when it takes translations, else 503. */
@@ -26,8 +27,27 @@ static enum MHD_Result respond_health(mt_server *s, req_ctx *c)
                      NULL, NULL);
 }
 
+/* /metrics is protected like the API once API keys exist (it names models, traffic and
+ * the process): an API key or the metrics key opens it, unless metrics_public. */
+static int metrics_allowed(mt_server *s, req_ctx *c)
+{
+    const mt_config *cfg = s->cfg;
+    if (cfg->metrics_public || (cfg->n_api_keys == 0 && !cfg->metrics_key[0])) return 1;
+    char err[200];
+    if (cfg->n_api_keys > 0 && srv_check_api_key(s, c, NULL, err, sizeof err) == 0) return 1;
+    if (!cfg->metrics_key[0]) return 0;
+    const char *k = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (k && strncasecmp(k, "Bearer ", 7) == 0) k += 7;
+    else k = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-API-Key");
+    if (!k) k = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "api_key");
+    return k && srv_key_equal(k, cfg->metrics_key);
+}
+
 static enum MHD_Result respond_metrics(mt_server *s, req_ctx *c)
 {
+    if (!metrics_allowed(s, c))
+        return srv_send_error(c, 403, "GET /metrics needs an API key or the metrics key (server.metrics_key); "
+                                      "server.metrics_public opens it");
     mt_metrics_gauges g = {0};
     g.ready = atomic_load(&s->ready);
     g.draining = atomic_load(&s->draining);

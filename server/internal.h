@@ -179,6 +179,8 @@ enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c);
 
 /* translate.c: 0 when no keys are configured or obj / the headers present one; else 403. */
 int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen);
+/* 1 when keys a and b are equal (compared in constant time for equal lengths). */
+int srv_key_equal(const char *a, const char *b);
 
 /* handler.c: libmicrohttpd callbacks (cls: the server) */
 /* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before it is unescaped. */

@@ -3,6 +3,10 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +33,7 @@ typedef struct {
 
 struct mt_metrics {
     pthread_mutex_t mu;
+    double start_time;     /* CLOCK_REALTIME seconds when the metrics (the server) began */
     unsigned long requests[MT_EP_COUNT][N_STATUS];
     histogram latency[MT_EP_COUNT];
     histogram batch_sentences, batch_tokens, batch_seconds, queue_wait;
@@ -48,6 +53,9 @@ mt_metrics *mt_metrics_create(void)
     mt_metrics *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     pthread_mutex_init(&m->mu, NULL);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->start_time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
     return m;
 }
 
@@ -169,6 +177,49 @@ static void write_label(FILE *f, const char *s)
     }
 }
 
+/* The process's own numbers, in Prometheus's process_* conventions (Linux /proc). */
+static void write_process_metrics(FILE *f, double start_time)
+{
+    struct rusage ru;
+    double cpu = 0;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+              (double)ru.ru_stime.tv_usec * 1e-6;
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned long vm_pages = 0, rss_pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm) {
+        if (fscanf(statm, "%lu %lu", &vm_pages, &rss_pages) != 2) vm_pages = rss_pages = 0;
+        fclose(statm);
+    }
+    long fds = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        for (struct dirent *e; (e = readdir(d)) != NULL;) fds += e->d_name[0] != '.';
+        closedir(d);
+        fds--; /* the directory stream's own descriptor */
+    }
+    struct rlimit rl;
+    double max_fds = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (double)rl.rlim_cur : -1;
+    fprintf(f,
+            "# HELP mt_build_info The mt-server build: version label, value 1.\n# TYPE mt_build_info gauge\n"
+            "mt_build_info{version=\"%s\"} 1\n"
+            "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+            "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total %.3f\n"
+            "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+            "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes %.0f\n"
+            "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+            "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes %.0f\n"
+            "# HELP process_open_fds Number of open file descriptors.\n"
+            "# TYPE process_open_fds gauge\nprocess_open_fds %ld\n"
+            "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.\n"
+            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds %.3f\n",
+            MT_VERSION, cpu, (double)rss_pages * (double)page, (double)vm_pages * (double)page, fds, start_time);
+    if (max_fds > 0)
+        fprintf(f, "# HELP process_max_fds Maximum number of open file descriptors.\n"
+                   "# TYPE process_max_fds gauge\nprocess_max_fds %.0f\n", max_fds);
+}
+
 char *mt_metrics_render(mt_metrics *m, const mt_metrics_gauges *g)
 {
     char *buf = NULL;
@@ -235,6 +286,7 @@ char *mt_metrics_render(mt_metrics *m, const mt_metrics_gauges *g)
             "# HELP mt_draining 1 while shutting down.\n# TYPE mt_draining gauge\nmt_draining %d\n",
             g->queued_sentences, g->queued_requests, g->workers, g->busy_workers, g->in_flight,
             g->ready, g->draining);
+    write_process_metrics(f, m->start_time);
     if (g->cache_on)
         fprintf(f,
                 "# HELP mt_sentence_cache_hits_total Sentences answered from the sentence cache.\n"

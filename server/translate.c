@@ -11,7 +11,8 @@
 
 #include "utf8.h"
 
-static int ct_equal(const char *a, const char *b)
+/* Compares keys in time independent of where they differ. */
+int srv_key_equal(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     unsigned char d = (unsigned char)(la != lb);
@@ -42,7 +43,7 @@ int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, si
         return 403;
     }
     int ok = 0;
-    for (int i = 0; i < cfg->n_api_keys; i++) ok |= ct_equal(key, cfg->api_keys[i]);
+    for (int i = 0; i < cfg->n_api_keys; i++) ok |= srv_key_equal(key, cfg->api_keys[i]);
     if (!ok) {
         snprintf(err, errlen, "invalid API key");
         return 403;

@@ -216,6 +216,49 @@ class TestSighup(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestMetricsAccess(unittest.TestCase):
+    """/metrics is protected like the API once keys exist: an API key or the metrics key
+    opens it, --metrics-public makes it open; it reports build_info and process_* metrics."""
+
+    def test_protected_with_keys(self):
+        srv = ts.Server(["--model", MODEL, "--api-key", "k1", "--metrics-key", "scrape"], name="metrics-keys")
+        try:
+            self.assertEqual(srv.request("GET", "/metrics")[0], 403)
+            self.assertEqual(srv.request("GET", "/metrics", headers={"X-API-Key": "wrong"})[0], 403)
+            self.assertEqual(srv.request("GET", "/metrics", headers={"X-API-Key": "k1"})[0], 200)
+            self.assertEqual(srv.request("GET", "/metrics", headers={"Authorization": "Bearer scrape"})[0], 200)
+            self.assertEqual(srv.request("GET", "/metrics?api_key=scrape")[0], 200)
+            # the metrics key opens nothing else
+            st, _, _ = srv.post_json({"q": "a b", "target": "de"}, {"X-API-Key": "scrape"})
+            self.assertEqual(st, 403)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_public_and_process_metrics(self):
+        srv = ts.Server(["--model", MODEL, "--api-key", "k1", "--metrics-public"], name="metrics-public")
+        try:
+            st, _, body = srv.request("GET", "/metrics")
+            self.assertEqual(st, 200)
+            text = body.decode()
+            values = {}
+            for line in text.splitlines():
+                if line and not line.startswith("#"):
+                    name, value = line.rsplit(" ", 1)
+                    values[name] = float(value)
+            self.assertEqual(values['mt_build_info{version="0.1.0"}'], 1)
+            with open("/proc/%d/statm" % srv.proc.pid) as f:
+                rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            self.assertGreater(values["process_resident_memory_bytes"], rss / 2)
+            self.assertLess(values["process_resident_memory_bytes"], rss * 2)
+            self.assertGreaterEqual(values["process_open_fds"], 3)
+            self.assertLess(abs(values["process_start_time_seconds"] - time.time()), 600)
+            self.assertGreater(values["process_cpu_seconds_total"], 0)
+            for t in ("process_cpu_seconds_total counter", "process_resident_memory_bytes gauge"):
+                self.assertIn("# TYPE " + t, text)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     import testmain
     sys.exit(testmain.run(__name__))

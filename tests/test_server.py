@@ -686,8 +686,11 @@ class TestApiKeys(unittest.TestCase):
         # The key is checked before the fields: no validation detail leaks without one.
         st, _, body = self.srv.post_json({"text": 5})
         self.assertEqual(st, 403)
-        for path in ("/languages", "/health", "/metrics"):
+        for path in ("/languages", "/health"):
             self.assertEqual(self.srv.request("GET", path)[0], 200)
+        # /metrics is protected like the API once keys exist (tests/test_hardening.py)
+        self.assertEqual(self.srv.request("GET", "/metrics")[0], 403)
+        self.assertEqual(self.srv.request("GET", "/metrics", headers={"X-API-Key": "k-one"})[0], 200)
 
 
 class TestTwoModels(unittest.TestCase):
