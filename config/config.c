@@ -45,7 +45,13 @@ static const setting SETTINGS[] = {
     {"server", "http_threads", "--http-threads", NULL, "MT_HTTP_THREADS", "N", K_INT,
      OFF(http_threads), 1, 256, "threads serving HTTP (parsing, tokenizing, responses)"},
     {"server", "max_connections", "--max-connections", NULL, "MT_MAX_CONNECTIONS", "N", K_INT,
-     OFF(max_connections), 1, 1000000, "concurrent client connections"},
+     OFF(max_connections), 1, 1000000, "concurrent client connections; beyond: 503 and closed"},
+    {"server", "max_connections_per_ip", "--max-connections-per-ip", NULL, "MT_MAX_CONNECTIONS_PER_IP", "N",
+     K_INT, OFF(max_connections_per_ip), 0, 1000000,
+     "concurrent connections from one client address; beyond: 503 and closed (0: no limit; behind a proxy every client has its address)"},
+    {"server", "receive_timeout", "--receive-timeout", NULL, "MT_RECEIVE_TIMEOUT", "SEC", K_FLOAT,
+     OFF(receive_timeout), 0, 86400,
+     "seconds a client has to send a whole request, header and body, from connecting or from the previous answer; then 408 and closed (0: no limit)"},
     {"server", "idle_timeout", "--idle-timeout", NULL, "MT_IDLE_TIMEOUT", "SEC", K_FLOAT,
      OFF(idle_timeout), 0, 86400, "seconds an idle connection is kept open (0: forever)"},
     {"server", "request_timeout", "--request-timeout", NULL, "MT_REQUEST_TIMEOUT", "SEC",
@@ -140,6 +146,7 @@ void mt_config_init(mt_config *cfg)
     cfg->port = 8080;
     cfg->http_threads = 4;
     cfg->max_connections = 1024;
+    cfg->receive_timeout = 30;
     cfg->idle_timeout = 60;
     cfg->request_timeout = 60;
     cfg->drain_timeout = 30;

@@ -35,6 +35,8 @@ typedef struct {
     int port;               /* listen port (default 8080; 0 = any free port) */
     int http_threads;       /* threads serving HTTP connections (parsing, encoding) */
     int max_connections;    /* concurrent connections accepted */
+    int max_connections_per_ip; /* concurrent connections from one address (0: no limit) */
+    double receive_timeout; /* seconds to receive a whole request (header and body) */
     double idle_timeout;    /* seconds an idle keep-alive connection is kept */
     double request_timeout; /* seconds a translation may take from arrival; 0 = none */
     double drain_timeout;   /* seconds to finish in-flight requests on SIGTERM/SIGINT */

@@ -82,6 +82,7 @@ enum MHD_Result srv_send_preflight(req_ctx *c)
                             "Content-Type, Authorization, X-API-Key");
     MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
     srv_add_common_headers(c, r);
+    srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, 204, r);
     MHD_destroy_response(r);
     c->status = 204;

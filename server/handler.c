@@ -216,6 +216,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
     int marker = c == (void *)&s->nul_in_path ? 1 : c == (void *)&s->nul_in_query ? 2 : 0;
     if (marker) c = NULL;
     if (!c) {
+        if (srv_conn_refused(s, conn)) return MHD_NO; /* answered 503 at accept */
         c = calloc(1, sizeof *c);
         if (!c) return MHD_NO;
         c->srv = s;
@@ -263,6 +264,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
             return MHD_YES;
         }
         /* The body is complete. */
+        srv_conn_received(c);
         if (c->discard) {
             if (c->deferred_status == 204) return srv_send_preflight(c);
             if (c->deferred_status) return srv_send_error(c, c->deferred_status, c->deferred_msg);
@@ -287,10 +289,10 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
 void srv_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)conn;
     mt_server *s = cls;
     req_ctx *c = *con_cls;
     *con_cls = NULL;
+    srv_conn_answered(s, conn);
     if (!c || c == (void *)&s->nul_in_path || c == (void *)&s->nul_in_query) return; /* markers */
     if (c->status == 0) c->status = 499; /* the client went away before an answer */
     double secs = mt_now() - c->t_start;

@@ -30,6 +30,7 @@ typedef struct mt_suggest mt_suggest;
 typedef struct mt_spool mt_spool;
 
 typedef struct req_ctx req_ctx;
+typedef struct srv_conn srv_conn;
 
 struct mt_server {
     const mt_config *cfg;
@@ -66,6 +67,10 @@ struct mt_server {
     /* markers the URI logger hands to srv_on_request (their addresses only; no memory):
      * the raw request target had a %00 in its path / in its query */
     char nul_in_path, nul_in_query;
+    /* open connections (conns.c): receive deadlines and per-address limits */
+    pthread_mutex_t conns_mu;
+    srv_conn *conns;
+    int n_conns, n_refused;
 };
 
 /* POST endpoints of lt_*.c whose body handler.c reads (req_ctx.lt_post). */
@@ -191,5 +196,17 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
 void srv_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe);
 void srv_on_mhd_log(void *cls, const char *fmt, va_list ap);
+
+/* conns.c: per-connection limits. MHD_OPTION_NOTIFY_CONNECTION callback (cls: the server). */
+void srv_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                       enum MHD_ConnectionNotificationCode code);
+/* 1 when the connection was answered 503 at accept (its request is dropped). */
+int srv_conn_refused(mt_server *s, struct MHD_Connection *conn);
+/* The request is whole: its receive deadline stops. */
+void srv_conn_received(req_ctx *c);
+/* An answer completed: the connection waits for its next request from now. */
+void srv_conn_answered(mt_server *s, struct MHD_Connection *conn);
+/* Watcher: 408 and shutdown for connections past server.receive_timeout. */
+void srv_conns_expire(mt_server *s);
 
 #endif

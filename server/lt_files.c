@@ -350,6 +350,7 @@ enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c)
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, e.mime);
     MHD_add_response_header(r, "Content-Disposition", disp);
     srv_add_common_headers(c, r);
+    srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, 200, r);
     MHD_destroy_response(r);
     c->status = 200;

@@ -33,6 +33,7 @@ enum MHD_Result srv_send_buffer(req_ctx *c, int status, char *buf, size_t len,
     if (content_type) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
     if (h1) MHD_add_response_header(r, h1, v1);
     srv_add_common_headers(c, r);
+    srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     c->status = status;

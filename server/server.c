@@ -24,6 +24,7 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
     s->metrics = metrics;
     snprintf(s->host, sizeof s->host, "%s", cfg->host);
     pthread_mutex_init(&s->watch_mu, NULL);
+    pthread_mutex_init(&s->conns_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -59,7 +60,9 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         {MHD_OPTION_SOCK_ADDR, 0, &addr},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)srv_on_completed, s},
         {MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)srv_on_uri, s},
-        {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
+        /* a few more than max_connections are accepted, to be answered 503 (conns.c) */
+        {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections + 16, NULL},
+        {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)srv_on_connection, s},
         {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)(unsigned)cfg->idle_timeout, NULL},
         {cfg->http_threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
          cfg->http_threads, NULL},
@@ -243,5 +246,6 @@ void mt_server_free(mt_server *s)
     srv_lt_free(s); /* issue 14 */
     pthread_cond_destroy(&s->watch_cond);
     pthread_mutex_destroy(&s->watch_mu);
+    pthread_mutex_destroy(&s->conns_mu);
     free(s);
 }

@@ -52,6 +52,7 @@ void *srv_watcher_main(void *arg)
         }
         pthread_cond_timedwait(&s->watch_cond, &s->watch_mu, &ts);
         if (s->watch_stop) break;
+        srv_conns_expire(s); /* takes conns_mu only */
         if (s->n_watched > cap) {
             int ncap = s->n_watched * 2;
             struct pollfd *nf = realloc(fds, sizeof *nf * (size_t)ncap);
