@@ -222,6 +222,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         c->srv = s;
         c->conn = conn;
         c->fd = -1;
+        c->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
         c->t_start = mt_now();
         c->ep = endpoint_of(url);
         c->body_limit = (size_t)s->cfg->max_body_bytes;

@@ -107,6 +107,8 @@ struct req_ctx {
     int route, detected, rejected;
     mt_service_job *job;
     int stopped;              /* the watcher cancelled the job */
+    int http11;               /* the request is HTTP/1.1 (may be sent a 1xx interim answer) */
+    int probed;               /* the watcher sent "100 Continue" after a half-close */
     int fd;
     req_ctx *wnext, *wprev;
     int watched;

@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -77,12 +78,28 @@ void *srv_watcher_main(void *arg)
             }
         }
         if (n > 0 && poll(fds, (nfds_t)n, 0) > 0) {
-            for (int i = 0; i < n; i++)
-                if (fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) {
+            for (int i = 0; i < n; i++) {
+                /* The client sent its FIN: either it closed the connection, or it only
+                 * half-closed it (shutdown(SHUT_WR), nc -N, some proxies) and still reads.
+                 * TCP cannot tell them apart until we send data: an HTTP/1.1 client is sent
+                 * an interim "100 Continue" (RFC 9110 15.2: clients parse 1xx answers before
+                 * the final one); a closed socket answers it with a reset, seen below as
+                 * POLLHUP/POLLERR on the next round, a half-closed one reads it and gets its
+                 * answer. An HTTP/1.0 client is not probed: its job runs to its deadline. */
+                if ((fds[i].revents & POLLRDHUP) && !(fds[i].revents & (POLLHUP | POLLERR)) &&
+                    who[i]->http11 && !who[i]->probed) {
+                    static const char interim[] = "HTTP/1.1 100 Continue\r\n\r\n";
+                    who[i]->probed = 1;
+                    ssize_t w = send(fds[i].fd, interim, sizeof interim - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+                    if (w >= 0) continue;
+                }
+                if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL) ||
+                    ((fds[i].revents & POLLRDHUP) && !who[i]->http11)) {
                     who[i]->stopped = 1;
                     if (mt_service_job_cancel(who[i]->job, MT_SERVICE_CLIENT_GONE))
                         cancelled++;
                 }
+            }
         }
         if (cancelled && s->svc) {
             /* The purge may finish jobs, whose callbacks take watch_mu. */

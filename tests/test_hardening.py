@@ -337,6 +337,49 @@ class TestSlowClients(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestHalfClose(unittest.TestCase):
+    """A client that sends a whole request and then shuts down its sending side (as nc -N
+    and some proxies do) is answered, then closed; the access log shows 200, not 499. The
+    request waits behind a big one on the only worker, so the server sees the half-close
+    long before its answer is ready; and again when the answer comes from the sentence
+    cache at once."""
+
+    def half_closed_request(self, port, body):
+        s = socket.create_connection(("127.0.0.1", port), timeout=60)
+        try:
+            s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            s.shutdown(socket.SHUT_WR)
+            out = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return out
+                out += chunk
+        finally:
+            s.close()
+
+    def test_answered_then_closed(self):
+        srv = ts.Server(["--model", ts.BUNDLED, "--workers", "1", "--batch-max-sentences", "64"], name="halfclose")
+        try:
+            big = {"text": ["Sentence number %d is about a man who rides a red bicycle down a long street." % i
+                            for i in range(128)]}
+            t = threading.Thread(target=srv.post_json, args=(big,), kwargs={"timeout": 300})
+            t.start()
+            time.sleep(0.3)
+            body = json.dumps({"text": "A dog runs in the park."}).encode()
+            raw = self.half_closed_request(srv.port, body)
+            # an interim 100 Continue may come first: it tells a half-close from a close
+            self.assertIn(statuses(raw), ([200], [100, 200]), raw[:300])
+            self.assertIn(b"Hund", raw)
+            raw = self.half_closed_request(srv.port, body)  # now a sentence-cache hit
+            self.assertIn(statuses(raw), ([200], [100, 200]), raw[:300])
+            t.join(timeout=300)
+            self.assertNotIn("status=499", srv.log())
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     import testmain
     sys.exit(testmain.run(__name__))
