@@ -380,6 +380,37 @@ class TestHalfClose(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestPathologicalText(unittest.TestCase):
+    """A 19,990-character "word", and an HTML text node of 3,000 character references, took
+    a worker 20-30 s each: such runs of more than 64 characters without a space are kept
+    as sent (like protected spans) and never reach the tokenizer or the search, while the
+    words around them are translated."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ts.Server(["--model", ts.BUNDLED, "--workers", "1", "--max-text-chars", "20000"], name="patho")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def test_long_word_is_kept(self):
+        word = "x" * 19990
+        st, _, body = self.srv.post_json({"text": word}, timeout=60)
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["translations"], [word])
+        st, _, body = self.srv.post_json({"text": "A man rides %s down the street." % ("y" * 100)}, timeout=60)
+        self.assertEqual(st, 200, body)
+        self.assertIn("y" * 100, body["translations"][0])
+        self.assertIn("Mann", body["translations"][0])
+
+    def test_character_references_are_kept(self):
+        html = "<p>" + "&#x61;" * 3000 + "</p>"
+        st, _, body = self.srv.post_json({"q": html, "source": "en", "target": "de", "format": "html"}, timeout=60)
+        self.assertEqual(st, 200, body)
+        self.assertEqual(body["translatedText"], html)
+
+
 if __name__ == "__main__":
     import testmain
     sys.exit(testmain.run(__name__))

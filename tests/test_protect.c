@@ -26,6 +26,29 @@ static char *spans_of(const char *text, unsigned kinds, char *buf, size_t cap)
 
 #define SPANS(text, want) do { char b_[1024]; ck_assert_str_eq(spans_of(text, MT_PROTECT_ALL, b_, sizeof b_), want); } while (0)
 
+START_TEST(long_words)
+{
+    char text[400], want[400], b[1024];
+    /* 64 characters is a word; 65 is not (counted in code points: "ä" is two bytes) */
+    memset(text, 'a', 64);
+    snprintf(text + 64, sizeof text - 64, " ok");
+    ck_assert_str_eq(spans_of(text, MT_PROTECT_LONG_WORD, b, sizeof b), "");
+    char word[200] = "";
+    for (int i = 0; i < 65; i++) strcat(word, "\xc3\xa4");
+    snprintf(text, sizeof text, "Hello %s world", word);
+    snprintf(want, sizeof want, "32:%s", word);
+    ck_assert_str_eq(spans_of(text, MT_PROTECT_LONG_WORD, b, sizeof b), want);
+    /* the kind is off unless asked for (the service always asks) */
+    ck_assert_str_eq(spans_of(text, MT_PROTECT_ALL, b, sizeof b), "");
+    mt_protect *p = mt_protect_create(text, strlen(text), MT_PROTECT_LONG_WORD);
+    ck_assert_str_eq(mt_protect_text(p), "Hello world");
+    char *out = mt_protect_restore(p, "Hallo Welt", (const int[][2]){{0, 0}, {1, 1}}, 2);
+    ck_assert_ptr_nonnull(strstr(out, word));
+    free(out);
+    mt_protect_free(p);
+}
+END_TEST
+
 START_TEST(urls_and_emails)
 {
     SPANS("See https://example.org/a?b=1&c=(2). Now", "1:https://example.org/a?b=1&c=(2)");
@@ -127,6 +150,7 @@ int main(void)
     Suite *s = suite_create("protect");
     TCase *tc = tcase_create("protect");
     tcase_add_test(tc, urls_and_emails);
+    tcase_add_test(tc, long_words);
     tcase_add_test(tc, mentions_and_hashtags);
     tcase_add_test(tc, format_placeholders);
     tcase_add_test(tc, restore_by_alignment);

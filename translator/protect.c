@@ -176,6 +176,19 @@ static size_t match_format(const char *s, size_t i, size_t n)
     return 0;
 }
 
+/* A whitespace-delimited run of more than MT_PROTECT_LONG_WORD_CHARS characters. */
+static size_t match_long_word(const char *s, size_t i, size_t n)
+{
+    if (i > 0 && !is_space((unsigned char)s[i - 1]))
+        return 0;
+    size_t j = i, chars = 0;
+    while (j < n && !is_space((unsigned char)s[j])) {
+        chars += ((unsigned char)s[j] & 0xC0) != 0x80; /* count code points, not bytes */
+        j++;
+    }
+    return chars > MT_PROTECT_LONG_WORD_CHARS ? j - i : 0;
+}
+
 mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
 {
     mt_protect *p = calloc(1, sizeof *p);
@@ -203,7 +216,7 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
             size_t (*fn)(const char *, size_t, size_t);
         } rules[] = {{MT_PROTECT_URL, match_url},         {MT_PROTECT_EMAIL, match_email},
                      {MT_PROTECT_MENTION, match_mention}, {MT_PROTECT_HASHTAG, match_hashtag},
-                     {MT_PROTECT_FORMAT, match_format}};
+                     {MT_PROTECT_FORMAT, match_format}, {MT_PROTECT_LONG_WORD, match_long_word}};
         for (size_t r = 0; r < sizeof rules / sizeof *rules && !len; r++)
             if (kinds & (unsigned)rules[r].kind) {
                 len = rules[r].fn(orig, i, n);

@@ -24,8 +24,14 @@ enum {
     MT_PROTECT_MENTION = 4,     /* @name or @name@instance.tld (not inside a word) */
     MT_PROTECT_HASHTAG = 8,     /* #tag (letters, digits, _; not all digits; not inside a word) */
     MT_PROTECT_FORMAT = 16,     /* %s %d %1$s %5.2f %(name)s {count} {0} {} */
-    MT_PROTECT_ALL = 31
+    MT_PROTECT_ALL = 31,
+    MT_PROTECT_LONG_WORD = 32   /* a run of more than MT_PROTECT_LONG_WORD_CHARS non-space
+                                 * characters: no language has such words, and one would cost
+                                 * the tokenizer and the search far more than real text (the
+                                 * service always adds this kind) */
 };
+
+enum { MT_PROTECT_LONG_WORD_CHARS = 64 };
 
 typedef struct {
     size_t start, len; /* bytes of the original text */

@@ -339,7 +339,7 @@ static int add_unit(mt_service_job *j, int *cap, const char *s, size_t n, int ve
  * its blocks' plain text with their markup taken out, and the tags between. */
 static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t len)
 {
-    unsigned kinds = j->opts.protect;
+    unsigned kinds = j->opts.protect | MT_PROTECT_LONG_WORD; /* never sent to the model */
     if (j->opts.input == MT_FORMAT_HTML && !j->html_nodes) {
         mt_segment *blocks;
         int nb = mt_html_block_split(text, len, &blocks);
