@@ -411,6 +411,41 @@ class TestPathologicalText(unittest.TestCase):
         self.assertEqual(body["translatedText"], html)
 
 
+class TestFairShare(unittest.TestCase):
+    """A one-sentence request that arrives while a 128-text request is being translated on
+    the only worker is answered before the big one finishes (its sentences go into the next
+    batch, not behind all of the big request's), and both answers are what mt-translate
+    gives."""
+
+    def test_small_request_overtakes(self):
+        srv = ts.Server(["--model", ts.BUNDLED, "--workers", "1", "--batch-max-sentences", "8",
+                         "--sentence-cache-mb", "0"], name="fair")
+        try:
+            texts = ["Sentence %d is about a man who rides a red bicycle down a long and busy street." % i
+                     for i in range(128)]
+            done = {}
+
+            def big():
+                done["big"] = srv.post_json({"text": texts}, timeout=600)
+                done["big_at"] = time.time()
+
+            t = threading.Thread(target=big)
+            t.start()
+            self.assertTrue(ts.wait_until(lambda: srv.metric("mt_queue_requests") >= 1, timeout=60))
+            time.sleep(0.2)
+            st, _, small = srv.post_json({"text": "A dog runs in the park."}, timeout=600)
+            small_at = time.time()
+            self.assertEqual(st, 200, small)
+            self.assertFalse("big_at" in done, "the small request waited for the whole big one")
+            t.join(timeout=600)
+            self.assertLess(small_at, done["big_at"])
+            self.assertEqual(done["big"][0], 200)
+            self.assertEqual(done["big"][2]["translations"], ts.cli_translate(ts.BUNDLED, texts))
+            self.assertEqual(small["translations"], ts.cli_translate(ts.BUNDLED, ["A dog runs in the park."]))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     import testmain
     sys.exit(testmain.run(__name__))

@@ -213,7 +213,7 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
 {
     for (;;) {
         double now = mt_now();
-        mt_item *head = NULL;
+        mt_item *head = NULL, *fresh = NULL;
         int n = 0;
         long tokens = 0;
         for (mt_item *it = b->head, *next; it; it = next) {
@@ -226,11 +226,21 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
                 continue;
             }
             if (!head) head = it;
-            if (same_options(head->job, it->job)) {
-                w->cand[n++] = it;
-                tokens += it->len;
-                if (n == b->scan_cap) break;
-            }
+            if (!fresh && it->job->t_started == 0) fresh = it;
+        }
+        /* Fair share: the batch is built around the oldest sentence of a request that has
+         * not started yet, if any, else the oldest sentence. A one-sentence request then
+         * waits behind at most the batch running now, not behind every sentence of a big
+         * request queued before it; the big one's sentences still fill the batch. */
+        if (fresh) head = fresh;
+        if (head) {
+            w->cand[n++] = head;
+            tokens += head->len;
+            for (mt_item *it = b->head; it && n < b->scan_cap; it = it->next)
+                if (it != head && same_options(head->job, it->job)) {
+                    w->cand[n++] = it;
+                    tokens += it->len;
+                }
         }
         if (*chain) return -1;
         if (!head) {
