@@ -31,7 +31,10 @@ static void usage(FILE *f)
             "                          text translated), written back as it came, without --n-best\n"
             "  --output text|ids       ids: print generated target ids instead of text\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
-            "  --verbose               print the model and BLAS kernel in use to stderr\n"
+            "  --compute-type T        float32 (exact, the default), bfloat16, int8 or auto (the fastest\n"
+            "                          measured at load on this CPU); default: MT_COMPUTE_TYPE, else\n"
+            "                          what the model directory stores\n"
+            "  --verbose               print the model, BLAS kernel and compute type in use to stderr\n"
             "  --version               print the version and exit\n");
 }
 
@@ -66,6 +69,7 @@ typedef struct {
     int beam, n_best, max_length, threads, workers, batch, input_ids, input_html, output_ids, verbose;
     float length_penalty, max_length_factor;
     int have_lp, have_factor;
+    mt_model_options model_opts;
 } cli_args;
 
 static int parse_args(int argc, char **argv, cli_args *a)
@@ -76,7 +80,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"threads", 1, 0, 't'},        {"batch-size", 1, 0, 's'},  {"input", 1, 0, 'i'},
         {"output", 1, 0, 'o'},         {"source-lang", 1, 0, 'S'}, {"target-lang", 1, 0, 'T'},
         {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},        {"workers", 1, 0, 'w'},
-        {"version", 0, 0, 'V'},        {0, 0, 0, 0}};
+        {"version", 0, 0, 'V'},        {"compute-type", 1, 0, 'C'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
         int rc = 0;
@@ -93,6 +97,13 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 'S': a->source_lang = optarg; break;
         case 'T': a->target_lang = optarg; break;
         case 'v': a->verbose = 1; break;
+        case 'C':
+            if (mt_compute_type_parse(optarg, &a->model_opts.compute_type)) {
+                fprintf(stderr, "mt-translate: --compute-type must be float32, bfloat16, int8, auto or default, "
+                                "got '%s'\n", optarg);
+                return -1;
+            }
+            break;
         case 'i':
             a->input_ids = !strcmp(optarg, "ids");
             a->input_html = !strcmp(optarg, "html");
@@ -257,10 +268,11 @@ int main(int argc, char **argv)
      * process-setup call once model.h offers one. */
     mt_process_setup(argv);
     cli_args a = {.threads = 1, .workers = 1, .batch = 32};
+    mt_model_options_default(&a.model_opts);
     if (parse_args(argc, argv, &a))
         return 2;
     char err[1024];
-    mt_translator *tr = mt_translator_load(a.model, a.source_lang, a.target_lang, err, sizeof err);
+    mt_translator *tr = mt_translator_load_ex(a.model, a.source_lang, a.target_lang, &a.model_opts, err, sizeof err);
     if (!tr) {
         fprintf(stderr, "mt-translate: cannot load model: %s\n", err);
         return 1;
@@ -283,6 +295,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
                     mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
                     opts.search.beam_size, mt_blas_core_name(), a.workers, a.threads);
+        if (a.verbose)
+            fprintf(stderr, "mt-translate: model compute type %s\n",
+                    mt_model_compute_detail(mt_translator_model(tr)));
         rc = opts.input == MT_FORMAT_HTML ? (translate_document(svc, &opts) ? 1 : 0) : translate_lines(svc, &opts);
     }
     mt_service_free(svc);
