@@ -169,16 +169,14 @@ int mt_packed_available(mt_compute_type type, char *impl, size_t impl_len, char 
     return ok;
 }
 
+#define MT_STR2(x) #x
+#define MT_STR(x) MT_STR2(x)
+
+/* The version this was built against (Debian pins the library to it); a constant, so
+ * no thread ever writes it. */
 const char *mt_packed_library_version(void)
 {
-    static const char *v = NULL; /* idempotent: every thread would write the same string */
-    static char buf[32];
-    if (!v) {
-        const dnnl_version_t *d = dnnl_version();
-        snprintf(buf, sizeof buf, "%d.%d.%d", d->major, d->minor, d->patch);
-        v = buf;
-    }
-    return v;
+    return MT_STR(DNNL_VERSION_MAJOR) "." MT_STR(DNNL_VERSION_MINOR) "." MT_STR(DNNL_VERSION_PATCH);
 }
 
 /* ---- packing ---- */
