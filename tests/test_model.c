@@ -886,8 +886,9 @@ static int cpu_should_offer(mt_compute_type type)
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d))
             bf16 = (a >> 5) & 1;
     }
+    /* AVX-512 VNNI / BF16 need AVX-512 itself (valgrind, for one, hides it) */
     return getenv("MT_CPU_HIDE") == NULL && getenv("ONEDNN_MAX_CPU_ISA") == NULL &&
-           (type == MT_COMPUTE_INT8 ? vnni : bf16);
+           __builtin_cpu_supports("avx512f") && (type == MT_COMPUTE_INT8 ? vnni : bf16);
 }
 
 /* The types this machine offers; a type its CPU should offer but oneDNN does not is a
