@@ -648,11 +648,19 @@ static void product_task(void *ctx, int task, int n_tasks)
 }
 
 /* Row chunks of at most MT_PACKED_MAX_ROWS, as equal as possible (two sizes at most:
- * chunk_rows, and a smaller last one). */
-static void plan_rows(int m, int *chunk_rows, int *chunks)
+ * chunk_rows, and a smaller last one). When the column blocks alone are fewer than the
+ * threads, rows are cut further so every thread gets work, down to 16-row chunks (below
+ * that a call costs more than it computes). */
+static void plan_rows(int m, int blocks, int threads, int *chunk_rows, int *chunks)
 {
     *chunks = (m + MT_PACKED_MAX_ROWS - 1) / MT_PACKED_MAX_ROWS;
+    int want = (threads + blocks - 1) / blocks;
+    if (*chunks < want) {
+        int most = m / 16 > 1 ? m / 16 : 1;
+        *chunks = want < most ? want : most > *chunks ? most : *chunks;
+    }
     *chunk_rows = (m + *chunks - 1) / *chunks;
+    *chunks = (m + *chunk_rows - 1) / *chunk_rows;
 }
 
 int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, const mt_kernels *kern, const mt_packed *p, const float *x,
@@ -662,9 +670,9 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, const mt_kernels *kern, co
         return 0;
     product_job j = {.c = c, .p = p, .pk = mt_packed_kernels_for(kern), .kern = kern, .x = x, .b = b, .y = y,
                      .m = m, .act = act};
-    plan_rows(m, &j.chunk_rows, &j.chunks);
-    j.items = j.chunks * p->blocks;
     int threads = pool ? mt_pool_threads(pool) : 1;
+    plan_rows(m, p->blocks, threads, &j.chunk_rows, &j.chunks);
+    j.items = j.chunks * p->blocks;
     int tasks = threads < j.items ? threads : j.items;
     int last_rows = m - (j.chunks - 1) * j.chunk_rows, tail = p->n - (p->blocks - 1) * p->nb;
     size_t pad = 0;
