@@ -3,24 +3,30 @@
 
   bench/bench_peers.py [--models en-de,de-en,base] [--lines 200] [--single-lines 20]
       [--base-lines 40] [--beam 4] [--threads 2] [--repeat 2] [--no-torch]
-      [--chart bench-peers.png] [--cache DIR]
+      [--compute-types float32,bfloat16,int8] [--chart bench-peers.png] [--cache DIR]
 
 For every model and setting it runs, interleaved (engine A, B, C, then again), and keeps
 each engine's fastest run:
   batch32   --lines lines (--base-lines for the base model), batch 32, --threads threads
-  batch1    --single-lines lines one sentence at a time, --threads threads
+  batch1    --single-lines lines one sentence at a time, --threads threads, each sentence
+            timed on its own inside one process (ours: bench/latency_tool.c through the
+            translation service; CT2: bench/ct2_latency.py): latency p50/p90/p99
   2workers  the batch32 input split in two halves decoded concurrently by two workers
             of one thread each (ours: two mt-translate processes, CT2: --inter 2)
-Engines: mt-translate (float32; MT_KERNELS from the environment), CTranslate2 4.8.1 from
-../shared/peers/ctranslate2 in float32 and int8 (skipped, with a message, when absent),
-and tools/reference.py (PyTorch, batch32 only; --no-torch skips it).
+Engines: mt-translate in every compute type this CPU offers (--compute-types; a type
+refused with "not available on this CPU" is skipped with a message; MT_KERNELS from the
+environment), CTranslate2 4.8.1 from ../shared/peers/ctranslate2 in float32 and int8
+(skipped, with a message, when absent), and tools/reference.py (PyTorch, batch32 only;
+--no-torch skips it).
 
-Printed per row: seconds excluding start-up and model load (each engine's best time on a
-single empty line is subtracted from its wall time; every run is a fresh process), target
-tokens/s (whitespace-separated output words), peak RSS (max over the run's processes, of
-the sum for concurrent workers), seconds per sentence for batch1, and the ratio of
-CT2's float32 time to each engine's (> 1: faster than CT2 float32). A PNG chart of
-tokens/s per engine and setting is written with matplotlib when it is installed.
+Printed per row: seconds excluding start-up and model load (batch32 / 2workers: each
+engine's best time on a single empty line is subtracted from its wall time, every run a
+fresh process; batch1: the sum of the per-sentence times), target tokens/s
+(whitespace-separated output words), peak RSS (max over the run's processes, of the sum
+for concurrent workers), per-sentence latency percentiles for batch1, and the ratios
+of CT2's float32 and int8 times to each engine's (> 1: faster than that CT2 type); then
+our best against CT2's best. A PNG chart of tokens/s per engine and setting is written
+with matplotlib when it is installed.
 
 Models: en-de and de-en are the bundled ones (text input from Multi30k test_2016_flickr);
 base is a random transformer-base-size model (bench/make_base_model.py, made once into
@@ -43,9 +49,9 @@ CT2 = os.path.join(SHARED, "peers", "ctranslate2")
 PY = "/usr/bin/python3"
 
 
-def run_timed(cmds, inputs, outs, env=None):
+def run_timed(cmds, inputs, outs, env=None, stderr_out=None):
     """Runs the commands concurrently, each with its own stdin/stdout file.
-    Returns (wall seconds, summed peak RSS in MiB)."""
+    Returns (wall seconds, summed peak RSS in MiB); stderr_out (a list) gets each stderr."""
     t0 = time.monotonic()
     procs = []
     for cmd, inp, out in zip(cmds, inputs, outs):
@@ -59,7 +65,32 @@ def run_timed(cmds, inputs, outs, env=None):
         if p.returncode != 0:
             sys.exit("failed (%d): %s\n%s" % (p.returncode, " ".join(p.args), err[-2000:]))
         rss += usage.ru_maxrss / 1024.0
+        if stderr_out is not None:
+            stderr_out.append(err)
     return time.monotonic() - t0, rss
+
+
+def percentile(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, int(round(q / 100.0 * (len(v) - 1)))))]
+
+
+def offered_types(args):
+    """Our compute types this CPU offers, and what auto picks (from --verbose)."""
+    cli = os.path.join(ROOT, "build", "cli", "mt-translate")
+    model = os.path.join(ROOT, "models", "en-de")
+    offered = []
+    for ctype in args.compute_types.split(","):
+        p = subprocess.run([cli, "--model", model, "--compute-type", ctype], input="", capture_output=True,
+                           text=True)
+        if p.returncode == 0:
+            offered.append(ctype)
+        else:
+            print("ours %s skipped: %s" % (ctype, p.stderr.strip()))
+    p = subprocess.run([cli, "--model", model, "--compute-type", "auto", "--verbose"], input="",
+                       capture_output=True, text=True)
+    auto = [l for l in p.stderr.splitlines() if "compute type" in l]
+    return offered, (auto[0].split("compute type ", 1)[1] if auto else "?")
 
 
 def count_tokens(paths):
@@ -116,12 +147,21 @@ def prepare_models(args):
 def engine_commands(name, model, args, setting, threads, batch):
     """(label, argv) for every engine this setting runs."""
     src, ct_f32, ct_i8, cap = model
-    ours = [os.path.join(ROOT, "build", "cli", "mt-translate"), "--model", src, "--beam", str(args.beam),
-            "--threads", str(threads), "--batch-size", str(batch)]
-    ours += ["--max-length", str(cap)]
-    engines = [("ours float32", ours)]
+    engines = []
+    for ctype in args.offered:
+        if setting == "batch1":
+            ours = [os.path.join(ROOT, "build", "bench", "latency-tool"), src, ctype, str(threads),
+                    str(args.beam), str(cap)]
+        else:
+            ours = [os.path.join(ROOT, "build", "cli", "mt-translate"), "--model", src, "--beam", str(args.beam),
+                    "--threads", str(threads), "--batch-size", str(batch), "--compute-type", ctype,
+                    "--max-length", str(cap)]
+        engines.append(("ours " + ctype, ours))
     for label, d, ctype in (("CT2 float32", ct_f32, "float32"), ("CT2 int8", ct_i8, "int8")):
-        if d:
+        if d and setting == "batch1":
+            engines.append((label, [PY, os.path.join(ROOT, "bench", "ct2_latency.py"), d, src, ctype, str(threads),
+                                    str(args.beam), str(cap - 1)]))
+        elif d:
             cmd = [PY, os.path.join(CT2, "ct2_translate.py"), "--model", d, "--tokenizer", src, "--beam",
                    str(args.beam), "--batch", str(batch), "--threads", str(threads), "--compute-type", ctype,
                    "--max-length", str(cap - 1)]
@@ -149,6 +189,17 @@ def bench_setting(name, model, lines, args, setting, work):
         inputs.append(os.path.join(work, "%s-%s-%d.in" % (name, setting, i)))
         write_lines(inputs[-1], part)
     best = {}
+    if setting == "batch1":  # per-sentence times measured inside each process
+        for _ in range(args.repeat):
+            for label, cmd in engines:
+                errs = []
+                out = inputs[0] + "." + label.replace(" ", "_") + ".out"
+                _, rss = run_timed([cmd], inputs, [out], stderr_out=errs)
+                lat = json.loads(errs[0].strip().splitlines()[-1])["latency_ms"]
+                secs = sum(lat) / 1e3
+                if label not in best or secs < best[label][0]:
+                    best[label] = (secs, rss, count_tokens([out]), lat)
+        return best
     empty = os.path.join(work, "empty.in")
     write_lines(empty, [""])
     load = {}
@@ -169,7 +220,7 @@ def bench_setting(name, model, lines, args, setting, work):
             secs = max(secs - load[label], 1e-3)  # concurrent workers load in parallel: once
             toks = count_tokens(outs)
             if label not in best or secs < best[label][0]:
-                best[label] = (secs, rss, toks)
+                best[label] = (secs, rss, toks, None)
     return best
 
 
@@ -183,6 +234,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--compute-types", default="float32,bfloat16,int8", help="ours, those this CPU offers")
     p.add_argument("--settings", default="batch32,batch1,2workers")
     p.add_argument("--chart", default=os.path.join(ROOT, "build", "bench-peers.png"))
     p.add_argument("--cache", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
@@ -190,6 +242,7 @@ def main():
     args = p.parse_args()
     if not os.access(os.path.join(ROOT, "build", "cli", "mt-translate"), os.X_OK):
         sys.exit("build first: ninja -C build")
+    args.offered, auto = offered_types(args)
     models = prepare_models(args)
     work = os.path.join(args.cache, "work")
     os.makedirs(work, exist_ok=True)
@@ -197,6 +250,7 @@ def main():
                     for f in line.split(":")[1].split() if f.startswith(("avx512", "amx", "avx_vnni"))})
     print("CPU flags: %s; %d cores; MT_KERNELS=%s" % (" ".join(flags), os.cpu_count(),
                                                       os.environ.get("MT_KERNELS", "auto")))
+    print("ours: compute types %s; auto on the bundled en-de picks %s" % (", ".join(args.offered), auto))
     rows = []
     for name in models:
         lang = "de" if name == "de-en" else "en"
@@ -206,14 +260,27 @@ def main():
         for setting in args.settings.split(","):
             n = args.single_lines if setting == "batch1" else (args.base_lines if name == "base" else args.lines)
             best = bench_setting(name, models[name], text[:n], args, setting, work)
-            ref = best.get("CT2 float32", (None,))[0]
-            print("\n== %s, %s: %d lines, beam %d" % (name, setting, n, args.beam))
-            print("   %-16s %8s %9s %9s %10s %12s" % ("engine", "seconds", "tokens/s", "RSS MiB", "s/sentence",
-                                                      "vs CT2 f32"))
-            for label, (secs, rss, toks) in best.items():
-                ratio = "%.2fx" % (ref / secs) if ref else "-"
-                print("   %-16s %8.2f %9.0f %9.0f %10.3f %12s" % (label, secs, toks / secs, rss, secs / n, ratio))
+            f32 = best.get("CT2 float32", (None,))[0]
+            i8 = best.get("CT2 int8", (None,))[0]
+            lat_cols = setting == "batch1"
+            print("\n== %s, %s: %d lines, beam %d%s" % (name, setting, n, args.beam,
+                                                      ", %d threads" % args.threads if setting != "2workers"
+                                                      else ", 2 workers x 1 thread"))
+            print("   %-16s %8s %9s %8s %10s %10s" % ("engine", "seconds", "tokens/s", "RSS MiB", "vs CT2 f32",
+                                                    "vs CT2 i8") +
+                  ("  %8s %8s %8s" % ("p50 ms", "p90 ms", "p99 ms") if lat_cols else ""))
+            for label, (secs, rss, toks, lat) in best.items():
+                r32 = "%.2fx" % (f32 / secs) if f32 else "-"
+                r8 = "%.2fx" % (i8 / secs) if i8 else "-"
+                extra = ("  %8.1f %8.1f %8.1f" % (percentile(lat, 50), percentile(lat, 90), percentile(lat, 99))
+                         if lat else "")
+                print("   %-16s %8.2f %9.0f %8.0f %10s %10s" % (label, secs, toks / secs, rss, r32, r8) + extra)
                 rows.append((name, setting, label, toks / secs))
+            ours = [(v[0], k) for k, v in best.items() if k.startswith("ours")]
+            peers = [(v[0], k) for k, v in best.items() if k.startswith("CT2")]
+            if ours and peers:
+                (o, ol), (c, cl) = min(ours), min(peers)
+                print("   best: %s %.2f s vs %s %.2f s: %.2fx" % (ol, o, cl, c, c / o))
     try:
         import matplotlib
         matplotlib.use("Agg")

@@ -59,7 +59,10 @@ static void usage(FILE *f)
             "  --no-protect            translate URLs, e-mails, @mentions, #hashtags and\n"
             "                          placeholders too (default: kept byte for byte)\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
-            "  --verbose               print the model and BLAS kernel in use to stderr\n"
+            "  --compute-type T        float32 (exact, the default), bfloat16, int8 or auto (the fastest\n"
+            "                          measured at load on this CPU); default: MT_COMPUTE_TYPE, else\n"
+            "                          what the model directory stores\n"
+            "  --verbose               print the model, BLAS kernel and compute type in use to stderr\n"
             "  --version               print the version and exit\n");
 }
 
@@ -101,6 +104,7 @@ typedef struct {
     float topp, temperature, repetition_penalty;
     int have_topp, have_temperature, have_rp;
     const char *prefix, *prefix_ids;
+    mt_model_options model_opts;
 } cli_args;
 
 static int parse_args(int argc, char **argv, cli_args *a)
@@ -116,6 +120,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"repetition-penalty", 1, 0, 1005}, {"min-length", 1, 0, 1006}, {"target-prefix", 1, 0, 1007},
         {"target-prefix-ids", 1, 0, 1008}, {"return-scores", 0, 0, 1009}, {"return-alignments", 0, 0, 1010},
         {"alignment-layer", 1, 0, 1011}, {"replace-unknowns", 0, 0, 1012}, {"no-protect", 0, 0, 1013}, {"sentence-cache-mb", 1, 0, 1014},
+        {"compute-type", 1, 0, 'C'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, NULL)) != -1) {
@@ -158,6 +163,13 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 1012: a->replace_unknowns = 1; break;
         case 1013: a->no_protect = 1; break;
         case 1014: rc = parse_int("--sentence-cache-mb", optarg, 0, &a->cache_mb); break;
+        case 'C':
+            if (mt_compute_type_parse(optarg, &a->model_opts.compute_type)) {
+                fprintf(stderr, "mt-translate: --compute-type must be float32, bfloat16, int8, auto or default, "
+                                "got '%s'\n", optarg);
+                return -1;
+            }
+            break;
         case 'i':
             a->input_ids = !strcmp(optarg, "ids");
             a->input_html = !strcmp(optarg, "html");
@@ -438,11 +450,12 @@ int main(int argc, char **argv)
      * process-setup call once model.h offers one. */
     mt_process_setup(argv);
     cli_args a = {.threads = 1, .workers = 1, .batch = 32};
+    mt_model_options_default(&a.model_opts);
     if (parse_args(argc, argv, &a))
         return 2;
     output_json = a.output_json;
     char err[1024];
-    mt_translator *tr = mt_translator_load(a.model, a.source_lang, a.target_lang, err, sizeof err);
+    mt_translator *tr = mt_translator_load_ex(a.model, a.source_lang, a.target_lang, &a.model_opts, err, sizeof err);
     if (!tr) {
         fprintf(stderr, "mt-translate: cannot load model: %s\n", err);
         return 1;
@@ -466,6 +479,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
                     mt_translator_name(tr), mt_translator_source_lang(tr), mt_translator_target_lang(tr),
                     opts.search.beam_size, mt_blas_core_name(), a.workers, a.threads);
+        if (a.verbose)
+            fprintf(stderr, "mt-translate: model compute type %s\n",
+                    mt_model_compute_detail(mt_translator_model(tr)));
         if (a.file)
             rc = mt_cli_translate_file(svc, &opts, a.file, a.output_file, mt_translator_target_lang(tr));
         else

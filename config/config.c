@@ -129,6 +129,11 @@ static const setting SETTINGS[] = {
      1000000, "default minimum output tokens before the end (0: off)"},
     {"decoding", "replace_unknowns", "--replace-unknowns", NULL, "MT_REPLACE_UNKNOWNS", "BOOL", K_BOOL,
      OFF(replace_unknowns), 0, 0, "replace <unk> in outputs by the aligned source token"},
+    {"decoding", "compute_type", "--compute-type", NULL, "MT_COMPUTE_TYPE", "TYPE", K_STR,
+     OFF(compute_type), 0, 0,
+     "arithmetic of the matrix products: float32 (exact), bfloat16, int8, auto (fastest measured at "
+     "load on this CPU) or default (what the model directory stores: float32); per model: "
+     "[[models]] compute_type"},
     {"log", "level", "--log-level", NULL, "MT_LOG_LEVEL", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
      "error, warn, info or debug"},
     {"log", "access_log", "--access-log", NULL, "MT_ACCESS_LOG", "BOOL", K_BOOL,
@@ -175,6 +180,7 @@ void mt_config_init(mt_config *cfg)
     cfg->repetition_penalty = 1;
     cfg->min_length = 0;
     cfg->replace_unknowns = 0;
+    snprintf(cfg->compute_type, sizeof cfg->compute_type, "default");
     cfg->log_level = MT_LOG_INFO;
     cfg->access_log = 1;
 }
@@ -193,6 +199,7 @@ static void free_model(mt_config_model *m)
     free(m->source);
     free(m->target);
     free(m->name);
+    free(m->compute_type);
     memset(m, 0, sizeof *m);
 }
 
@@ -409,10 +416,18 @@ typedef struct {
     mt_config_model model;   /* entry being read */
     unsigned char seen_sections[N_SECTIONS];
     unsigned char seen_keys[N_SETTINGS];
-    unsigned char seen_model_keys[4];
+    unsigned char seen_model_keys[5];
 } file_ctx;
 
-static const char *const MODEL_KEYS[] = {"path", "source", "target", "name"};
+static const char *const MODEL_KEYS[] = {"path", "source", "target", "name", "compute_type"};
+
+int mt_config_compute_type_valid(const char *name)
+{
+    static const char *const types[] = {"float32", "bfloat16", "int8", "auto", "default"};
+    for (size_t i = 0; name && i < sizeof types / sizeof *types; i++)
+        if (!strcmp(name, types[i])) return 1;
+    return 0;
+}
 
 static int finish_model(file_ctx *fc)
 {
@@ -441,11 +456,11 @@ static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, mt_tom
 {
     mt_toml_reader *r = fc->r;
     int idx = -1;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (strcmp(key, MODEL_KEYS[i]) == 0) idx = i;
     if (idx < 0)
-        return mt_toml_fail(r, kl, kc, "unknown key '%s' in [[models]] (known: path, source, target, name)",
-                     key);
+        return mt_toml_fail(r, kl, kc, "unknown key '%s' in [[models]] (known: path, source, target, name, "
+                     "compute_type)", key);
     if (fc->seen_model_keys[idx]) return mt_toml_fail(r, kl, kc, "duplicate key 'models.%s'", key);
     fc->seen_model_keys[idx] = 1;
     if (v->type != MT_TOML_STR)
@@ -457,10 +472,14 @@ static int apply_model_key(file_ctx *fc, const char *key, int kl, int kc, mt_tom
         return mt_toml_fail(r, v->line, v->col,
                      "models.%s: '%s' is not a language code (letters, digits, '-', '_')", key,
                      v->s);
+    if (idx == 4 && !mt_config_compute_type_valid(v->s))
+        return mt_toml_fail(r, v->line, v->col,
+                     "models.compute_type: '%s' is not float32, bfloat16, int8, auto or default", v->s);
     char **field = idx == 0 ? &fc->model.path
                  : idx == 1 ? &fc->model.source
                  : idx == 2 ? &fc->model.target
-                            : &fc->model.name;
+                 : idx == 3 ? &fc->model.name
+                            : &fc->model.compute_type;
     free(*field);
     *field = v->s;
     v->s = NULL;
@@ -858,6 +877,9 @@ int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
         if ((m->source && !valid_lang(m->source)) || (m->target && !valid_lang(m->target)))
             return mt_error(-1, err, errlen, "model %s: invalid language code", m->path);
     }
+    if (!mt_config_compute_type_valid(cfg->compute_type))
+        return mt_error(-1, err, errlen, "decoding.compute_type: '%s' is not float32, bfloat16, int8, auto or "
+                    "default", cfg->compute_type);
     if (cfg->beam_size > cfg->max_beam_size)
         return mt_error(-1, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
                     cfg->beam_size, cfg->max_beam_size);
@@ -1028,6 +1050,11 @@ void mt_config_write(const mt_config *cfg, FILE *f)
         if (m->name) {
             fputs("name = ", f);
             write_toml_string(f, m->name);
+            fputc('\n', f);
+        }
+        if (m->compute_type) {
+            fputs("compute_type = ", f);
+            write_toml_string(f, m->compute_type);
             fputc('\n', f);
         }
     }

@@ -27,6 +27,7 @@ typedef struct {
     char *source; /* source language code, or NULL */
     char *target; /* target language code, or NULL */
     char *name;   /* name reported in responses, or NULL for the directory basename */
+    char *compute_type; /* float32 | bfloat16 | int8 | auto | default, or NULL: decoding.compute_type */
 } mt_config_model;
 
 typedef struct {
@@ -79,6 +80,7 @@ typedef struct {
     double repetition_penalty;     /* >= 1; 1: off */
     int min_length;                /* 0: off */
     int replace_unknowns;          /* 1: <unk> becomes its aligned source token */
+    char compute_type[256]; /* float32 | bfloat16 | int8 | auto | default (model.h: mt_compute_type) */
     /* [log] */
     int log_level;          /* MT_LOG_* */
     int access_log;         /* 1: one line per request */
@@ -114,6 +116,9 @@ int mt_config_validate(const mt_config *cfg, char *err, size_t errlen);
  * environment, the flags, then validation (skipped for --help/--version). */
 int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *envp,
                       char *err, size_t errlen);
+
+/* 1 when name is a compute type the settings accept (float32, bfloat16, int8, auto, default). */
+int mt_config_compute_type_valid(const char *name);
 
 /* Parses a model spec "DIR" or "DIR:SRC:TGT" (as --model and MT_MODELS take). */
 int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen);

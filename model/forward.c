@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "packed.h"
 
 /* ---- matrix products split over the state's threads ---- */
 
@@ -54,6 +55,15 @@ static void linear_task(void *ctx, int task, int n_tasks)
  * thread count or on which other sentences share the batch. */
 static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w *lin, int n, float *y, int act)
 {
+    if (lin->packed) { /* bfloat16 / int8 (packed.h); float32 never comes here */
+        if (!st->packed_failed && !st->packed)
+            st->packed = mt_packed_ctx_create(st->error, sizeof st->error);
+        if (st->packed_failed || !st->packed ||
+            mt_packed_linear(st->packed, st->pool, st->threads, st->model->kern, lin->packed, x, m, lin->b, y, act, st->error,
+                             sizeof st->error))
+            st->packed_failed = 1; /* reported by the forward call that asked */
+        return;
+    }
     int threads = st->threads;
     linear_job j = {.kern = st->model->kern, .x = x, .w = lin->w, .b = lin->b, .y = y, .m = m, .k = k, .n = n, .act = act};
     int tasks = 1;
@@ -68,6 +78,16 @@ static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w
         j.chunk = n;
     }
     mt_pool_run(st->pool, linear_task, &j, tasks);
+}
+
+/* MT_OK, or the error of a packed product since the last call (its message is in
+ * st->error); the state is usable again afterwards. */
+static int packed_status(mt_state *st)
+{
+    if (!st->packed_failed)
+        return MT_OK;
+    st->packed_failed = 0;
+    return MT_ERR_NOMEM;
 }
 
 /* x = LayerNorm(x + delta), rows of width d (eps 1e-5 as in PyTorch's default). */
@@ -183,7 +203,7 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
         add_norm(x, tmp, total, d, &L->ffn_norm);
     }
     *enc_out = x;
-    return MT_OK;
+    return packed_status(st);
 }
 
 void mt_cross_kv(mt_state *st, const float *enc_out, int tokens, float *kv)
@@ -354,8 +374,8 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
         linear(st, f, rows, ffn, &Ly->fc2, d, tmp, 0);
         add_norm(x, tmp, rows, d, &Ly->ffn_norm);
     }
-    mt_linear_w head = {.w = m->lm_head, .b = m->logits_bias};
+    mt_linear_w head = {.w = m->lm_head, .b = m->logits_bias, .packed = m->lm_head_packed};
     linear(st, x, rows, d, &head, info->tgt_vocab_size, logits, 0);
     *logits_out = logits;
-    return MT_OK;
+    return packed_status(st);
 }

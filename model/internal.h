@@ -19,8 +19,13 @@ typedef struct {
     const float *weight, *bias; /* LayerNorm (d) */
 } mt_norm;
 
+struct mt_packed;
+struct mt_packed_ctx;
+
 typedef struct {
     const float *w, *b;         /* Linear: w (out, in) as in PyTorch, b (out) */
+    const struct mt_packed *packed; /* bfloat16 / int8 compute types: w packed for oneDNN
+                                 * (packed.h), used instead of w; NULL for float32 */
 } mt_linear_w;
 
 typedef struct {
@@ -47,7 +52,11 @@ struct mt_model {
     int activation;             /* MT_ACT_* */
     int head_dim_enc, head_dim_dec;
     const mt_kernels *kern;     /* chosen at load (mt_kernels_select) */
-    mt_compute_type compute;    /* resolved at load: MT_COMPUTE_FLOAT32 */
+    mt_compute_type compute;    /* resolved at load: never DEFAULT or AUTO */
+    char compute_detail[320];   /* what runs the products, for logs (mt_model_compute_detail) */
+    struct mt_packed **packs;   /* every packed matrix, owned (bfloat16 / int8) */
+    int n_packs;
+    const struct mt_packed *lm_head_packed;
     int32_t *bad_ids;           /* from bad_words_ids (single-token entries) */
     int n_bad_ids;
 
@@ -102,6 +111,10 @@ struct mt_state {
     mt_buf ahist[2], shist[2];  /* int / float (rows, steps): aligned source position, log-prob */
     mt_buf fin_align, fin_scores;
     mt_buf sample_scratch;      /* float (tasks, vocab): sampling's sort space */
+    /* bfloat16 / int8: oneDNN primitives and buffers (packed.h), made on first use; a
+     * failed packed product is recorded here and reported by the forward call */
+    struct mt_packed_ctx *packed;
+    int packed_failed;
 };
 
 

@@ -37,9 +37,12 @@ typedef struct {
 } mt_model_info;
 
 /* Arithmetic the matrix products use. DEFAULT: what the directory stores (F32/F16/BF16
- * weights: float32), or the MT_COMPUTE_TYPE environment variable when set. AUTO: the
- * fastest type measured on the running CPU within the quality bound. This build
- * computes float32 only: BFLOAT16 and INT8 are refused at load with a message. */
+ * weights: float32), or the MT_COMPUTE_TYPE environment variable when set. FLOAT32: the
+ * exact path (OpenBLAS and our kernels). BFLOAT16 and INT8 (per-row weight scales,
+ * activations quantized per row on the fly) run every Linear and the output projection
+ * through oneDNN on weights packed once at load; a type the CPU cannot run fast is
+ * refused at load with "not available on this CPU" (int8 needs VNNI, bfloat16 a oneDNN
+ * bf16 kernel). AUTO: the fastest type measured at load on the running CPU. */
 typedef enum {
     MT_COMPUTE_DEFAULT, MT_COMPUTE_FLOAT32, MT_COMPUTE_BFLOAT16, MT_COMPUTE_INT8, MT_COMPUTE_AUTO
 } mt_compute_type;
@@ -60,6 +63,9 @@ mt_model *mt_model_load(const char *dir, char *err, size_t errlen);
 mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen);
 /* The compute type the model runs (never DEFAULT or AUTO: what they resolved to). */
 mt_compute_type mt_model_compute_type(const mt_model *model);
+/* One line for logs: the type, the library and kernel running the products (oneDNN's
+ * impl name for bfloat16 / int8) and, for AUTO, the timings it chose by. */
+const char *mt_model_compute_detail(const mt_model *model);
 void mt_model_free(mt_model *model);
 const mt_model_info *mt_model_get_info(const mt_model *model);
 

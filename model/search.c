@@ -18,6 +18,7 @@
 
 #include "decode_opts.h"
 #include "internal.h"
+#include "packed.h"
 #include "probe.h"
 
 struct mt_sentence {
@@ -124,6 +125,7 @@ void mt_state_free(mt_state *st)
     if (!st)
         return;
     mt_pool_free(st->own_pool);
+    mt_packed_ctx_free(st->packed);
     mt_buf *bufs[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores,
                       &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                       &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],

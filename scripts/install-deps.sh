@@ -7,7 +7,7 @@ packages=(
   # build
   build-essential meson ninja-build pkg-config
   # engine, tokenizer, server libraries
-  libopenblas-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
+  libopenblas-dev libdnnl-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
   # LibreTranslate parity: language detection, file formats (docx/odt), suggestions
   libexttextcat-dev libexttextcat-data libzip-dev libxml2-dev libsqlite3-dev
   # OpenAPI check and browser test of the web page

@@ -118,7 +118,15 @@ static int load_model(mt_server *s, int i, char *err, size_t errlen)
     const mt_config_model *m = &s->cfg->models[i];
     double t0 = mt_now();
     char e[512];
-    mt_translator *tr = mt_translator_load(m->path, m->source, m->target, e, sizeof e);
+    /* [[models]] compute_type, else decoding.compute_type (both validated by config) */
+    const char *ctype = m->compute_type ? m->compute_type : s->cfg->compute_type;
+    mt_model_options mo;
+    mt_model_options_default(&mo);
+    if (mt_compute_type_parse(ctype, &mo.compute_type)) {
+        snprintf(err, errlen, "model %s: unknown compute type '%s'", m->path, ctype);
+        return -1;
+    }
+    mt_translator *tr = mt_translator_load_ex(m->path, m->source, m->target, &mo, e, sizeof e);
     if (!tr) {
         snprintf(err, errlen, "cannot load model %s: %s", m->path, e);
         return -1;
@@ -132,11 +140,14 @@ static int load_model(mt_server *s, int i, char *err, size_t errlen)
     }
     if (add_routes(s, i, m->path, err, errlen)) return -1;
     const mt_model_info *info = mt_translator_model_info(tr);
-    char q1[600], q2[100];
+    char q1[600], q2[100], q3[800];
+    const mt_model *model = mt_translator_model(tr);
     mt_log_write(s->log, MT_LOG_INFO, "model_loaded",
-                 "model=%s dir=%s source=%s target=%s language_tokens=%d d_model=%d "
+                 "model=%s dir=%s compute_type=%s compute=%s source=%s target=%s language_tokens=%d d_model=%d "
                  "layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
                  mt_log_quote(q2, sizeof q2, s->names[i]), mt_log_quote(q1, sizeof q1, m->path),
+                 mt_compute_type_name(mt_model_compute_type(model)),
+                 mt_log_quote(q3, sizeof q3, mt_model_compute_detail(model)),
                  mt_translator_source_lang(tr), mt_translator_target_lang(tr),
                  mt_translator_target_count(tr), info->d_model, info->encoder_layers,
                  info->decoder_layers, info->default_beam_size, info->default_max_length,

@@ -15,7 +15,10 @@ For each model directory:
     least the issue's BLEU floor (en-de 36, de-en 38) with tools/bleu.py, and within 0.1 of
     the figure models/README.md reports, so the documented figures stay reproducible;
   * the PyTorch reference (tools/reference.py) translates the first 100 test lines with
-    the same token ids as the engine (a near-tie, a decision margin under 1e-3, excused).
+    the same token ids as the engine (a near-tie, a decision margin under 1e-3, excused);
+  * compute types (issue 16): the same BLEU with --compute-type bfloat16 is within 0.2 of
+    float32's and with int8 within 0.5; a type this CPU does not offer must be refused
+    with "not available on this CPU" (and is then reported as skipped).
 
 Training is a tool, not a test: nothing here retrains. Env: MT_BUILD_DIR, MT_SOURCE_DIR,
 MT_SHARED_DIR. Prints "N passed, M failed".
@@ -47,6 +50,7 @@ BLEU_FLOOR = {"en-de": 36.0, "de-en": 38.0}
 README_TOLERANCE = 0.1      # documented figure vs. the one measured here
 TOKENIZER_LINES = None      # training lines per side for the tokenizer checks (None: all)
 REFERENCE_LINES = 100       # test lines translated by both engine and reference
+COMPUTE_BOUNDS = {"bfloat16": 0.2, "int8": 0.5}  # BLEU below float32's, at most
 TIE_TOL = 1e-3              # a decision this close may flip under float rounding
 MAX_BYTES = 25 * 1000 * 1000
 RUN_TIMEOUT = 900
@@ -91,12 +95,37 @@ class BundledModel:
         with open(os.path.join(self.dir, name), encoding="utf-8") as f:
             return json.load(f)
 
-    def translate(self, lines, *args):
+    def translate(self, lines, *args, check=True):
         proc = subprocess.run([program("cli/mt-translate"), "--model", self.dir, "--threads", "2",
                                *args], input="".join(line + "\n" for line in lines),
                               capture_output=True, text=True, timeout=RUN_TIMEOUT)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
+        if check:
+            self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc.stdout.splitlines(), proc.stderr
+
+    def test_bleu_per_compute_type(self):
+        sources = read_gz(f"test_2016_flickr.{self.src_lang}.gz")
+        refs = read_gz(f"test_2016_flickr.{self.tgt_lang}.gz")
+        hyps, _ = self.translate(sources, "--beam", "4", "--compute-type", "float32")
+        base = bleu.corpus_bleu(hyps, refs).score
+        print(f"\n  [{self.PAIR}] test_2016_flickr beam 4 float32: BLEU {base:.2f}", file=sys.stderr)
+        refused = []
+        for ctype, bound in COMPUTE_BOUNDS.items():
+            with self.subTest(compute_type=ctype):
+                hyps, err = self.translate(sources, "--beam", "4", "--compute-type", ctype, "--verbose",
+                                           check=False)
+                if not hyps and "not available on this CPU" in err:
+                    refused.append(f"{ctype}: {err.strip()}")
+                    continue
+                self.assertEqual(len(hyps), len(sources), err)
+                self.assertRegex(err, r"compute type %s: oneDNN [0-9.]+ brg" % ctype)
+                score = bleu.corpus_bleu(hyps, refs).score
+                print(f"  [{self.PAIR}] test_2016_flickr beam 4 {ctype}: BLEU {score:.2f} "
+                      f"({score - base:+.2f})", file=sys.stderr)
+                self.assertGreaterEqual(score, base - bound,
+                                        f"{ctype} BLEU {score:.2f} vs float32 {base:.2f}")
+        if refused:
+            raise unittest.SkipTest("not offered on this CPU: " + "; ".join(refused))
 
     def test_layout(self):
         names = ("config.json", "generation_config.json", "model.safetensors", "source.spm",

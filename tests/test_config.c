@@ -467,6 +467,52 @@ START_TEST(test_validate)
 }
 END_TEST
 
+/* decoding.compute_type and [[models]] compute_type: accepted names, refused others (by
+ * key and position, or by validation for flags and the environment), and a round trip. */
+START_TEST(test_compute_type)
+{
+    mt_config cfg;
+    ck_assert_int_eq(load(&cfg, "[[models]]\npath = \"/m\"\n"), 0);
+    ck_assert_str_eq(cfg.compute_type, "default");
+    mt_config_free(&cfg);
+    ck_assert_msg(load(&cfg, "[decoding]\ncompute_type = \"int8\"\n[[models]]\npath = \"/a\"\n"
+                             "compute_type = \"bfloat16\"\n[[models]]\npath = \"/b\"\n") == 0, "%s", err);
+    ck_assert_str_eq(cfg.compute_type, "int8");
+    ck_assert_str_eq(cfg.models[0].compute_type, "bfloat16");
+    ck_assert_ptr_null(cfg.models[1].compute_type);
+    ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    mt_config_write(&cfg, f);
+    fclose(f);
+    mt_config b;
+    mt_config_init(&b);
+    ck_assert_msg(mt_config_load_string(&b, buf, len, "dump", NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(b.compute_type, "int8");
+    ck_assert_str_eq(b.models[0].compute_type, "bfloat16");
+    ck_assert_ptr_null(b.models[1].compute_type);
+    free(buf);
+    mt_config_free(&b);
+    mt_config_free(&cfg);
+    expect_error("[[models]]\npath = \"/m\"\ncompute_type = \"fp8\"\n", "t.toml:3:16: models.compute_type: 'fp8'");
+    expect_error("[[models]]\npath = \"/m\"\ncompute_type = 8\n", "models.compute_type must be a string");
+    ck_assert_int_eq(load(&cfg, "[decoding]\ncompute_type = \"fp8\"\n[[models]]\npath = \"/m\"\n"), 0);
+    ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "decoding.compute_type: 'fp8'"));
+    mt_config_free(&cfg);
+    char *argv[] = {"mt-server", "--compute-type", "auto", "--model", "/m", NULL};
+    mt_config_init(&cfg);
+    ck_assert_int_eq(mt_config_apply_args(&cfg, 5, argv, err, sizeof err), 0);
+    ck_assert_str_eq(cfg.compute_type, "auto");
+    char *envp[] = {"MT_COMPUTE_TYPE=float32", NULL};
+    ck_assert_int_eq(mt_config_apply_env(&cfg, envp, err, sizeof err), 0);
+    ck_assert_str_eq(cfg.compute_type, "float32");
+    ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), 0);
+    mt_config_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_write_roundtrip)
 {
     char *argv[] = {"mt-server", "--port", "4321", "--api-key", "se\"cret", "--model",
@@ -568,6 +614,7 @@ int main(void)
     tcase_add_test(tc, test_args);
     tcase_add_test(tc, test_precedence);
     tcase_add_test(tc, test_validate);
+    tcase_add_test(tc, test_compute_type);
     tcase_add_test(tc, test_write_roundtrip);
     tcase_add_test(tc, test_help_lists_every_setting);
     tcase_add_test(tc, test_examples_load);

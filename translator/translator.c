@@ -58,6 +58,12 @@ static int check_pair(const mt_translator *tr, const char *dir, char *err, size_
 mt_translator *mt_translator_load(const char *dir, const char *source_lang, const char *target_lang, char *err,
                                   size_t errlen)
 {
+    return mt_translator_load_ex(dir, source_lang, target_lang, NULL, err, errlen);
+}
+
+mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, const char *target_lang,
+                                     const mt_model_options *opts, char *err, size_t errlen)
+{
     /* Said first: otherwise a mistyped path reads as a missing tokenizer_config.json. */
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -86,7 +92,7 @@ mt_translator *mt_translator_load(const char *dir, const char *source_lang, cons
         mt_translator_free(tr);
         return NULL;
     }
-    tr->model = mt_model_load(dir, err, errlen);
+    tr->model = mt_model_load_ex(dir, opts, err, errlen);
     if (!tr->model) {
         mt_translator_free(tr);
         return NULL;

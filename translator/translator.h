@@ -22,6 +22,9 @@ typedef struct mt_translator mt_translator;
  * come from tokenizer_config.json ("source_lang"/"target_lang"). */
 mt_translator *mt_translator_load(const char *dir, const char *source_lang,
                                   const char *target_lang, char *err, size_t errlen);
+/* The same with model options (compute type); opts NULL: the defaults. */
+mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, const char *target_lang,
+                                     const mt_model_options *opts, char *err, size_t errlen);
 void mt_translator_free(mt_translator *tr);
 
 const mt_model *mt_translator_model(const mt_translator *tr);
