@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""deploy/: the systemd unit and the Kubernetes manifests agree with the real server.
+
+Kubernetes: rendered with `kubectl kustomize` when kubectl is there (else the listed
+manifests are read as they are: each carries its own selectors); the container port is
+the port the server is told to use, the Service reaches it, the probe paths answer 200 on
+a real mt-server, the grace period outlasts the drain timeout, the pod runs as the image's
+non-root user on a read-only root filesystem with resources set, the HPA and the PDB point
+at the Deployment's pods, and every MT_* variable is a setting the server knows.
+systemd: the same for its Environment, TimeoutStopSec against the drain timeout, and the
+sandboxing options (with `systemd-analyze security --offline` where it exists).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import unittest
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_server as ts  # noqa: E402
+
+DEPLOY = os.path.join(ts.SRC, "deploy")
+
+
+def server_settings():
+    """The environment variables mt-server --help lists."""
+    out = subprocess.run([ts.SERVER, "--help"], capture_output=True, text=True, timeout=60).stdout
+    return set(re.findall(r"\bMT_[A-Z0-9_]+\b", out))
+
+
+def kubernetes_docs():
+    kdir = os.path.join(DEPLOY, "kubernetes")
+    if shutil.which("kubectl"):
+        r = subprocess.run(["kubectl", "kustomize", kdir], capture_output=True, text=True, timeout=120)
+        if r.returncode == 0:
+            return [d for d in yaml.safe_load_all(r.stdout) if d], "kubectl kustomize"
+    with open(os.path.join(kdir, "kustomization.yaml")) as f:
+        resources = yaml.safe_load(f)["resources"]
+    docs = []
+    for name in resources:
+        with open(os.path.join(kdir, name)) as f:
+            docs += [d for d in yaml.safe_load_all(f) if d]
+    return docs, "manifests as written"
+
+
+class TestKubernetes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        docs, cls.how = kubernetes_docs()
+        cls.by_kind = {d["kind"]: d for d in docs}
+        cls.dep = cls.by_kind["Deployment"]
+        cls.pod = cls.dep["spec"]["template"]
+        cls.ctr = cls.pod["spec"]["containers"][0]
+        cls.env = {e["name"]: e["value"] for e in cls.ctr["env"]}
+
+    def test_every_kind_is_there(self):
+        for kind in ("Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"):
+            self.assertIn(kind, self.by_kind, self.how)
+
+    def test_ports_and_service(self):
+        port = {p["name"]: p["containerPort"] for p in self.ctr["ports"]}
+        self.assertEqual(port["http"], int(self.env["MT_PORT"]))
+        self.assertEqual(self.env["MT_HOST"], "0.0.0.0")
+        svc = self.by_kind["Service"]["spec"]
+        self.assertIn(svc["ports"][0]["targetPort"], (port["http"], "http"))
+        labels = self.pod["metadata"]["labels"]
+        for sel in (svc["selector"], self.dep["spec"]["selector"]["matchLabels"],
+                    self.by_kind["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"]):
+            self.assertTrue(set(sel.items()) <= set(labels.items()), (sel, labels))
+        hpa = self.by_kind["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"]
+        self.assertEqual((hpa["kind"], hpa["name"]), ("Deployment", self.dep["metadata"]["name"]))
+
+    def test_probes_answer_on_the_real_server(self):
+        paths = {self.ctr[p]["httpGet"]["path"] for p in ("startupProbe", "readinessProbe", "livenessProbe")}
+        self.assertEqual(paths, {"/health/ready", "/health/live"})
+        srv = ts.Server(["--model", ts.BUNDLED], name="deploy")
+        try:
+            for path in paths:
+                self.assertEqual(srv.request("GET", path)[0], 200, path)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_drain_fits_in_the_grace_period(self):
+        grace = self.pod["spec"]["terminationGracePeriodSeconds"]
+        self.assertGreater(grace, float(self.env["MT_DRAIN_TIMEOUT"]))
+
+    def test_non_root_read_only_with_resources(self):
+        sc, csc = self.pod["spec"]["securityContext"], self.ctr["securityContext"]
+        self.assertTrue(sc["runAsNonRoot"])
+        with open(os.path.join(ts.SRC, "docker", "Dockerfile")) as f:
+            user = re.search(r"^USER (\d+):(\d+)", f.read(), re.M)
+        self.assertEqual((sc["runAsUser"], sc["runAsGroup"]), (int(user.group(1)), int(user.group(2))))
+        self.assertTrue(csc["readOnlyRootFilesystem"])
+        self.assertFalse(csc["allowPrivilegeEscalation"])
+        self.assertEqual(csc["capabilities"]["drop"], ["ALL"])
+        self.assertIn("/tmp", [m["mountPath"] for m in self.ctr["volumeMounts"]])
+        for k in ("requests", "limits"):
+            self.assertIn("cpu", self.ctr["resources"][k])
+            self.assertIn("memory", self.ctr["resources"][k])
+
+    def test_environment_names_are_settings(self):
+        self.assertEqual(set(self.env) - server_settings(), set())
+
+
+class TestSystemd(unittest.TestCase):
+    UNIT = os.path.join(DEPLOY, "systemd", "mt-server.service")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.keys = {}
+        with open(cls.UNIT) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith(("#", "[")) and "=" in line:
+                    k, v = line.split("=", 1)
+                    cls.keys.setdefault(k, []).append(v)
+
+    def test_exec_and_environment(self):
+        exec_start = self.keys["ExecStart"][0].split()
+        self.assertTrue(exec_start[0].endswith("/mt-server"))
+        env = dict(kv.split("=", 1) for e in self.keys["Environment"] for kv in e.split())
+        self.assertEqual(set(env) - server_settings(), set())
+        self.assertGreater(float(self.keys["TimeoutStopSec"][0]), float(env["MT_DRAIN_TIMEOUT"]))
+        self.assertNotIn("ExecReload", self.keys)  # SIGHUP does not reload (README)
+        # the server accepts its command line and environment (models from this checkout)
+        args = [a.replace("/usr/local/share/mt/models", os.path.join(ts.SRC, "models")) for a in exec_start[1:]]
+        r = subprocess.run([ts.SERVER] + args + ["--print-config"], capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **env))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("drain_timeout = 30", r.stdout)
+
+    def test_sandboxed(self):
+        for k, v in (("DynamicUser", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
+                     ("NoNewPrivileges", "yes"), ("PrivateTmp", "yes"), ("PrivateDevices", "yes")):
+            self.assertEqual(self.keys.get(k), [v], k)
+        self.assertEqual(self.keys.get("CapabilityBoundingSet"), [""])
+        tool = shutil.which("systemd-analyze")
+        if not tool:
+            self.skipTest("systemd-analyze is not installed")
+        r = subprocess.run([tool, "security", "--offline=true", self.UNIT], capture_output=True, text=True,
+                           timeout=120)
+        m = re.search(r"Overall exposure level for \S+: ([0-9.]+)", r.stdout)
+        if not m:
+            self.skipTest("this systemd-analyze cannot judge a unit file offline: " + r.stderr[-200:])
+        self.assertLessEqual(float(m.group(1)), 2.0, r.stdout[-2000:])
+
+
+if __name__ == "__main__":
+    import testmain
+    sys.exit(testmain.run(__name__))
