@@ -305,9 +305,83 @@ class Dockerfile(unittest.TestCase):
             self.skipTest("models/en-de is not in the repository yet: the image's COPY models/ is unchecked")
 
     def test_dockerignore_keeps_build_dirs_out(self):
-        ignore = read(DOCKERFILE + ".dockerignore").split()
+        ignore = read(os.path.join(SOURCE, ".dockerignore")).split()
         self.assertTrue({"build", "build*"} & set(ignore), "build directories are not ignored")
         self.assertIn(".git", ignore)
+
+
+class Portability(unittest.TestCase):
+    """What broke on Debian's own tools: the legacy builder reads only a root .dockerignore,
+    docker-compose v1 refuses a top-level `name:`, a `# syntax=` line makes BuildKit fetch a
+    frontend from a registry, nginx 1.22 refuses the upstream `resolve` parameter, and the
+    image's group must have the gid USER names."""
+
+    def test_root_dockerignore_and_no_registry_fetch(self):
+        self.assertTrue(os.path.exists(os.path.join(SOURCE, ".dockerignore")))
+        self.assertNotRegex(read(DOCKERFILE), r"(?m)^#\s*syntax\s*=")
+
+    def test_compose_files_have_no_top_level_name(self):
+        for f in ("compose.yml", "compose.scale.yml"):
+            self.assertNotRegex(read(os.path.join(DOCKER, f)), r"(?m)^name\s*:", f)
+
+    def test_nginx_conf_has_no_resolve(self):
+        self.assertNotRegex(read(NGINX_CONF), r"(?m)^\s*server\s+\S+[^;]*\bresolve\b")
+
+    def test_user_and_group_ids(self):
+        text = read(DOCKERFILE)
+        uid, gid = re.search(r"(?m)^USER (\d+):(\d+)", text).groups()
+        self.assertRegex(text, r"groupadd [^\n]*--gid %s\b" % gid)
+        self.assertRegex(text, r"useradd [^\n]*--uid %s\b[^\n]*--gid %s\b" % (uid, gid))
+
+    def test_readme_docker_run_waits_for_the_drain(self):
+        readme = read(os.path.join(SOURCE, "README.md"))
+        runs = re.findall(r"(?m)^`?docker run [^\n]*-p [^\n]*", readme)
+        self.assertTrue(runs)
+        for r in runs:
+            self.assertIn("--stop-timeout 30", r)
+
+
+class ImageBuildAndRun(unittest.TestCase):
+    """Builds the image with the local Docker daemon and runs it: non-root, ready, translating,
+    draining on stop. Skipped (visibly) where no daemon answers, as on CI machines."""
+
+    def test_build_and_run(self):
+        docker = shutil.which("docker")
+        if not docker or subprocess.run([docker, "info"], capture_output=True, timeout=60).returncode != 0:
+            self.skipTest("no Docker daemon answers here")
+        tag = "mt-server:test-%d" % os.getpid()
+        r = subprocess.run([docker, "build", "-f", DOCKERFILE, "-t", tag, SOURCE], capture_output=True,
+                           text=True, timeout=3600)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        port = ts.free_port()
+        name = "mt-test-%d" % os.getpid()
+        try:
+            r = subprocess.run([docker, "run", "-d", "--name", name, "--stop-timeout", "30", "-p",
+                                "127.0.0.1:%d:8080" % port, tag], capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ident = subprocess.run([docker, "exec", name, "id"], capture_output=True, text=True, timeout=60).stdout
+            self.assertIn("uid=10001(mt) gid=10001(mt)", ident)
+            url = "http://127.0.0.1:%d" % port
+            deadline = time.time() + 300
+            import urllib.request
+            while time.time() < deadline:
+                try:
+                    with urllib.request.urlopen(url + "/health/ready", timeout=5) as resp:
+                        if resp.status == 200:
+                            break
+                except OSError:
+                    pass
+                time.sleep(1)
+            body = subprocess.run(["curl", "-s", url + "/translate", "-H", "Content-Type: application/json",
+                                   "-d", '{"q": "A man rides a bicycle.", "source": "en", "target": "de"}'],
+                                  capture_output=True, text=True, timeout=120).stdout
+            self.assertIn("translatedText", body)
+            subprocess.run([docker, "stop", name], capture_output=True, timeout=120)
+            logs = subprocess.run([docker, "logs", name], capture_output=True, text=True, timeout=60)
+            self.assertIn("event=stopped exit_code=0", logs.stdout + logs.stderr)
+        finally:
+            subprocess.run([docker, "rm", "-f", name], capture_output=True, timeout=120)
+            subprocess.run([docker, "rmi", "-f", tag], capture_output=True, timeout=120)
 
 
 class HealthcheckScript(unittest.TestCase):
