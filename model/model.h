@@ -146,6 +146,10 @@ mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, 
 /* mt_state_create_in(model, NULL, threads, ...). */
 mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t errlen);
 void mt_state_free(mt_state *state);
+/* Scratch memory grows to the largest batch seen. When the state holds more than `keep`
+ * bytes of it, frees all of it (it is allocated again as needed) and returns the bytes
+ * freed; otherwise returns 0. Results of the state's last search become invalid. */
+size_t mt_state_trim(mt_state *state, size_t keep);
 const char *mt_state_error(const mt_state *state);
 
 /* Translates n source id sequences (each already ending in eos) in one batch.

@@ -120,21 +120,41 @@ mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t 
     return mt_state_create_in(model, NULL, threads, err, errlen);
 }
 
+/* Every scratch buffer of the state: they grow to the largest batch seen. */
+static size_t state_buffers(mt_state *st, mt_buf **bufs)
+{
+    mt_buf *all[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores,
+                     &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
+                     &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
+                     &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
+                     &st->fin_ids, &st->fin, &st->n_cand,
+                     &st->attn, &st->ahist[0], &st->ahist[1], &st->shist[0], &st->shist[1],
+                     &st->fin_align, &st->fin_scores, &st->sample_scratch};
+    size_t n = sizeof all / sizeof *all;
+    memcpy(bufs, all, sizeof all);
+    return n;
+}
+
+size_t mt_state_trim(mt_state *st, size_t keep)
+{
+    mt_buf *bufs[64];
+    size_t n = state_buffers(st, bufs), held = 0;
+    for (size_t i = 0; i < n; i++)
+        held += bufs[i]->cap;
+    if (held <= keep)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        mt_buf_release(bufs[i]);
+    return held;
+}
+
 void mt_state_free(mt_state *st)
 {
     if (!st)
         return;
     mt_pool_free(st->own_pool);
     mt_packed_ctx_free(st->packed);
-    mt_buf *bufs[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores,
-                      &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
-                      &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
-                      &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
-                      &st->fin_ids, &st->fin, &st->n_cand,
-                      &st->attn, &st->ahist[0], &st->ahist[1], &st->shist[0], &st->shist[1],
-                      &st->fin_align, &st->fin_scores, &st->sample_scratch};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
-        mt_buf_release(bufs[i]);
+    mt_state_trim(st, 0);
     free(st);
 }
 

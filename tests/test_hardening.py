@@ -446,6 +446,47 @@ class TestFairShare(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+def proc_status_mib(pid, key):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) // 1024
+    raise KeyError(key)
+
+
+class TestMemoryAfterSpike(unittest.TestCase):
+    """One request of 64 long texts in a single batch grows a worker's scratch memory by
+    hundreds of MiB (the decoder's caches grow with batch x beam x length); it used to stay
+    resident for good. A worker that goes idle after a big batch now hands it back: resident
+    memory returns to near where it was, while the high-water mark proves the spike was real."""
+
+    def test_memory_returns_after_a_spike(self):
+        srv = ts.Server(["--model", ts.BUNDLED, "--workers", "1", "--sentence-cache-mb", "0",
+                         "--batch-max-sentences", "128", "--batch-max-tokens", "65536"], name="spike")
+        try:
+            with open("/proc/%d/maps" % srv.proc.pid) as f:
+                if "libasan" in f.read():
+                    self.skipTest("AddressSanitizer keeps freed memory in quarantine")
+            st, _, body = srv.post_json({"text": "A dog runs."})
+            self.assertEqual(st, 200, body)
+            base = proc_status_mib(srv.proc.pid, "VmRSS")
+            texts = [" ".join("Sentence %d is about a man with a red bicycle and a dog in a very long "
+                              "street number %d." % (i, k) for k in range(3)) for i in range(64)]
+            st, _, body = srv.post_json({"text": texts}, timeout=600)
+            self.assertEqual(st, 200, body)
+            peak = proc_status_mib(srv.proc.pid, "VmHWM")
+            self.assertGreater(peak - base, 100, "the spike did not grow memory; the test proves nothing")
+            returned = ts.wait_until(
+                lambda: proc_status_mib(srv.proc.pid, "VmRSS") - base < (peak - base) // 5, timeout=10)
+            now = proc_status_mib(srv.proc.pid, "VmRSS")
+            self.assertTrue(returned, "resident %d MiB after a spike to %d MiB (before: %d MiB)" % (now, peak, base))
+            st, _, body = srv.post_json({"text": texts[:2]}, timeout=600)  # still serves after trimming
+            self.assertEqual(st, 200, body)
+            self.assertEqual(body["translations"], ts.cli_translate(ts.BUNDLED, texts[:2]))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     import testmain
     sys.exit(testmain.run(__name__))

@@ -592,6 +592,33 @@ START_TEST(shared_pool_serves_states_of_two_models_at_once)
 }
 END_TEST
 
+/* A trimmed state frees its scratch (only beyond `keep`) and searches as before. */
+START_TEST(trimmed_state_searches_the_same)
+{
+    fixture f = open_model("trim", 2);
+    mt_search_options o;
+    mt_search_options_default(f.model, &o);
+    o.beam_size = 4;
+    const int32_t *src[6];
+    for (int i = 0; i < 6; i++)
+        src[i] = sources[i];
+    mt_result res[6];
+    char before[6][512], after[512];
+    ck_assert_int_eq(mt_translate_ids(f.state, &o, 6, src, source_lens, res), 0);
+    for (int i = 0; i < 6; i++)
+        ids_text(&res[i].hyps[0], before[i], sizeof before[i]);
+    ck_assert_uint_eq(mt_state_trim(f.state, (size_t)-1), 0); /* holds less than that */
+    ck_assert_uint_gt(mt_state_trim(f.state, 0), 0);
+    ck_assert_uint_eq(mt_state_trim(f.state, 0), 0);           /* nothing left */
+    ck_assert_int_eq(mt_translate_ids(f.state, &o, 6, src, source_lens, res), 0);
+    for (int i = 0; i < 6; i++) {
+        ids_text(&res[i].hyps[0], after, sizeof after);
+        ck_assert_str_eq(after, before[i]);
+    }
+    close_model(&f);
+}
+END_TEST
+
 START_TEST(n_best_is_sorted_and_within_limits)
 {
     fixture fx = open_model("nbest", 1);
@@ -1388,6 +1415,7 @@ static Suite *model_suite(void)
     tcase_add_checked_fixture(search, make_root, remove_root);
     tcase_add_test(search, batch_and_thread_count_do_not_change_results);
     tcase_add_test(search, n_best_is_sorted_and_within_limits);
+    tcase_add_test(search, trimmed_state_searches_the_same);
     tcase_add_test(search, shared_pool_serves_states_of_two_models_at_once);
     tcase_add_test(search, greedy_equals_beam_one_argmax_path);
     tcase_add_test(search, cancelled_sentence_leaves_the_batch);

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,11 @@ typedef struct {
     const int32_t **prefix; /* per batch position: target_prefix ids or NULL */
     int *prefix_len;
 } worker;
+
+/* A state's scratch memory grows to the largest batch it has seen, so one spike (a request
+ * of many long sentences) would keep hundreds of MiB for good. A worker that finds the
+ * queue empty after a batch frees whatever a state holds beyond this. */
+#define TRIM_KEEP_BYTES ((size_t)32 << 20)
 
 struct mt_batcher {
     pthread_mutex_t mu;
@@ -547,6 +553,14 @@ static void *worker_main(void *arg)
         b->busy++;
         pthread_mutex_unlock(&b->mu);
         run_batch(b, w, n);
+        pthread_mutex_lock(&b->mu);
+        int idle = b->head == NULL;
+        pthread_mutex_unlock(&b->mu);
+        if (idle) {
+            size_t freed = 0;
+            for (int m = 0; m < b->n_models; m++) freed += mt_state_trim(w->states[m], TRIM_KEEP_BYTES);
+            if (freed) malloc_trim(0); /* glibc keeps freed heap pages unless asked */
+        }
         pthread_mutex_lock(&b->mu);
         b->busy--;
     }
