@@ -264,8 +264,17 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
             c->body[c->len] = '\0';
             return MHD_YES;
         }
-        /* The body is complete. */
-        srv_conn_received(c);
+        /* The body is complete. libmicrohttpd 0.9.75 does not update a connection's
+         * event-loop state while it is suspended, and reads from a resumed connection
+         * that was last seen waiting for data: the FIN of a client that half-closed
+         * after sending (shutdown(SHUT_WR), nc -N) then closes the connection before
+         * its answer is queued. Answering on the next call instead (the next round of
+         * the event loop, at once) lets it first record that the request is whole. */
+        if (!c->settled) {
+            c->settled = 1;
+            srv_conn_received(c);
+            return MHD_YES;
+        }
         if (c->discard) {
             if (c->deferred_status == 204) return srv_send_preflight(c);
             if (c->deferred_status) return srv_send_error(c, c->deferred_status, c->deferred_msg);

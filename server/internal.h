@@ -87,6 +87,7 @@ struct req_ctx {
     char remote[64];
     double t_start;
     int phase;
+    int settled;              /* the whole request has been seen (see handler.c) */
     /* body */
     char *body;
     size_t len, cap;

@@ -15,6 +15,7 @@
 
 Env: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR. Prints "N passed, M failed".
 """
+import json
 import os
 import re
 import shlex
@@ -538,6 +539,73 @@ class NginxScaleOut(unittest.TestCase):
                   % (len(lines), took, served))
             for p in ports:
                 self.assertGreater(served[p], 0, "backend on port %d served no translation:\n%s" % (p, log[-2000:]))
+        finally:
+            for p in reversed(procs):
+                ts.stop(p)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_scale_down_loses_no_request(self):
+        """Scaling down stops a replica (SIGTERM: it drains, then exits) while clients keep
+        sending through nginx: every request must still get its 200 and its translation
+        (a draining replica's 503 and a gone replica's refused connection are retried on
+        the other by proxy_next_upstream)."""
+        import http.client
+        import threading
+        ts.require_server()
+        tmp = tempfile.mkdtemp(prefix="test_docker_down.")
+        procs = []
+        try:
+            model = ts.test_model(tmp, seed=11)
+            lines = [l for l in ts.sample_lines(60, seed=9) if l.strip() and "\r" not in l][:20]
+            expected = ts.cli_translate(model, "".join(l + "\n" for l in lines).encode()).decode().split("\n")
+            ports = [ts.free_port(), ts.free_port()]
+            for i, port in enumerate(ports):
+                procs.append(ts.start_server(model, port, os.path.join(tmp, "server%d.log" % i)))
+            lb_port = ts.free_port()
+            conf = local_nginx_conf(tmp, lb_port, ["127.0.0.1:%d" % p for p in ports])
+            nginx = subprocess.Popen(["nginx", "-c", conf, "-p", tmp, "-g", "daemon off;"],
+                                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "nginx.out"), "wb"),
+                                     start_new_session=True)
+            procs.append(nginx)
+            ts.wait_health("http://127.0.0.1:%d" % lb_port, nginx, timeout=60, log=os.path.join(tmp, "error.log"))
+            stop = threading.Event()
+            results = []
+
+            def client(k):
+                conn = http.client.HTTPConnection("127.0.0.1", lb_port, timeout=60)
+                i = k
+                while not stop.is_set():
+                    i = (i + 1) % len(lines)
+                    try:
+                        conn.request("POST", "/translate", body=json.dumps({"text": lines[i]}),
+                                     headers={"Content-Type": "application/json"})
+                        r = conn.getresponse()
+                        body = r.read()
+                        ok = r.status == 200 and json.loads(body)["translations"] == [expected[i]]
+                        results.append((r.status, ok, body[:200]))
+                    except (OSError, http.client.HTTPException, ValueError, KeyError) as e:
+                        results.append((0, False, repr(e)))
+                        conn.close()
+                        conn = http.client.HTTPConnection("127.0.0.1", lb_port, timeout=60)
+                conn.close()
+
+            clients = [threading.Thread(target=client, args=(k,)) for k in range(6)]
+            for t in clients:
+                t.start()
+            time.sleep(1.5)
+            before = len(results)
+            ts.stop(procs[0], timeout=60)  # the scale-down: drain and exit
+            self.assertEqual(procs[0].returncode, 0)
+            time.sleep(2.0)
+            stop.set()
+            for t in clients:
+                t.join(timeout=120)
+            bad = [r for r in results if not r[1]]
+            print("  scale-down: %d requests (%d before the stop), %d not answered correctly"
+                  % (len(results), before, len(bad)))
+            self.assertGreater(before, 0)
+            self.assertGreater(len(results) - before, 0)
+            self.assertEqual(bad[:5], [], ts.log_tail(os.path.join(tmp, "error.log")))
         finally:
             for p in reversed(procs):
                 ts.stop(p)

@@ -487,6 +487,192 @@ class TestMemoryAfterSpike(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestHostileLoad(unittest.TestCase):
+    """32 keep-alive clients x 2,000 mixed requests (MT_HOSTILE_REQUESTS changes the count):
+    native and LibreTranslate translations checked against mt-translate, batches, health,
+    languages, malformed JSON, wrong types and unknown paths, while hostile connections run
+    alongside: tricklers (one header byte every 0.3 s, cut by the receive timeout),
+    smugglers (differing Content-Length; chunked plus Content-Length with a second request
+    hidden in the body), half-closers (a whole request, then shutdown(SHUT_WR)) and garbage
+    bytes. Every well-formed request must get its correct answer, every hostile one its
+    refusal, and the server must still be healthy and stop cleanly."""
+
+    CLIENTS = 32
+
+    def client(self, port, seed, n, lines, expect, failures, counts):
+        import http.client
+        import random
+        rnd = random.Random(seed)
+        conn = None
+        for _ in range(n):
+            kind = rnd.randrange(8)
+            i, j = rnd.randrange(len(lines)), rnd.randrange(len(lines))
+            if kind == 0:
+                req, want = ("POST", "/translate", {"text": lines[i]}), (200, {"translations": [expect[i]]})
+            elif kind == 1:
+                req, want = ("POST", "/translate", {"text": [lines[i], lines[j]]}), \
+                    (200, {"translations": [expect[i], expect[j]]})
+            elif kind == 2:
+                req, want = ("POST", "/translate", {"q": lines[i], "source": "en", "target": "de"}), \
+                    (200, {"translatedText": expect[i]})
+            elif kind == 3:
+                req, want = ("GET", "/health", None), (200, None)
+            elif kind == 4:
+                req, want = ("GET", "/languages", None), (200, None)
+            elif kind == 5:
+                req, want = ("POST", "/translate", b'{"text": ['), (400, None)
+            elif kind == 6:
+                req, want = ("POST", "/translate", {"text": 5}), (400, None)
+            else:
+                req, want = ("GET", "/no-such-path", None), (404, None)
+            method, path, body = req
+            if isinstance(body, dict):
+                body = json.dumps(body).encode()
+            for attempt in range(3):
+                try:
+                    if conn is None:
+                        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+                    conn.request(method, path, body=body,
+                                 headers={"Content-Type": "application/json"} if body else {})
+                    r = conn.getresponse()
+                    data = r.read()
+                    if r.getheader("Connection", "").lower() == "close":
+                        conn.close()
+                        conn = None
+                    break
+                except (OSError, http.client.HTTPException) as e:
+                    # a closed keep-alive connection is retried once on a new one; any
+                    # other failure counts
+                    if conn:
+                        conn.close()
+                    conn = None
+                    if attempt == 2:
+                        failures.append("%s %s: %r" % (method, path, e))
+                        r = None
+            if r is None:
+                continue
+            counts[kind] = counts.get(kind, 0) + 1
+            if r.status != want[0]:
+                failures.append("%s %s %r: %d %r" % (method, path, body[:80] if body else b"", r.status, data[:200]))
+            elif want[1] is not None and {k: json.loads(data).get(k) for k in want[1]} != want[1]:
+                failures.append("%s %r: %r != %r" % (path, body[:80], data[:200], want[1]))
+        if conn:
+            conn.close()
+
+    def hostile(self, port, stop, kind, tally):
+        import random
+        rnd = random.Random(kind)
+        body = json.dumps({"text": "a b c"}).encode()
+        while not stop.is_set():
+            try:
+                if kind == "trickle":
+                    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                    got = b""
+                    try:
+                        for b in b"POST /translate HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 100:
+                            if stop.is_set():
+                                break
+                            s.send(bytes([b]))
+                            time.sleep(0.3)
+                    except OSError:
+                        pass
+                    try:
+                        s.settimeout(2)
+                        got = s.recv(4096)
+                    except OSError:
+                        pass
+                    s.close()
+                    tally.append((kind, statuses(got)))
+                elif kind == "smuggle-cl":
+                    raw, closed = exchange(port, b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                                           b"Content-Length: 3\r\n\r\n" % len(body) + body, timeout=10)
+                    tally.append((kind, statuses(raw), closed))
+                elif kind == "smuggle-te":
+                    hidden = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                    raw, closed = exchange(port, b"POST /translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                                           b"Content-Length: %d\r\n\r\n0\r\n\r\n" % (5 + len(hidden)) + hidden,
+                                           timeout=10)
+                    tally.append((kind, statuses(raw), closed))
+                elif kind == "half-close":
+                    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+                    s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                    s.shutdown(socket.SHUT_WR)
+                    got = b""
+                    while True:
+                        chunk = s.recv(65536)
+                        if not chunk:
+                            break
+                        got += chunk
+                    s.close()
+                    tally.append((kind, statuses(got), b"translations" in got))
+                else:
+                    junk = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 300))) + b"\r\n\r\n"
+                    raw, closed = exchange(port, junk, timeout=10)
+                    tally.append((kind, statuses(raw), closed))
+            except OSError as e:
+                tally.append((kind, "error %r" % e))
+
+    def test_load_with_hostile_connections(self):
+        n = int(os.environ.get("MT_HOSTILE_REQUESTS", "2000"))
+        lines = sorted(set(ts.corpus_lines(60, seed=13)))
+        expect = ts.cli_translate(MODEL, lines)
+        srv = ts.Server(["--model", MODEL, "--workers", "2", "--max-connections", "64",
+                         "--receive-timeout", "3"], name="hostile-load")
+        stop = threading.Event()
+        tally, failures, counts = [], [], {}
+        kinds = ["trickle"] * 4 + ["smuggle-cl", "smuggle-te", "half-close", "half-close", "garbage", "garbage"]
+        bad = [threading.Thread(target=self.hostile, args=(srv.port, stop, k, tally)) for k in kinds]
+        good = [threading.Thread(target=self.client, args=(srv.port, c, n, lines, expect, failures, counts))
+                for c in range(self.CLIENTS)]
+        t0 = time.time()
+        try:
+            for t in bad + good:
+                t.start()
+            for t in good:
+                t.join(timeout=1800)
+            self.assertFalse(any(t.is_alive() for t in good), "clients still running after 30 min")
+            elapsed = time.time() - t0
+            stop.set()
+            for t in bad:
+                t.join(timeout=60)
+            print("hostile load: %d requests in %.1f s; hostile exchanges: %s" % (
+                sum(counts.values()), elapsed,
+                {k: sum(1 for x in tally if x[0] == k) for k in set(kinds)}), file=sys.stderr)
+            odd = [e for e in tally if not (e[0] == "trickle" and e[1] == [408]) and
+                   not (e[0].startswith("smuggle") and e[1] == [400] and e[2]) and
+                   not (e[0] == "half-close" and e[1] in ([200], [100, 200]) and e[2]) and
+                   not (e[0] == "garbage" and e[2] and all(400 <= st < 500 for st in e[1]))]
+            self.assertEqual(failures[:10], [])
+            self.assertLessEqual(len(odd), 4, odd[:20])  # the tricklers cut short by stop
+            self.assertEqual(sum(counts.values()), self.CLIENTS * n)
+            self.assertEqual(len(counts), 8)
+            for entry in tally:
+                kind = entry[0]
+                self.assertIsInstance(entry[1], list, entry)
+                if kind == "trickle":
+                    self.assertIn(entry[1], ([408], []), entry)  # [] only for the one cut by stop
+                elif kind.startswith("smuggle"):
+                    self.assertEqual(entry[1], [400], entry)  # never a second answer
+                    self.assertTrue(entry[2], entry)
+                elif kind == "half-close":
+                    # the watcher may probe a half-closed client with an interim 100 first
+                    self.assertIn(entry[1], ([200], [100, 200]), entry)
+                    self.assertTrue(entry[2], entry)
+                else:
+                    self.assertTrue(entry[2], entry)  # garbage: refused (or dropped) and closed
+                    self.assertTrue(all(400 <= st < 500 for st in entry[1]), entry)
+            self.assertTrue(any(e[0] == "trickle" and e[1] == [408] for e in tally))
+            self.assertTrue(any(e[0] == "half-close" for e in tally))
+            st, _, body = srv.post_json({"text": lines[:3]})
+            self.assertEqual((st, body["translations"]), (200, expect[:3]))
+        finally:
+            stop.set()
+            for t in bad:
+                t.join(timeout=60)
+            self.assertEqual(srv.stop(), 0)
+
+
 if __name__ == "__main__":
     import testmain
     sys.exit(testmain.run(__name__))
