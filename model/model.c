@@ -262,6 +262,7 @@ typedef struct {
     float *arena;
     size_t arena_floats, arena_used;
     const mt_model_info *in;
+    int stored_int8;    /* tensors stored as I8 with row scales (a quantized directory) */
     char *err;
     size_t errlen;
 } weight_loader;
@@ -305,6 +306,53 @@ static int check_shape(weight_loader *w, const mt_tensor_view *t, int64_t rows, 
     return -1;
 }
 
+/* Tables and the logits bias are never quantized: an I8 one has no meaning here. */
+static int refuse_int8(weight_loader *w, const mt_tensor_view *t)
+{
+    if (t->dtype != MT_DTYPE_I8)
+        return 0;
+    return mt_format(w->err, w->errlen, "model.safetensors: tensor '%s' is I8, which only the weight "
+                     "matrices of Linear layers and embeddings may be", t->name), -1;
+}
+
+/* An I8 matrix (a directory quantized by tools/safetensors_io.py quantize_int8) is held
+ * as q * scale[row] in float32: the int8 packing of the same rows finds q and scale
+ * again, so a stored int8 model runs as its load-time-quantized twin does, and float32
+ * still works on it. */
+static int copy_quantized(weight_loader *w, const mt_tensor_view *t, int64_t rows, int64_t cols, float *dst)
+{
+    char name[300];
+    if (!cols)
+        return refuse_int8(w, t);
+    const mt_tensor_view *s = find(w, mt_format(name, sizeof name, "%s_scale", t->name));
+    if (!s)
+        return mt_format(w->err, w->errlen, "model.safetensors: I8 tensor '%s' has no row scales '%s'",
+                         t->name, name), -1;
+    if (s->dtype == MT_DTYPE_I8 || s->ndim != 1 || s->shape[0] != rows)
+        return mt_format(w->err, w->errlen, "model.safetensors: row scales '%s' must be a float vector of %lld "
+                         "elements", name, (long long)rows), -1;
+    w->stored_int8 = 1;
+    if (!dst)
+        return 0;
+    float *scale = malloc(sizeof(float) * (size_t)rows);
+    if (!scale)
+        return mt_format(w->err, w->errlen, "out of memory"), -1;
+    mt_tensor_to_f32(s, scale);
+    mt_tensor_to_f32(t, dst);
+    for (int64_t r = 0; r < rows; r++) {
+        if (!isfinite(scale[r]) || scale[r] < 0.0f) {
+            double bad = scale[r];
+            free(scale);
+            return mt_format(w->err, w->errlen, "model.safetensors: row scale %lld of '%s' is %g, not a finite "
+                             "non-negative number", (long long)r, name, bad), -1;
+        }
+        for (int64_t c = 0; c < cols; c++)
+            dst[r * cols + c] *= scale[r];
+    }
+    free(scale);
+    return 0;
+}
+
 /* Copies tensor `name` of shape (rows, cols) (cols 0: a vector) to dst; on the sizing pass
  * only validates. */
 static int copy_tensor(weight_loader *w, const char *name, int64_t rows, int64_t cols, float *dst)
@@ -314,6 +362,8 @@ static int copy_tensor(weight_loader *w, const char *name, int64_t rows, int64_t
         return mt_format(w->err, w->errlen, "model.safetensors: missing tensor '%s'", name), -1;
     if (check_shape(w, t, rows, cols))
         return -1;
+    if (t->dtype == MT_DTYPE_I8)
+        return copy_quantized(w, t, rows, cols, dst);
     if (dst)
         mt_tensor_to_f32(t, dst);
     return 0;
@@ -382,8 +432,12 @@ static const float *load_matrix(weight_loader *w, const mt_tensor_view *t, int64
     if (check_shape(w, t, rows, d))
         return NULL;
     float *dst = take(w, (size_t)(rows * d));
-    if (dst)
+    if (t->dtype == MT_DTYPE_I8) {
+        if (copy_quantized(w, t, rows, d, dst))
+            return NULL;
+    } else if (dst) {
         mt_tensor_to_f32(t, dst);
+    }
     seen[*n_seen] = t;
     /* On the sizing pass there is no destination yet: any non-NULL value marks success. */
     seen_dst[*n_seen] = dst ? dst : (const float *)w;
@@ -400,7 +454,8 @@ static int load_positions(weight_loader *w, mt_model *m, float *pos)
     int64_t d = in->d_model, n = in->max_positions;
     const mt_tensor_view *te = find(w, "model.encoder.embed_positions.weight");
     const mt_tensor_view *td = find(w, "model.decoder.embed_positions.weight");
-    if ((te && check_shape(w, te, n, d)) || (td && check_shape(w, td, n, d)))
+    if ((te && (check_shape(w, te, n, d) || refuse_int8(w, te))) ||
+        (td && (check_shape(w, td, n, d) || refuse_int8(w, td))))
         return -1;
     if (te || td) {
         snprintf(in->positions, sizeof in->positions, "stored");
@@ -467,7 +522,7 @@ static int load_embeddings(mt_model *m, weight_loader *w)
     float *bias = take(w, (size_t)in->tgt_vocab_size);
     const mt_tensor_view *tb = find(w, "final_logits_bias");
     if (tb) {
-        if (check_shape(w, tb, 1, in->tgt_vocab_size))
+        if (check_shape(w, tb, 1, in->tgt_vocab_size) || refuse_int8(w, tb))
             return -1;
         if (bias)
             mt_tensor_to_f32(tb, bias);
@@ -609,16 +664,19 @@ mt_compute_type mt_model_compute_type(const mt_model *m) { return m->compute; }
 
 const char *mt_model_compute_detail(const mt_model *m) { return m->compute_detail; }
 
-/* DEFAULT becomes MT_COMPUTE_TYPE's value, else float32 (the directory stores F32/F16/BF16
- * weights). A type the CPU cannot run fast is refused here, before any weight is read. */
+/* DEFAULT becomes MT_COMPUTE_TYPE's value, else stays DEFAULT: the stored weights decide
+ * once read (see mt_model_load_ex). A type the CPU cannot run fast is refused here, before any
+ * weight is read. */
 static int resolve_requested(mt_compute_type want, mt_compute_type *out, char *err, size_t errlen)
 {
     const char *env = getenv("MT_COMPUTE_TYPE");
     if (want == MT_COMPUTE_DEFAULT && env && *env &&
         (mt_compute_type_parse(env, &want) || want == MT_COMPUTE_DEFAULT))
         return mt_format(err, errlen, "MT_COMPUTE_TYPE=%s: expected float32, bfloat16, int8 or auto", env), -1;
-    if (want == MT_COMPUTE_DEFAULT)
-        want = MT_COMPUTE_FLOAT32;
+    if (want == MT_COMPUTE_DEFAULT) {
+        *out = want;
+        return 0;
+    }
     if ((int)want < MT_COMPUTE_FLOAT32 || (int)want > MT_COMPUTE_AUTO)
         return mt_format(err, errlen, "unknown compute type %d", (int)want), -1;
     char why[200];
@@ -841,9 +899,19 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     }
     free(w.used);
     mt_safetensors_close(w.file);
+    int int8_unavailable = 0;
+    if (!rc && asked == MT_COMPUTE_DEFAULT) { /* what the directory stores, like CTranslate2 */
+        int8_unavailable = w.stored_int8 && !mt_packed_available(MT_COMPUTE_INT8, NULL, 0, NULL, 0);
+        asked = w.stored_int8 && !int8_unavailable ? MT_COMPUTE_INT8 : MT_COMPUTE_FLOAT32;
+    }
     if (!rc) {
         m->compute = asked;
         rc = setup_compute(m, asked, err, errlen);
+    }
+    if (!rc && int8_unavailable) {
+        size_t n = strlen(m->compute_detail);
+        snprintf(m->compute_detail + n, sizeof m->compute_detail - n,
+                 " (int8 weights widened: this CPU has no int8 path)");
     }
     if (rc) {
         mt_model_free(m);

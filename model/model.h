@@ -36,8 +36,9 @@ typedef struct {
                                * "positions_formula": "marian") or "stored" (embed_positions) */
 } mt_model_info;
 
-/* Arithmetic the matrix products use. DEFAULT: what the directory stores (F32/F16/BF16
- * weights: float32), or the MT_COMPUTE_TYPE environment variable when set. FLOAT32: the
+/* Arithmetic the matrix products use. DEFAULT: the MT_COMPUTE_TYPE environment variable
+ * when set, else what the directory stores: F32/F16/BF16 weights run float32, I8 weights
+ * (tools/quantize_model.py) run int8, or float32 on a CPU without an int8 path. FLOAT32: the
  * exact path (OpenBLAS and our kernels). BFLOAT16 and INT8 (per-row weight scales,
  * activations quantized per row on the fly) run every Linear and the output projection
  * through oneDNN on weights packed once at load; a type the CPU cannot run fast is

@@ -29,8 +29,11 @@ static int dtype_from_name(const char *s, int *dtype, int *size)
     if (!strcmp(s, "F32")) { *dtype = MT_DTYPE_F32; *size = 4; return 0; }
     if (!strcmp(s, "F16")) { *dtype = MT_DTYPE_F16; *size = 2; return 0; }
     if (!strcmp(s, "BF16")) { *dtype = MT_DTYPE_BF16; *size = 2; return 0; }
+    if (!strcmp(s, "I8")) { *dtype = MT_DTYPE_I8; *size = 1; return 0; }
     return -1;
 }
+
+size_t mt_dtype_size(int dtype) { return dtype == MT_DTYPE_F32 ? 4 : dtype == MT_DTYPE_I8 ? 1 : 2; }
 
 static int by_offset(const void *a, const void *b)
 {
@@ -51,7 +54,7 @@ static int parse_entry(const char *name, json_t *v, const unsigned char *data, u
         return mt_format(err, errlen, "tensor '%s': missing or non-string \"dtype\"", name), -1;
     int size;
     if (dtype_from_name(json_string_value(dt), &t->dtype, &size))
-        return mt_format(err, errlen, "tensor '%s': unsupported dtype \"%s\" (expected F32, F16 or BF16)",
+        return mt_format(err, errlen, "tensor '%s': unsupported dtype \"%s\" (expected F32, F16, BF16 or I8)",
                          name, json_string_value(dt)), -1;
     if (!json_is_array(shape) || json_array_size(shape) > 8)
         return mt_format(err, errlen, "tensor '%s': \"shape\" must be an array of at most 8 integers", name), -1;
@@ -145,7 +148,7 @@ mt_safetensors *mt_safetensors_parse(const void *bytes, size_t len, char *err, s
     qsort(sorted, (size_t)st->count, sizeof *sorted, by_offset);
     for (int i = 1; i < st->count; i++) {
         const mt_tensor_view *a = &sorted[i - 1], *b = &sorted[i];
-        size_t asize = a->dtype == MT_DTYPE_F32 ? 4 : 2;
+        size_t asize = mt_dtype_size(a->dtype);
         if ((const char *)a->data + (size_t)a->numel * asize > (const char *)b->data && a->numel && b->numel) {
             mt_format(err, errlen, "tensors '%s' and '%s' overlap in the data section", a->name, b->name);
             free(sorted);
@@ -234,6 +237,11 @@ void mt_tensor_to_f32(const mt_tensor_view *t, float *dst)
     const unsigned char *src = t->data;
     if (t->dtype == MT_DTYPE_F32) { /* little-endian host: a plain (possibly unaligned) copy */
         memcpy(dst, src, sizeof(float) * (size_t)t->numel);
+        return;
+    }
+    if (t->dtype == MT_DTYPE_I8) {
+        for (int64_t i = 0; i < t->numel; i++)
+            dst[i] = (float)((const int8_t *)t->data)[i];
         return;
     }
     for (int64_t i = 0; i < t->numel; i++) {

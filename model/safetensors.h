@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { MT_DTYPE_F32, MT_DTYPE_F16, MT_DTYPE_BF16 };
+/* I8 holds weights quantized per row by our converter (tools/safetensors_io.py
+ * quantize_int8), each with a float "<name>_scale" vector beside it. */
+enum { MT_DTYPE_F32, MT_DTYPE_F16, MT_DTYPE_BF16, MT_DTYPE_I8 };
 
 typedef struct {
     const char *name;   /* borrowed from the file object */
@@ -31,7 +33,9 @@ int mt_safetensors_count(const mt_safetensors *st);
 const mt_tensor_view *mt_safetensors_at(const mt_safetensors *st, int i);
 const mt_tensor_view *mt_safetensors_find(const mt_safetensors *st, const char *name);
 
-/* Copies t's elements into dst as float32 (F16/BF16 widened). */
+/* Bytes per element of a dtype. */
+size_t mt_dtype_size(int dtype);
+/* Copies t's elements into dst as float32 (F16/BF16/I8 widened; no scale applied). */
 void mt_tensor_to_f32(const mt_tensor_view *t, float *dst);
 
 #endif

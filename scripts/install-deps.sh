@@ -20,6 +20,8 @@ packages=(
   python3 python3-torch python3-numpy python3-sentencepiece python3-yaml sentencepiece libjemalloc2
   # scripts and their tests
   curl jq nginx-light
+  # bench/bench_peers.py's chart
+  python3-matplotlib
 )
 
 sudo_cmd=()

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     float sink = 0.0f;
     for (int i = 0; i < mt_safetensors_count(st); i++) {
         const mt_tensor_view *t = mt_safetensors_at(st, i);
-        size_t bytes = (size_t)t->numel * (t->dtype == MT_DTYPE_F32 ? 4 : 2);
+        size_t bytes = (size_t)t->numel * mt_dtype_size(t->dtype);
         const uint8_t *p = t->data;
         if (p < data || p + bytes > data + size)
             abort();

@@ -18,17 +18,22 @@ For each model directory:
     the same token ids as the engine (a near-tie, a decision margin under 1e-3, excused);
   * compute types (issue 16): the same BLEU with --compute-type bfloat16 is within 0.2 of
     float32's and with int8 within 0.5; a type this CPU does not offer must be refused
-    with "not available on this CPU" (and is then reported as skipped).
+    with "not available on this CPU" (and is then reported as skipped);
+  * stored int8: tools/quantize_model.py's copy is at most 0.3x the float32 bytes, runs
+    int8 by default and scores within 0.5 BLEU of float32.
 
 Training is a tool, not a test: nothing here retrains. Env: MT_BUILD_DIR, MT_SOURCE_DIR,
 MT_SHARED_DIR. Prints "N passed, M failed".
 """
 import gzip
 import json
+import math
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import unittest
 
 SOURCE_DIR = os.environ.get("MT_SOURCE_DIR") or os.path.dirname(
@@ -44,6 +49,7 @@ import sentencepiece  # noqa: E402
 
 import bleu  # noqa: E402
 import reference  # noqa: E402
+import safetensors_io  # noqa: E402
 
 # The issue's floors for beam-4 BLEU on test_2016_flickr.
 BLEU_FLOOR = {"en-de": 36.0, "de-en": 38.0}
@@ -103,12 +109,50 @@ class BundledModel:
             self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc.stdout.splitlines(), proc.stderr
 
+    def float32_bleu(self):
+        """(sources, references, beam-4 float32 BLEU) on test_2016_flickr, computed once."""
+        cls = type(self)
+        if getattr(cls, "_float32", None) is None:
+            sources = read_gz(f"test_2016_flickr.{self.src_lang}.gz")
+            refs = read_gz(f"test_2016_flickr.{self.tgt_lang}.gz")
+            hyps, _ = self.translate(sources, "--beam", "4", "--compute-type", "float32")
+            cls._float32 = (sources, refs, bleu.corpus_bleu(hyps, refs).score)
+            print(f"\n  [{self.PAIR}] test_2016_flickr beam 4 float32: BLEU {cls._float32[2]:.2f}",
+                  file=sys.stderr)
+        return cls._float32
+
+    def test_stored_int8(self):
+        """tools/quantize_model.py's copy: at most 0.3x the bytes of float32 weights, runs
+        int8 by default, BLEU within the int8 bound of float32's; float32 still runs it."""
+        out = os.path.join(tempfile.mkdtemp(prefix="mt-int8-"), self.PAIR)
+        self.addCleanup(shutil.rmtree, os.path.dirname(out), True)
+        p = subprocess.run(["/usr/bin/python3", os.path.join(TOOLS_DIR, "quantize_model.py"), self.dir, out],
+                           capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        header = safetensors_io.read_header(os.path.join(self.dir, "model.safetensors"))[0]
+        float32_bytes = sum(4 * math.prod(v["shape"]) for k, v in header.items() if k != "__metadata__")
+        size = os.path.getsize(os.path.join(out, "model.safetensors"))
+        print(f"\n  [{self.PAIR}] int8 model.safetensors {size:,} bytes = {size / float32_bytes:.3f} x float32",
+              file=sys.stderr)
+        self.assertLessEqual(size, 0.3 * float32_bytes)
+        sources, refs, base = self.float32_bleu()
+        proc = subprocess.run([program("cli/mt-translate"), "--model", out, "--threads", "2", "--beam", "4",
+                               "--verbose"], input="".join(line + "\n" for line in sources),
+                              capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        widened = "int8 weights widened" in proc.stderr
+        self.assertRegex(proc.stderr, r"compute type float32" if widened else r"compute type int8: oneDNN")
+        score = bleu.corpus_bleu(proc.stdout.splitlines(), refs).score
+        print(f"  [{self.PAIR}] stored int8, default compute type: BLEU {score:.2f} ({score - base:+.2f})",
+              file=sys.stderr)
+        self.assertGreaterEqual(score, base - COMPUTE_BOUNDS["int8"])
+        hyps, _ = self.translate(sources[:50], "--beam", "4", "--compute-type", "float32")
+        self.assertEqual(len(hyps), 50)
+        if widened:
+            raise unittest.SkipTest("this CPU has no int8 path: the stored int8 model ran float32")
+
     def test_bleu_per_compute_type(self):
-        sources = read_gz(f"test_2016_flickr.{self.src_lang}.gz")
-        refs = read_gz(f"test_2016_flickr.{self.tgt_lang}.gz")
-        hyps, _ = self.translate(sources, "--beam", "4", "--compute-type", "float32")
-        base = bleu.corpus_bleu(hyps, refs).score
-        print(f"\n  [{self.PAIR}] test_2016_flickr beam 4 float32: BLEU {base:.2f}", file=sys.stderr)
+        sources, refs, base = self.float32_bleu()
         refused = []
         for ctype, bound in COMPUTE_BOUNDS.items():
             with self.subTest(compute_type=ctype):

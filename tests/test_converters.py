@@ -48,6 +48,7 @@ MAX_LENGTH = 40  # decoding steps in the comparisons: keeps runaway outputs chea
 sys.path.insert(0, TOOLS)
 import make_marian_model  # noqa: E402  (its tricky tokens and synthetic sentences)
 from mtref import safetensors_file  # noqa: E402  (a safetensors reader/writer of its own)
+import safetensors_io  # noqa: E402  (the converters' writer: I8 tensors)
 from mtref.model import sinusoidal_positions  # noqa: E402
 
 
@@ -641,6 +642,178 @@ class HfBinConversion(unittest.TestCase):
         self.assertEqual(p.returncode, 1)
         self.assertIn("missing: model.decoder.layers.1.encoder_attn.v_proj.bias", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(hf, "model.safetensors")))
+
+
+class Int8Storage(unittest.TestCase):
+    """--quantize int8 / tools/quantize_model.py: matrices stored as I8 with per-row scales;
+    the engine reads q * scale, runs the directory int8 by default, and names what is
+    wrong in a broken quantized file."""
+
+    def quantized_marian(self):
+        marian, plain = built("swish-all")
+        out = os.path.join(work_dir(), "swish-all.int8")
+        if not os.path.exists(out):
+            p = convert_marian(marian, out, "--quantize", "int8")
+            self.assertEqual(p.returncode, 0, p.stderr)
+        return plain, out
+
+    def assert_quantized(self, plain_dir, q_dir):
+        """Every 2-D .weight is I8 + F32 "_scale" [rows], q * scale within half a step of
+        the plain weight; everything else is unchanged."""
+        plain = safetensors_file.read(os.path.join(plain_dir, "model.safetensors"))
+        got = safetensors_io.read(os.path.join(q_dir, "model.safetensors"))
+        header = read_safetensors_header(os.path.join(q_dir, "model.safetensors"))
+        matrices = [k for k, v in plain.items() if v.ndim == 2 and k.endswith(".weight")]
+        self.assertTrue(matrices)
+        self.assertEqual(set(got), set(plain) | {k + "_scale" for k in matrices})
+        for k in matrices:
+            self.assertEqual(header[k]["dtype"], "I8", k)
+            self.assertEqual(header[k + "_scale"]["dtype"], "F32", k)
+            w, q, scale = plain[k].astype(np.float32), got[k].astype(np.float32), got[k + "_scale"]
+            self.assertEqual(scale.shape, (w.shape[0],))
+            self.assertEqual(np.abs(q).max(axis=1).tolist(),
+                             [127.0 if a > 0 else 0.0 for a in np.abs(w).max(axis=1)], k)
+            err = np.abs(q * scale[:, None] - w) / scale[:, None]
+            self.assertLessEqual(float(err.max()), 0.5001, k)
+        for k in set(plain) - set(matrices):
+            np.testing.assert_array_equal(got[k], plain[k], err_msg=k)
+
+    def dequantized_twin(self, q_dir, name):
+        """A float32 directory holding exactly q * scale: what the engine must read."""
+        twin = os.path.join(work_dir(), name)
+        if not os.path.exists(twin):
+            shutil.copytree(q_dir, twin, ignore=shutil.ignore_patterns("model.safetensors"))
+            got = safetensors_io.read(os.path.join(q_dir, "model.safetensors"))
+            plain = {k: (v.astype(np.float32) * got[k + "_scale"][:, None] if v.dtype == np.int8
+                         else v.astype(np.float32))
+                     for k, v in got.items() if not k.endswith("_scale")}
+            safetensors_io.write(os.path.join(twin, "model.safetensors"), plain)
+        return twin
+
+    def sources(self):
+        marian, _ = built("swish-all")
+        return [" ".join(map(str, s)) for s in random_sources(MarianNumpy(marian), 8, 3)]
+
+    def test_convert_marian_quantize(self):
+        plain, q = self.quantized_marian()
+        self.assert_quantized(plain, q)
+        twin = self.dequantized_twin(q, "swish-all.int8-twin")
+        lines = self.sources()
+        for beam in ("1", "4"):
+            self.assertEqual(engine(q, lines, "--input", "ids", "--beam", beam, "--compute-type", "float32"),
+                             engine(twin, lines, "--input", "ids", "--beam", beam))
+
+    def test_default_compute_type_is_int8(self):
+        _, q = self.quantized_marian()
+        p = run([CLI, "--model", q, "--verbose", "--input", "ids"], "5 6 7\n")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        if "int8 weights widened" in p.stderr:  # a CPU without VNNI: float32, and it says so
+            self.assertIn("compute type float32", p.stderr)
+            raise unittest.SkipTest("this CPU has no int8 path: " + p.stderr.strip())
+        self.assertRegex(p.stderr, r"compute type int8: oneDNN")
+        plain, _ = self.quantized_marian()
+        p = run([CLI, "--model", plain, "--verbose", "--input", "ids"], "5 6 7\n")
+        self.assertRegex(p.stderr, r"compute type float32")
+
+    def test_quantize_model_tool(self):
+        plain, via_converter = self.quantized_marian()
+        out = os.path.join(work_dir(), "swish-all.q-tool")
+        p = run([PYTHON, os.path.join(TOOLS, "quantize_model.py"), plain, out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("matrices as int8", p.stderr)
+        self.assert_quantized(plain, out)
+        self.assertEqual(safetensors_io.read(os.path.join(out, "model.safetensors")).keys(),
+                         safetensors_io.read(os.path.join(via_converter, "model.safetensors")).keys())
+        self.assertEqual(sorted(os.listdir(out)), sorted(os.listdir(plain)))
+        again = run([PYTHON, os.path.join(TOOLS, "quantize_model.py"), out, out + "-twice"])
+        self.assertEqual(again.returncode, 1)
+        self.assertIn("already quantized", again.stderr)
+        self.assertFalse(os.path.exists(out + "-twice"))
+        exists = run([PYTHON, os.path.join(TOOLS, "quantize_model.py"), plain, out])
+        self.assertEqual(exists.returncode, 1)
+        self.assertIn("already exists", exists.stderr)
+
+    def test_convert_hf_bin_quantize(self):
+        plain = built("swish-all")[1]
+        hf = os.path.join(work_dir(), "bin-int8")
+        shutil.copytree(plain, hf, ignore=shutil.ignore_patterns("model.safetensors"))
+        state = {k: torch.from_numpy(np.array(v, dtype=np.float32)).to(torch.bfloat16)
+                 for k, v in safetensors_file.read(os.path.join(plain, "model.safetensors")).items()}
+        torch.save(state, os.path.join(hf, "pytorch_model.bin"))
+        p = run([PYTHON, os.path.join(TOOLS, "convert_hf_bin.py"), hf, "--quantize", "int8"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        header = read_safetensors_header(os.path.join(hf, "model.safetensors"))
+        self.assertEqual(header["model.shared.weight"]["dtype"], "I8")
+        self.assertEqual(header["model.shared.weight_scale"]["shape"],
+                         [header["model.shared.weight"]["shape"][0]])
+        self.assertEqual(header["model.encoder.layers.0.fc1.bias"]["dtype"], "BF16")
+        twin = self.dequantized_twin(hf, "bin-int8-twin")
+        lines = self.sources()
+        self.assertEqual(engine(hf, lines, "--input", "ids", "--compute-type", "float32"),
+                         engine(twin, lines, "--input", "ids"))
+
+    def broken(self, name, change):
+        """A copy of the quantized model with its tensors changed by change(dict)."""
+        _, q = self.quantized_marian()
+        out = os.path.join(work_dir(), "broken-" + name)
+        shutil.copytree(q, out, ignore=shutil.ignore_patterns("model.safetensors"))
+        tensors = dict(safetensors_io.read(os.path.join(q, "model.safetensors")))
+        change(tensors)
+        safetensors_io.write(os.path.join(out, "model.safetensors"), tensors)
+        return out
+
+    def assert_load_error(self, model_dir, *phrases):
+        p = run([CLI, "--model", model_dir, "--input", "ids"], "5 6\n")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        for phrase in phrases:
+            self.assertIn(phrase, p.stderr)
+
+    def test_broken_quantized_files(self):
+        fc1 = "model.encoder.layers.0.fc1.weight"
+        rows = safetensors_io.read(os.path.join(self.quantized_marian()[1], "model.safetensors"))[fc1].shape[0]
+
+        def drop_scale(t):
+            del t[fc1 + "_scale"]
+
+        def short_scale(t):
+            t[fc1 + "_scale"] = t[fc1 + "_scale"][:-1].copy()
+
+        def int8_scale(t):
+            t[fc1 + "_scale"] = np.ones(rows, dtype=np.int8)
+
+        def negative_scale(t):
+            s = t[fc1 + "_scale"].copy()
+            s[3] = -1.0
+            t[fc1 + "_scale"] = s
+
+        def nan_scale(t):
+            s = t[fc1 + "_scale"].copy()
+            s[0] = np.nan
+            t[fc1 + "_scale"] = s
+
+        def int8_bias(t):
+            t["model.encoder.layers.0.fc1.bias"] = np.zeros(rows, dtype=np.int8)
+
+        def int8_logits_bias(t):
+            t["final_logits_bias"] = np.zeros(t["final_logits_bias"].shape, dtype=np.int8)
+
+        def stray_scale(t):
+            t["model.encoder.layers.0.fc1.bias_scale"] = np.ones(1, dtype=np.float32)
+
+        cases = [
+            ("drop-scale", drop_scale, [f"I8 tensor '{fc1}' has no row scales '{fc1}_scale'"]),
+            ("short-scale", short_scale, [f"row scales '{fc1}_scale' must be a float vector of {rows} elements"]),
+            ("int8-scale", int8_scale, [f"row scales '{fc1}_scale' must be a float vector"]),
+            ("negative-scale", negative_scale, [f"row scale 3 of '{fc1}_scale' is -1, not a finite non-negative"]),
+            ("nan-scale", nan_scale, [f"row scale 0 of '{fc1}_scale' is nan"]),
+            ("int8-bias", int8_bias, ["tensor 'model.encoder.layers.0.fc1.bias' is I8, which only the weight "
+                                      "matrices"]),
+            ("int8-logits-bias", int8_logits_bias, ["tensor 'final_logits_bias' is I8"]),
+            ("stray-scale", stray_scale, ["unexpected tensor 'model.encoder.layers.0.fc1.bias_scale'"]),
+        ]
+        for name, change, phrases in cases:
+            with self.subTest(name):
+                self.assert_load_error(self.broken(name, change), *phrases)
 
 
 def _marian_of(hf_dir):

@@ -776,6 +776,13 @@ START_TEST(safetensors_parser_cases)
     ck_assert_int_eq(mt_safetensors_count(st), 1);
     ck_assert_int_eq(mt_safetensors_find(st, "a")->numel, 6);
     mt_safetensors_close(st);
+    /* I8: one byte per element, so 6 elements need 6 bytes, not 12 */
+    st = parse_text("{\"a\":{\"dtype\":\"I8\",\"shape\":[2,3],\"data_offsets\":[0,6]}}", 6, err, sizeof err);
+    ck_assert_msg(st != NULL, "%s", err);
+    ck_assert_int_eq(mt_safetensors_find(st, "a")->dtype, MT_DTYPE_I8);
+    mt_safetensors_close(st);
+    ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"I8\",\"shape\":[2,3],\"data_offsets\":[0,12]}}", 12, err,
+                                  sizeof err));
     ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", 4, err, sizeof err));
     ASSERT_CONTAINS(err, "shape[0]");
     ck_assert_ptr_null(parse_text("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,0]}}", 8, err, sizeof err));
@@ -811,6 +818,16 @@ START_TEST(f16_and_bf16_conversion)
     mt_tensor_to_f32(&b, out);
     ck_assert_float_eq(out[0], 1.0f);
     ck_assert_float_eq(out[1], -3.0f);
+    /* I8 is widened as is; the loader applies the row scales */
+    const int8_t qraw[3] = {-127, 0, 127};
+    mt_tensor_view q = {.name = "q", .dtype = MT_DTYPE_I8, .ndim = 1, .shape = {3}, .numel = 3, .data = qraw};
+    mt_tensor_to_f32(&q, out);
+    ck_assert_float_eq(out[0], -127.0f);
+    ck_assert_float_eq(out[1], 0.0f);
+    ck_assert_float_eq(out[2], 127.0f);
+    ck_assert_uint_eq(mt_dtype_size(MT_DTYPE_I8), 1);
+    ck_assert_uint_eq(mt_dtype_size(MT_DTYPE_BF16), 2);
+    ck_assert_uint_eq(mt_dtype_size(MT_DTYPE_F32), 4);
 }
 END_TEST
 

@@ -17,7 +17,8 @@ be missing, so a checkpoint of another architecture (a pre-norm model's
 layer_norm, layernorm_embedding, ...) is refused with the offending keys named.
 The file is written under a temporary name and renamed, so a failure leaves no
 model.safetensors behind. The .bin is read with torch.load(weights_only=True),
-which refuses pickled code.
+which refuses pickled code. With --quantize int8 the matrices are stored as I8 with
+per-row scales (tools/quantize_model.py tells how), and the engine then runs int8.
 """
 import argparse
 import json
@@ -27,7 +28,10 @@ import sys
 
 import torch
 
-SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16"}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from safetensors_io import quantize_int8, should_quantize  # noqa: E402
+
+SAFETENSORS_DTYPES = {torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.int8: "I8"}
 # Names of one tied matrix, in the order the engine looks for them.
 TIED_NAMES = ["model.shared.weight", "model.encoder.embed_tokens.weight",
               "model.decoder.embed_tokens.weight", "lm_head.weight"]
@@ -128,7 +132,19 @@ def write_safetensors(path, state):
         raise
 
 
-def convert(hf_dir):
+def quantized(state):
+    """The matrices of `state` as I8 plus their "_scale" vectors (safetensors_io's rule)."""
+    out = {}
+    for name, t in state.items():
+        if t.dim() == 2 and should_quantize(name, t.to(torch.float32)[:1].numpy()):
+            q = quantize_int8({name: t.to(torch.float32).numpy()})
+            out.update({k: torch.from_numpy(v) for k, v in q.items()})
+        else:
+            out[name] = t
+    return out
+
+
+def convert(hf_dir, quantize=None):
     """Checks HF_DIR/pytorch_model.bin and writes HF_DIR/model.safetensors.
 
     Returns (number of tensors written, dropped alias descriptions)."""
@@ -159,16 +175,18 @@ def convert(hf_dir):
                               + ", ".join(f"{k} ({state[k].dtype})" for k in bad[:8]))
     check_keys(state, config)
     kept, dropped = drop_tied_aliases(state)
-    write_safetensors(out_path, kept)
+    write_safetensors(out_path, quantized(kept) if quantize == "int8" else kept)
     return len(kept), dropped
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("hf_dir", help="Hugging Face MarianMT directory with pytorch_model.bin")
+    p.add_argument("--quantize", choices=["int8"],
+                   help="store the matrices as int8 with per-row scales (4x smaller than float32)")
     args = p.parse_args(argv)
     try:
-        count, dropped = convert(args.hf_dir)
+        count, dropped = convert(args.hf_dir, args.quantize)
     except ConversionError as e:
         print(f"convert_hf_bin: {e}", file=sys.stderr)
         return 1

@@ -17,6 +17,7 @@ _DTYPES = {
     "F64": np.dtype("<f8"),
     "I32": np.dtype("<i4"),
     "I64": np.dtype("<i8"),
+    "I8": np.dtype("i1"),
 }
 _NAMES = {v: k for k, v in _DTYPES.items()}
 
@@ -67,7 +68,10 @@ def read_header(path):
     pos = 0
     for (b, e), name in spans:
         info = header[name]
-        want = int(np.prod(info["shape"], dtype=np.int64)) * _DTYPES[info["dtype"]].itemsize
+        if info.get("dtype") not in _DTYPES and info.get("dtype") != "BF16":
+            raise ValueError(f"{name}: unsupported dtype {info.get('dtype')!r}")
+        item = 2 if info["dtype"] == "BF16" else _DTYPES[info["dtype"]].itemsize
+        want = int(np.prod(info["shape"], dtype=np.int64)) * item
         if b != pos or e - b != want:
             raise ValueError(f"{name}: offsets {b},{e} not contiguous / wrong size")
         pos = e
@@ -77,7 +81,7 @@ def read_header(path):
 
 
 def read(path):
-    """Read a safetensors file into {name: numpy array} (metadata dropped)."""
+    """Read a safetensors file into {name: numpy array} (metadata dropped; BF16 as float32)."""
     header, start = read_header(path)
     with open(path, "rb") as f:
         f.seek(start)
@@ -87,5 +91,38 @@ def read(path):
         if name == "__metadata__":
             continue
         b, e = info["data_offsets"]
+        if info["dtype"] == "BF16":  # numpy has no bfloat16: widened to float32
+            bits = np.frombuffer(data[b:e], dtype="<u2").astype(np.uint32) << 16
+            out[name] = bits.view(np.float32).reshape(info["shape"])
+            continue
         out[name] = np.frombuffer(data[b:e], dtype=_DTYPES[info["dtype"]]).reshape(info["shape"])
+    return out
+
+
+def should_quantize(name, arr):
+    """Matrices the engine multiplies by: every 2-D `.weight` (the shared embedding, which
+    is also the output projection, included); not the stored sinusoid tables."""
+    return arr.ndim == 2 and name.endswith(".weight") and "embed_positions" not in name \
+        and arr.dtype.kind == "f"
+
+
+def quantize_int8(tensors):
+    """{name: float array} -> the same with each matrix as I8 plus "<name>_scale".
+
+    Per output row, symmetric: scale = max|w| / 127 (float32), q = round(w / scale)
+    clipped to +-127, the rule the engine applies when it quantizes at load, so a stored
+    int8 model and the same model quantized at load compute the same products. A row of
+    zeros gets scale 1. The engine reads q * scale back; float32 still runs on the file.
+    """
+    out = {}
+    for name, arr in tensors.items():
+        if not should_quantize(name, arr):
+            out[name] = arr
+            continue
+        w = np.asarray(arr, dtype=np.float32)
+        amax = np.abs(w).max(axis=1)
+        scale = np.where(amax > 0, amax / np.float32(127.0), np.float32(1.0)).astype(np.float32)
+        q = np.clip(np.rint(w / scale[:, None]), -127, 127).astype(np.int8)
+        out[name] = q
+        out[name + "_scale"] = scale
     return out
