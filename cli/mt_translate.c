@@ -24,7 +24,7 @@ static void usage(FILE *f)
             "  FILE                    a .txt, .html, .srt, .docx or .odt file, translated into OUT\n"
             "                          (default: next to it, the target code before the extension:\n"
             "                          report.docx -> report.de.docx); a progress bar on a terminal\n"
-            "  --output-file OUT       where FILE's translation goes"
+            "  --output-file OUT       where FILE's translation goes\n"
             "  --model DIR             model directory (Hugging Face MarianMT / OPUS-MT layout)\n"
             "  --beam N                beam size (default: the model's num_beams, else 4; 1 = greedy)\n"
             "  --length-penalty A      score = sum(log p) / length^A (default: the model's, else 1.0)\n"
@@ -59,9 +59,9 @@ static void usage(FILE *f)
             "  --no-protect            translate URLs, e-mails, @mentions, #hashtags and\n"
             "                          placeholders too (default: kept byte for byte)\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
-            "  --compute-type T        float32 (exact, the default), bfloat16, int8 or auto (the fastest\n"
-            "                          measured at load on this CPU); default: MT_COMPUTE_TYPE, else\n"
-            "                          what the model directory stores\n"
+            "  --compute-type T        float32 (exact), bfloat16, int8 or auto (the fastest measured at\n"
+            "                          load on this CPU); default: MT_COMPUTE_TYPE, else what the model\n"
+            "                          directory stores (float32; int8 for a quantized directory)\n"
             "  --verbose               print the model, BLAS kernel and compute type in use to stderr\n"
             "  --version               print the version and exit\n");
 }
