@@ -11,8 +11,10 @@ each engine's fastest run:
   batch1    --single-lines lines one sentence at a time, --threads threads, each sentence
             timed on its own inside one process (ours: bench/latency_tool.c through the
             translation service; CT2: bench/ct2_latency.py): latency p50/p90/p99
-  2workers  the batch32 input split in two halves decoded concurrently by two workers
-            of one thread each (ours: two mt-translate processes, CT2: --inter 2)
+  1worker   the batch32 input, batch 32, one worker of one thread
+  2workers  the same input decoded by two workers of one thread each in one process
+            sharing one copy of the weights (ours: mt-translate --workers 2, CT2: --inter 2);
+            printed with each engine's throughput gain over its 1worker run
 Engines: mt-translate in every compute type this CPU offers (--compute-types; a type
 refused with "not available on this CPU" is skipped with a message; MT_KERNELS from the
 environment), CTranslate2 4.8.1 from ../shared/peers/ctranslate2 in float32 and int8
@@ -176,18 +178,11 @@ def engine_commands(name, model, args, setting, threads, batch):
 
 def bench_setting(name, model, lines, args, setting, work):
     workers = 2 if setting == "2workers" else 1
-    threads = 1 if workers == 2 else args.threads
+    threads = 1 if setting in ("1worker", "2workers") else args.threads
     batch = 1 if setting == "batch1" else 32
     engines = engine_commands(name, model, args, setting, threads, batch)
-    if workers == 2:
-        half = (len(lines) + 1) // 2
-        parts = [lines[:half], lines[half:]]
-    else:
-        parts = [lines]
-    inputs = []
-    for i, part in enumerate(parts):
-        inputs.append(os.path.join(work, "%s-%s-%d.in" % (name, setting, i)))
-        write_lines(inputs[-1], part)
+    inputs = [os.path.join(work, "%s-%s.in" % (name, setting))]
+    write_lines(inputs[0], lines)
     best = {}
     if setting == "batch1":  # per-sentence times measured inside each process
         for _ in range(args.repeat):
@@ -210,14 +205,14 @@ def bench_setting(name, model, lines, args, setting, work):
     for _ in range(args.repeat):
         for label, cmd in engines:
             if workers == 2 and label.startswith("CT2"):
-                # CTranslate2's own worker pool: --inter translators of --threads threads
-                cmds, ins = [cmd + ["--inter", "2"]], [os.path.join(work, "%s-all.in" % name)]
-                write_lines(ins[0], lines)
-            else:
-                cmds, ins = [cmd] * workers, inputs
-            outs = [p + "." + label.replace(" ", "_") + ".out" for p in ins]
-            secs, rss = run_timed(cmds, ins, outs)
-            secs = max(secs - load[label], 1e-3)  # concurrent workers load in parallel: once
+                cmd = cmd + ["--inter", "2"]  # CTranslate2's pool: translators of --threads threads
+            elif workers == 2 and label.startswith("ours"):
+                cmd = cmd + ["--workers", "2"]  # worker threads over one shared weight arena
+            elif workers == 2:
+                continue  # the PyTorch reference has no worker pool
+            outs = [inputs[0] + "." + label.replace(" ", "_") + ".out"]
+            secs, rss = run_timed([cmd], inputs, outs)
+            secs = max(secs - load[label], 1e-3)
             toks = count_tokens(outs)
             if label not in best or secs < best[label][0]:
                 best[label] = (secs, rss, toks, None)
@@ -235,7 +230,7 @@ def main():
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--compute-types", default="float32,bfloat16,int8", help="ours, those this CPU offers")
-    p.add_argument("--settings", default="batch32,batch1,2workers")
+    p.add_argument("--settings", default="batch32,batch1,1worker,2workers")
     p.add_argument("--chart", default=os.path.join(ROOT, "build", "bench-peers.png"))
     p.add_argument("--cache", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
                                                    "mt-bench"))
@@ -252,6 +247,7 @@ def main():
                                                       os.environ.get("MT_KERNELS", "auto")))
     print("ours: compute types %s; auto on the bundled en-de picks %s" % (", ".join(args.offered), auto))
     rows = []
+    one_worker = {}
     for name in models:
         lang = "de" if name == "de-en" else "en"
         with gzip.open(os.path.join(SHARED, "data", "multi30k", "test_2016_flickr.%s.gz" % lang), "rt",
@@ -263,9 +259,9 @@ def main():
             f32 = best.get("CT2 float32", (None,))[0]
             i8 = best.get("CT2 int8", (None,))[0]
             lat_cols = setting == "batch1"
+            shape = {"1worker": ", 1 worker x 1 thread", "2workers": ", 2 workers x 1 thread"}
             print("\n== %s, %s: %d lines, beam %d%s" % (name, setting, n, args.beam,
-                                                      ", %d threads" % args.threads if setting != "2workers"
-                                                      else ", 2 workers x 1 thread"))
+                                                      shape.get(setting, ", %d threads" % args.threads)))
             print("   %-16s %8s %9s %8s %10s %10s" % ("engine", "seconds", "tokens/s", "RSS MiB", "vs CT2 f32",
                                                     "vs CT2 i8") +
                   ("  %8s %8s %8s" % ("p50 ms", "p90 ms", "p99 ms") if lat_cols else ""))
@@ -276,6 +272,12 @@ def main():
                          if lat else "")
                 print("   %-16s %8.2f %9.0f %8.0f %10s %10s" % (label, secs, toks / secs, rss, r32, r8) + extra)
                 rows.append((name, setting, label, toks / secs))
+            if setting == "1worker":
+                one_worker[name] = best
+            if setting == "2workers" and name in one_worker:
+                gains = ["%s %.2fx" % (k, one_worker[name][k][0] / v[0]) for k, v in best.items()
+                         if k in one_worker[name]]
+                print("   2 workers vs 1 worker, throughput: " + ", ".join(gains))
             ours = [(v[0], k) for k, v in best.items() if k.startswith("ours")]
             peers = [(v[0], k) for k, v in best.items() if k.startswith("CT2")]
             if ours and peers:
