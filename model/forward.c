@@ -42,8 +42,11 @@ static void linear_task(void *ctx, int task, int n_tasks)
             hi = j->n;
         if (lo >= hi)
             return;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->m, hi - lo, j->k, 1.0f, j->x, j->k,
-                    j->w + (size_t)lo * (size_t)j->k, j->k, 0.0f, j->y + lo, j->n);
+        if (j->m <= MT_FEW_ROWS)
+            j->kern->gemm_few_rows(j->x, j->m, j->k, j->w + (size_t)lo * (size_t)j->k, hi - lo, j->y + lo, j->n);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->m, hi - lo, j->k, 1.0f, j->x, j->k,
+                        j->w + (size_t)lo * (size_t)j->k, j->k, 0.0f, j->y + lo, j->n);
         j->kern->bias_act(j->y + lo, j->m, j->n, hi - lo, j->b ? j->b + lo : NULL, j->act);
     }
 }

@@ -2,6 +2,7 @@
  * and the path for CPUs without AVX-512) and the run-time choice between paths. */
 #include "kernels.h"
 
+#include <cblas.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -126,10 +127,18 @@ static int top_k_scalar(const float *x, int n, float lse, float cum, int k, int 
     return got;
 }
 
+/* The plain path: one OpenBLAS matrix-vector product per row (no packing either). */
+static void gemm_few_rows_scalar(const float *x, int m, int k, const float *w, int n, float *y, int ldy)
+{
+    for (int r = 0; r < m; r++)
+        cblas_sgemv(CblasRowMajor, CblasNoTrans, n, k, 1.0f, w, k, x + (size_t)r * (size_t)k, 1, 0.0f,
+                    y + (size_t)r * (size_t)ldy, 1);
+}
+
 static const mt_kernels scalar_table = {
     .name = "scalar", .max = max_scalar, .exp_sum = exp_sum_scalar, .exp_store_sum = exp_store_sum_scalar,
     .scale = scale_scalar, .dot = dot_scalar, .axpy = axpy_scalar, .bias_act = bias_act_scalar,
-    .top_k = top_k_scalar,
+    .top_k = top_k_scalar, .gemm_few_rows = gemm_few_rows_scalar,
 };
 
 int mt_kernels_cpu_has(int isa)

@@ -152,10 +152,62 @@ static int top_k_avx512(const float *x, int n, float lse, float cum, int k, int 
     return got;
 }
 
+/* R rows of x against C rows of w (R, C <= 4, constants after inlining): R x C
+ * accumulators of 16 lanes over k, each summed across its lanes at the end. */
+static inline __attribute__((always_inline)) void few_rows_block(const float *x, int k, const float *w,
+                                                                 float *y, int ldy, const int R, const int C)
+{
+    __m512 acc[4][4];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            acc[r][c] = _mm512_setzero_ps();
+    for (int i = 0; i < k; i += 16) {
+        __mmask16 mk = tail_mask(k - i);
+        __m512 wv[4];
+        for (int c = 0; c < C; c++)
+            wv[c] = _mm512_maskz_loadu_ps(mk, w + (size_t)c * (size_t)k + i);
+        for (int r = 0; r < R; r++) {
+            __m512 xv = _mm512_maskz_loadu_ps(mk, x + (size_t)r * (size_t)k + i);
+            for (int c = 0; c < C; c++)
+                acc[r][c] = _mm512_fmadd_ps(xv, wv[c], acc[r][c]);
+        }
+    }
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            y[(size_t)r * (size_t)ldy + (size_t)c] = _mm512_reduce_add_ps(acc[r][c]);
+}
+
+/* Groups of 4 rows of x by groups of 4 rows (outputs) of w: each weight is read once per
+ * group of 4 rows, i.e. once for a beam of 4. */
+static void gemm_few_rows_avx512(const float *x, int m, int k, const float *w, int n, float *y, int ldy)
+{
+    for (int r = 0; r < m; r += 4) {
+        const float *xr = x + (size_t)r * (size_t)k;
+        float *yr = y + (size_t)r * (size_t)ldy;
+        int rows = m - r < 4 ? m - r : 4, c = 0;
+        for (; c + 4 <= n; c += 4) {
+            const float *wc = w + (size_t)c * (size_t)k;
+            switch (rows) {
+            case 4: few_rows_block(xr, k, wc, yr + c, ldy, 4, 4); break;
+            case 3: few_rows_block(xr, k, wc, yr + c, ldy, 3, 4); break;
+            case 2: few_rows_block(xr, k, wc, yr + c, ldy, 2, 4); break;
+            default: few_rows_block(xr, k, wc, yr + c, ldy, 1, 4); break;
+            }
+        }
+        for (; c < n; c++) /* the last n % 4 outputs, one at a time */
+            switch (rows) {
+            case 4: few_rows_block(xr, k, w + (size_t)c * (size_t)k, yr + c, ldy, 4, 1); break;
+            case 3: few_rows_block(xr, k, w + (size_t)c * (size_t)k, yr + c, ldy, 3, 1); break;
+            case 2: few_rows_block(xr, k, w + (size_t)c * (size_t)k, yr + c, ldy, 2, 1); break;
+            default: few_rows_block(xr, k, w + (size_t)c * (size_t)k, yr + c, ldy, 1, 1); break;
+            }
+    }
+}
+
 const mt_kernels mt_kernels_avx512 = {
     .name = "avx512", .max = max_avx512, .exp_sum = exp_sum_avx512, .exp_store_sum = exp_store_sum_avx512,
     .scale = scale_avx512, .dot = dot_avx512, .axpy = axpy_avx512, .bias_act = bias_act_avx512,
-    .top_k = top_k_avx512,
+    .top_k = top_k_avx512, .gemm_few_rows = gemm_few_rows_avx512,
 };
 
 #if defined(__clang__)

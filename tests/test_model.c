@@ -973,6 +973,51 @@ START_TEST(top_k_matches_scalar_with_ties)
 }
 END_TEST
 
+/* Few-row products against a double-precision sum, for every path: rows 1..MT_FEW_ROWS,
+ * odd k and n (masked tails, the n % 4 outputs), an output stride wider than n, unaligned
+ * inputs, and nothing written outside the n columns of each output row. */
+START_TEST(gemm_few_rows_matches_double)
+{
+    static const int ks[] = {1, 7, 16, 17, 100, 256}, ns[] = {1, 3, 4, 5, 17, 64};
+    enum { MAXK = 256, MAXN = 64, LDY = MAXN + 3 };
+    static float xb[MT_FEW_ROWS * MAXK + 2 * GUARD + 2], wb[MAXN * MAXK + 2 * GUARD + 2],
+        yb[MT_FEW_ROWS * LDY + 2 * GUARD + 2];
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++) {
+        const mt_kernels *kern = mt_kernels_get(isa);
+        if (!kern)
+            continue;
+        for (int m = 1; m <= MT_FEW_ROWS; m++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
+                for (size_t ni = 0; ni < sizeof ns / sizeof *ns; ni++) {
+                    int k = ks[ki], n = ns[ni];
+                    float *x = guarded(xb, m * k, 21u + (unsigned)(m * k)), *w = guarded(wb, n * k, 22u + (unsigned)k);
+                    float *y = guarded(yb, m * LDY, 23u);
+                    float *untouched = malloc(sizeof(float) * (size_t)(m * LDY));
+                    memcpy(untouched, y, sizeof(float) * (size_t)(m * LDY));
+                    kern->gemm_few_rows(x, m, k, w, n, y, LDY);
+                    for (int r = 0; r < m; r++)
+                        for (int j = 0; j < LDY; j++) {
+                            if (j >= n) {
+                                ck_assert_msg(y[r * LDY + j] == untouched[r * LDY + j], "%s wrote column %d of %d",
+                                              kern->name, j, n);
+                                continue;
+                            }
+                            double want = 0.0, mag = 0.0;
+                            for (int i = 0; i < k; i++) {
+                                want += (double)x[r * k + i] * (double)w[j * k + i];
+                                mag += fabs((double)x[r * k + i] * (double)w[j * k + i]);
+                            }
+                            ck_assert_msg(fabs(y[r * LDY + j] - want) <= 1e-6 * mag + 1e-6,
+                                          "%s m=%d k=%d n=%d [%d][%d]: %.9g vs %.9g", kern->name, m, k, n, r, j,
+                                          (double)y[r * LDY + j], want);
+                        }
+                    free(untouched);
+                    check_guards(yb, m * LDY);
+                }
+    }
+}
+END_TEST
+
 /* Run-time dispatch: the choice is always a path this CPU runs, and MT_KERNELS=scalar
  * forces the fallback (how the other tests exercise it end to end). */
 START_TEST(kernel_choice_respects_cpu_and_override)
@@ -1442,6 +1487,7 @@ static Suite *model_suite(void)
 
     TCase *kern = tcase_create("kernels");
     tcase_add_test(kern, kernels_match_scalar);
+    tcase_add_test(kern, gemm_few_rows_matches_double);
     tcase_add_test(kern, bias_act_matches_scalar);
     tcase_add_test(kern, top_k_matches_scalar_with_ties);
     tcase_add_test(kern, kernel_choice_respects_cpu_and_override);
