@@ -58,7 +58,7 @@ static void linear_task(void *ctx, int task, int n_tasks)
  * thread count or on which other sentences share the batch. */
 static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w *lin, int n, float *y, int act)
 {
-    if (lin->packed) { /* bfloat16 / int8 (packed.h); float32 never comes here */
+    if (lin->packed) { /* weights packed for oneDNN (packed.h), in any compute type */
         if (!st->packed_failed && !st->packed)
             st->packed = mt_packed_ctx_create(st->error, sizeof st->error);
         if (st->packed_failed || !st->packed ||

@@ -743,8 +743,8 @@ static void drop_float_copy(const mt_model *m, const float *w, size_t floats)
     (void)m;
 }
 
-/* bfloat16 / int8: every Linear (fused q,k,v and cross k,v included) and the output
- * projection are packed for oneDNN; one copy serves every state. */
+/* Every Linear (fused q,k,v and cross k,v included) and the output projection are packed
+ * for oneDNN in m->compute's type; one copy serves every state. */
 static int pack_model(mt_model *m, char *err, size_t errlen)
 {
     const mt_model_info *in = &m->info;
@@ -794,6 +794,16 @@ static int pack_model(mt_model *m, char *err, size_t errlen)
     return 0;
 }
 
+/* float32 runs on weights packed once for oneDNN's brgemm (impl gets its name) when the
+ * vector kernels are in use and oneDNN has a brgemm kernel for float32 on this CPU: the
+ * same products as OpenBLAS's sgemm, which repacks every weight matrix on every call.
+ * MT_KERNELS=scalar keeps the plain path (OpenBLAS, sgemv for few rows). */
+static int float32_packed(const mt_model *m, char *impl, size_t impl_len)
+{
+    return m->kern != mt_kernels_get(MT_ISA_SCALAR) &&
+           mt_packed_available(MT_COMPUTE_FLOAT32, impl, impl_len, NULL, 0);
+}
+
 /* After the weights are in: AUTO is measured, then the packed types are packed, and
  * compute_detail says what runs the products. */
 static int setup_compute(mt_model *m, mt_compute_type asked, char *err, size_t errlen)
@@ -804,13 +814,14 @@ static int setup_compute(mt_model *m, mt_compute_type asked, char *err, size_t e
             return -1;
         snprintf(note, sizeof note, "%s", m->compute_detail);
     }
-    if (m->compute == MT_COMPUTE_FLOAT32) {
+    char impl[64];
+    if (m->compute == MT_COMPUTE_FLOAT32 && !float32_packed(m, impl, sizeof impl)) {
         mt_format(m->compute_detail, sizeof m->compute_detail, "float32: OpenBLAS %s + %s kernels%s",
                   mt_blas_core_name(), m->kern->name, note);
         return 0;
     }
-    char impl[64];
-    mt_packed_available(m->compute, impl, sizeof impl, NULL, 0);
+    if (m->compute != MT_COMPUTE_FLOAT32)
+        mt_packed_available(m->compute, impl, sizeof impl, NULL, 0);
     if (pack_model(m, err, errlen))
         return -1;
     size_t bytes = 0;

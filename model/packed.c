@@ -83,10 +83,20 @@ static cpu_features cpu_get(void)
     return f;
 }
 
-static dnnl_data_type_t weight_type(mt_compute_type t) { return t == MT_COMPUTE_INT8 ? dnnl_s8 : dnnl_bf16; }
-static dnnl_data_type_t src_type(mt_compute_type t) { return t == MT_COMPUTE_INT8 ? dnnl_u8 : dnnl_bf16; }
+static dnnl_data_type_t weight_type(mt_compute_type t)
+{
+    return t == MT_COMPUTE_INT8 ? dnnl_s8 : t == MT_COMPUTE_BFLOAT16 ? dnnl_bf16 : dnnl_f32;
+}
+static dnnl_data_type_t src_type(mt_compute_type t)
+{
+    return t == MT_COMPUTE_INT8 ? dnnl_u8 : t == MT_COMPUTE_BFLOAT16 ? dnnl_bf16 : dnnl_f32;
+}
 static dnnl_data_type_t dst_type(mt_compute_type t) { return t == MT_COMPUTE_INT8 ? dnnl_s32 : dnnl_f32; }
-static size_t src_elt(mt_compute_type t) { return t == MT_COMPUTE_INT8 ? 1 : 2; }
+static size_t src_elt(mt_compute_type t) { return t == MT_COMPUTE_INT8 ? 1 : t == MT_COMPUTE_BFLOAT16 ? 2 : 4; }
+static int packable(mt_compute_type t)
+{
+    return t == MT_COMPUTE_FLOAT32 || t == MT_COMPUTE_BFLOAT16 || t == MT_COMPUTE_INT8;
+}
 
 /* A matmul primitive descriptor for rows x k by k x n; wei NULL lets oneDNN choose the
  * weights' layout (format any). */
@@ -141,7 +151,7 @@ int mt_packed_available(mt_compute_type type, char *impl, size_t impl_len, char 
     }
     if (impl && impl_len)
         impl[0] = 0;
-    if (type != MT_COMPUTE_BFLOAT16 && type != MT_COMPUTE_INT8)
+    if (!packable(type))
         return mt_format(why, whylen, "not a oneDNN compute type"), 0;
     cpu_features f = cpu_get();
     if (type == MT_COMPUTE_INT8 && !f.vnni && !f.amx_int8)
@@ -264,8 +274,8 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
                        size_t errlen)
 {
     size_t k = (size_t)p->k, nb = (size_t)p->nb;
-    void *plain = malloc(nb * k * 2);
-    if (!plain)
+    void *plain = p->type == MT_COMPUTE_FLOAT32 ? NULL : malloc(nb * k * 2); /* float32: reordered as is */
+    if (!plain && p->type != MT_COMPUTE_FLOAT32)
         return mt_format(err, errlen, "out of memory packing a %d x %d matrix", p->n, p->k), -1;
     int rc = 0;
     for (int j = 0; j < p->blocks && !rc; j++) {
@@ -273,10 +283,10 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
         const float *wb = w + (size_t)j * nb * k;
         if (p->type == MT_COMPUTE_BFLOAT16)
             mt_packed_kernels_scalar.to_bf16(wb, plain, (size_t)cols * k);
-        else
+        else if (p->type == MT_COMPUTE_INT8)
             quantize_rows(wb, cols, p->k, plain, scale + (size_t)j * nb, colsum + (size_t)j * nb);
         const dnnl_memory_desc_t *md = &p->md[j == p->blocks - 1 && cols != p->nb];
-        if (reorder_block(eng, p->type, plain, p->k, cols, md, p->data + (size_t)j * p->stride))
+        if (reorder_block(eng, p->type, plain ? plain : wb, p->k, cols, md, p->data + (size_t)j * p->stride))
             rc = (mt_format(err, errlen, "oneDNN could not reorder block %d of a %d x %d matrix", j, p->n, p->k), -1);
     }
     free(plain);
@@ -285,7 +295,7 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
 
 mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, char *err, size_t errlen)
 {
-    if ((type != MT_COMPUTE_BFLOAT16 && type != MT_COMPUTE_INT8) || n < 1 || k < 1) {
+    if (!packable(type) || n < 1 || k < 1) {
         mt_format(err, errlen, "cannot pack a %d x %d matrix as %s", n, k, mt_compute_type_name(type));
         return NULL;
     }
@@ -587,6 +597,8 @@ typedef struct {
 static void convert_rows(const product_job *j, int lo, int hi, unsigned char *a, float *xs)
 {
     size_t k = (size_t)j->p->k;
+    if (j->p->type == MT_COMPUTE_FLOAT32) /* never called: float32 multiplies x itself */
+        return;
     if (j->p->type == MT_COMPUTE_BFLOAT16) {
         j->pk->to_bf16(j->x + (size_t)lo * k, (uint16_t *)a + (size_t)lo * k, (size_t)(hi - lo) * k);
         return;
@@ -689,7 +701,8 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
             j.e[lr][tb] = e;
         }
     size_t k = (size_t)p->k;
-    unsigned char *a = mt_buf_reserve(&c->act, (size_t)m * k * src_elt(p->type));
+    int f32 = p->type == MT_COMPUTE_FLOAT32; /* x is multiplied as it is */
+    unsigned char *a = f32 ? (unsigned char *)(uintptr_t)x : mt_buf_reserve(&c->act, (size_t)m * k * src_elt(p->type));
     float *xs = mt_buf_reserve(&c->act_scale, sizeof(float) * (size_t)m);
     if (!a || !xs || ctx_slots(c, tasks, sizeof(float) * (size_t)j.chunk_rows * (size_t)p->nb, pad))
         return mt_format(err, errlen, "out of memory for a %s product of %d rows", mt_compute_type_name(p->type),
@@ -699,7 +712,9 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
     /* converting x is m k element operations against m k n multiply-adds: split it only
      * when it is big enough to be worth a second hand-over to the pool */
     convert_job cj = {.j = &j, .a = a, .xs = xs};
-    if (pool && threads > 1 && (size_t)m * k >= 32768)
+    if (f32)
+        ;
+    else if (pool && threads > 1 && (size_t)m * k >= 32768)
         mt_pool_run(pool, convert_task, &cj, threads < m ? threads : m);
     else
         convert_rows(&j, 0, m, a, xs);
@@ -742,9 +757,13 @@ double mt_packed_measure(mt_compute_type type, const mt_kernels *kern, const int
     float *w = malloc(sizeof *w * wmax), *x = malloc(sizeof *x * xmax * (size_t)rows);
     float *y = malloc(sizeof *y * ymax * (size_t)rows), *bias = calloc(ymax, sizeof *bias);
     mt_packed **pk = calloc((size_t)shapes, sizeof *pk);
-    mt_packed_ctx *c = type == MT_COMPUTE_FLOAT32 ? NULL : mt_packed_ctx_create(err, errlen);
+    /* float32 as the model runs it: OpenBLAS under the scalar kernels or without a oneDNN
+     * brgemm kernel for it, else packed (model.c, float32_packed) */
+    int blas = type == MT_COMPUTE_FLOAT32 &&
+               (kern == mt_kernels_get(MT_ISA_SCALAR) || !mt_packed_available(type, NULL, 0, NULL, 0));
+    mt_packed_ctx *c = blas ? NULL : mt_packed_ctx_create(err, errlen);
     double total = -1.0;
-    if (!w || !x || !y || !bias || !pk || (type != MT_COMPUTE_FLOAT32 && !c)) {
+    if (!w || !x || !y || !bias || !pk || (!blas && !c)) {
         mt_format(err, errlen, "out of memory measuring %s", mt_compute_type_name(type));
         goto done;
     }
@@ -753,7 +772,7 @@ double mt_packed_measure(mt_compute_type type, const mt_kernels *kern, const int
         w[i] = (float)((int)((seed = seed * 1664525u + 1013904223u) >> 16) % 2001 - 1000) * 1e-4f;
     for (size_t i = 0; i < xmax * (size_t)rows; i++)
         x[i] = (float)((int)((seed = seed * 1664525u + 1013904223u) >> 16) % 2001 - 1000) * 1e-3f;
-    for (int s = 0; s < shapes && type != MT_COMPUTE_FLOAT32; s++)
+    for (int s = 0; s < shapes && !blas; s++)
         if (!(pk[s] = mt_packed_create(type, w, n[s], k[s], err, errlen)))
             goto done;
     double best = INFINITY;
@@ -761,7 +780,7 @@ double mt_packed_measure(mt_compute_type type, const mt_kernels *kern, const int
         double t = 0.0;
         for (int s = 0; s < shapes; s++) {
             double t0 = now_s();
-            if (type == MT_COMPUTE_FLOAT32) {
+            if (blas) {
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, n[s], k[s], 1.0f, x, k[s], w, k[s], 0.0f, y,
                             n[s]);
                 kern->bias_act(y, rows, n[s], n[s], bias, MT_ACT_RELU + 1);
