@@ -350,6 +350,7 @@ static int copy_quantized(weight_loader *w, const mt_tensor_view *t, int64_t row
             dst[r * cols + c] *= scale[r];
     }
     free(scale);
+    mt_safetensors_release(w->file, t);
     return 0;
 }
 
@@ -364,8 +365,10 @@ static int copy_tensor(weight_loader *w, const char *name, int64_t rows, int64_t
         return -1;
     if (t->dtype == MT_DTYPE_I8)
         return copy_quantized(w, t, rows, cols, dst);
-    if (dst)
+    if (dst) {
         mt_tensor_to_f32(t, dst);
+        mt_safetensors_release(w->file, t);
+    }
     return 0;
 }
 
@@ -437,6 +440,7 @@ static const float *load_matrix(weight_loader *w, const mt_tensor_view *t, int64
             return NULL;
     } else if (dst) {
         mt_tensor_to_f32(t, dst);
+        mt_safetensors_release(w->file, t);
     }
     seen[*n_seen] = t;
     /* On the sizing pass there is no destination yet: any non-NULL value marks success. */
@@ -721,13 +725,24 @@ static int resolve_auto(mt_model *m, char *err, size_t errlen)
     return 0;
 }
 
-static int pack_one(mt_model *m, mt_linear_w *lin, int n, int k, char *err, size_t errlen)
+static int pack_matrix(mt_model *m, mt_linear_w *lin, int n, int k, char *err, size_t errlen)
 {
     mt_packed *pk = mt_packed_create(m->compute, lin->w, n, k, err, errlen);
     if (!pk)
         return -1;
     m->packs[m->n_packs++] = pk;
     lin->packed = pk;
+    return 0;
+}
+
+static void drop_float_copy(const mt_model *m, const float *w, size_t floats);
+
+/* Packs a matrix that nothing else reads and drops its float copy. */
+static int pack_one(mt_model *m, mt_linear_w *lin, int n, int k, char *err, size_t errlen)
+{
+    if (pack_matrix(m, lin, n, k, err, errlen))
+        return -1;
+    drop_float_copy(m, lin->w, (size_t)n * (size_t)k);
     return 0;
 }
 
@@ -744,7 +759,9 @@ static void drop_float_copy(const mt_model *m, const float *w, size_t floats)
 }
 
 /* Every Linear (fused q,k,v and cross k,v included) and the output projection are packed
- * for oneDNN in m->compute's type; one copy serves every state. */
+ * for oneDNN in m->compute's type; one copy serves every state. Each matrix's float copy
+ * is dropped as soon as it is packed (not the output projection's when it is an
+ * embedding too), so loading never holds both copies of all weights. */
 static int pack_model(mt_model *m, char *err, size_t errlen)
 {
     const mt_model_info *in = &m->info;
@@ -768,29 +785,11 @@ static int pack_model(mt_model *m, char *err, size_t errlen)
     if (pack_one(m, &m->cross_kv, 2 * d * in->decoder_layers, d, err, errlen))
         return -1;
     mt_linear_w head = {.w = m->lm_head};
-    if (pack_one(m, &head, in->tgt_vocab_size, d, err, errlen))
+    int tied = m->lm_head == m->dec_embed || m->lm_head == m->enc_embed;
+    if (tied ? pack_matrix(m, &head, in->tgt_vocab_size, d, err, errlen)
+             : pack_one(m, &head, in->tgt_vocab_size, d, err, errlen))
         return -1;
     m->lm_head_packed = head.packed;
-    /* drop the float copies (not the output projection's when it is an embedding too) */
-    for (int l = 0; l < in->encoder_layers; l++) {
-        const mt_encoder_layer *L = &m->enc[l];
-        drop_float_copy(m, L->qkv.w, (size_t)(3 * d) * d);
-        drop_float_copy(m, L->out.w, (size_t)d * d);
-        drop_float_copy(m, L->fc1.w, (size_t)fe * d);
-        drop_float_copy(m, L->fc2.w, (size_t)d * fe);
-    }
-    for (int l = 0; l < in->decoder_layers; l++) {
-        const mt_decoder_layer *L = &m->dec[l];
-        drop_float_copy(m, L->qkv.w, (size_t)(3 * d) * d);
-        drop_float_copy(m, L->out.w, (size_t)d * d);
-        drop_float_copy(m, L->cross_q.w, (size_t)d * d);
-        drop_float_copy(m, L->cross_out.w, (size_t)d * d);
-        drop_float_copy(m, L->fc1.w, (size_t)fd * d);
-        drop_float_copy(m, L->fc2.w, (size_t)d * fd);
-    }
-    drop_float_copy(m, m->cross_kv.w, (size_t)(2 * d * in->decoder_layers) * d);
-    if (m->lm_head != m->dec_embed && m->lm_head != m->enc_embed)
-        drop_float_copy(m, m->lm_head, (size_t)in->tgt_vocab_size * d);
     return 0;
 }
 

@@ -232,6 +232,16 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
+void mt_safetensors_release(const mt_safetensors *st, const mt_tensor_view *t)
+{
+    if (!st->map || !t->numel)
+        return;
+    uintptr_t lo = ((uintptr_t)t->data + 4095) & ~(uintptr_t)4095;
+    uintptr_t hi = ((uintptr_t)t->data + (size_t)t->numel * mt_dtype_size(t->dtype)) & ~(uintptr_t)4095;
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED); /* a later read maps the file's page again */
+}
+
 void mt_tensor_to_f32(const mt_tensor_view *t, float *dst)
 {
     const unsigned char *src = t->data;

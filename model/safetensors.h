@@ -33,6 +33,11 @@ int mt_safetensors_count(const mt_safetensors *st);
 const mt_tensor_view *mt_safetensors_at(const mt_safetensors *st, int i);
 const mt_tensor_view *mt_safetensors_find(const mt_safetensors *st, const char *name);
 
+/* Hands the whole pages of t's bytes in a file opened with mt_safetensors_open back to
+ * the page cache (they stop counting in this process's resident memory; reading t again
+ * still works): a loader calls it once a tensor is copied, so loading peaks at one copy
+ * of the weights, not two. Nothing for parsed memory. */
+void mt_safetensors_release(const mt_safetensors *st, const mt_tensor_view *t);
 /* Bytes per element of a dtype. */
 size_t mt_dtype_size(int dtype);
 /* Copies t's elements into dst as float32 (F16/BF16/I8 widened; no scale applied). */

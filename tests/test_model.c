@@ -803,6 +803,40 @@ START_TEST(safetensors_parser_cases)
 }
 END_TEST
 
+/* A released tensor (its pages handed back to the page cache) reads the same again, and
+ * releasing a tensor does not touch its neighbours' bytes. */
+START_TEST(released_tensors_read_the_same)
+{
+    tiny_model_spec s = tiny_model_default();
+    s.vocab = 3000; /* a shared embedding of several pages */
+    s.pad = 2999;
+    const char *dir = write_model("release", &s);
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    mt_safetensors *st = mt_safetensors_open(path, err, sizeof err);
+    ck_assert_msg(st != NULL, "%s", err);
+    int n = mt_safetensors_count(st);
+    float **before = calloc((size_t)n, sizeof *before);
+    for (int i = 0; i < n; i++) {
+        const mt_tensor_view *t = mt_safetensors_at(st, i);
+        before[i] = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
+        mt_tensor_to_f32(t, before[i]);
+    }
+    for (int i = 0; i < n; i += 2) /* every other tensor: neighbours stay mapped */
+        mt_safetensors_release(st, mt_safetensors_at(st, i));
+    for (int i = 0; i < n; i++) {
+        const mt_tensor_view *t = mt_safetensors_at(st, i);
+        float *again = malloc(sizeof(float) * (size_t)(t->numel ? t->numel : 1));
+        mt_tensor_to_f32(t, again);
+        ck_assert_msg(memcmp(again, before[i], sizeof(float) * (size_t)t->numel) == 0, "%s changed", t->name);
+        free(again);
+        free(before[i]);
+    }
+    free(before);
+    mt_safetensors_close(st);
+}
+END_TEST
+
 START_TEST(f16_and_bf16_conversion)
 {
     unsigned char raw[8] = {0x00, 0x3c, 0x00, 0xc0, 0x01, 0x00, 0x00, 0x7c}; /* 1, -2, min subnormal, inf */
@@ -1505,6 +1539,7 @@ static Suite *model_suite(void)
     TCase *st = tcase_create("safetensors");
     tcase_add_test(st, safetensors_parser_cases);
     tcase_add_test(st, f16_and_bf16_conversion);
+    tcase_add_test(st, released_tensors_read_the_same);
     suite_add_tcase(s, st);
 
     TCase *pk = tcase_create("packed");
