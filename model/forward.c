@@ -93,25 +93,10 @@ static int packed_status(mt_state *st)
     return MT_ERR_NOMEM;
 }
 
-/* x = LayerNorm(x + delta), rows of width d (eps 1e-5 as in PyTorch's default). */
-static void add_norm(float *x, const float *delta, int rows, int d, const mt_norm *norm)
+/* x = LayerNorm(x + delta), rows of width d (the kernels' add_norm). */
+static void add_norm(const mt_state *st, float *x, const float *delta, int rows, int d, const mt_norm *norm)
 {
-    for (int i = 0; i < rows; i++) {
-        float *r = x + (size_t)i * (size_t)d;
-        const float *dr = delta + (size_t)i * (size_t)d;
-        double mean = 0.0, var = 0.0;
-        for (int j = 0; j < d; j++) {
-            r[j] += dr[j];
-            mean += r[j];
-        }
-        mean /= d;
-        for (int j = 0; j < d; j++)
-            var += (r[j] - mean) * (r[j] - mean);
-        float inv = (float)(1.0 / sqrt(var / d + 1e-5));
-        float mu = (float)mean;
-        for (int j = 0; j < d; j++)
-            r[j] = (r[j] - mu) * inv * norm->weight[j] + norm->bias[j];
-    }
+    st->model->kern->add_norm(x, delta, rows, d, norm->weight, norm->bias);
 }
 
 static void softmax_inplace(const mt_kernels *kern, float *x, int n)
@@ -200,10 +185,10 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
         linear(st, x, total, d, &L->qkv, 3 * d, qkv, 0);
         mt_pool_run(st->pool, enc_attn_task, &aj, threads);
         linear(st, ctx, total, d, &L->out, d, tmp, 0);
-        add_norm(x, tmp, total, d, &L->attn_norm);
+        add_norm(st, x, tmp, total, d, &L->attn_norm);
         linear(st, x, total, d, &L->fc1, ffn, f, m->activation + 1);
         linear(st, f, total, ffn, &L->fc2, d, tmp, 0);
-        add_norm(x, tmp, total, d, &L->ffn_norm);
+        add_norm(st, x, tmp, total, d, &L->ffn_norm);
     }
     *enc_out = x;
     return packed_status(st);
@@ -364,18 +349,18 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
         j.ldq = 3 * d;
         mt_pool_run(st->pool, self_attn_task, &j, threads);
         linear(st, ctx, rows, d, &Ly->out, d, tmp, 0);
-        add_norm(x, tmp, rows, d, &Ly->self_norm);
+        add_norm(st, x, tmp, rows, d, &Ly->self_norm);
         /* cross-attention over the (precomputed) encoder keys and values */
         linear(st, x, rows, d, &Ly->cross_q, d, qkv, 0);
         scale_rows(m->kern, qkv, rows, d, d, scale);
         j.ldq = d;
         mt_pool_run(st->pool, cross_attn_task, &j, threads);
         linear(st, ctx, rows, d, &Ly->cross_out, d, tmp, 0);
-        add_norm(x, tmp, rows, d, &Ly->cross_norm);
+        add_norm(st, x, tmp, rows, d, &Ly->cross_norm);
         /* feed-forward */
         linear(st, x, rows, d, &Ly->fc1, ffn, f, m->activation + 1);
         linear(st, f, rows, ffn, &Ly->fc2, d, tmp, 0);
-        add_norm(x, tmp, rows, d, &Ly->ffn_norm);
+        add_norm(st, x, tmp, rows, d, &Ly->ffn_norm);
     }
     mt_linear_w head = {.w = m->lm_head, .b = m->logits_bias, .packed = m->lm_head_packed};
     linear(st, x, rows, d, &head, info->tgt_vocab_size, logits, 0);

@@ -135,10 +135,30 @@ static void gemm_few_rows_scalar(const float *x, int m, int k, const float *w, i
                     y + (size_t)r * (size_t)ldy, 1);
 }
 
+static void add_norm_scalar(float *x, const float *delta, int rows, int d, const float *gamma, const float *beta)
+{
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * (size_t)d;
+        const float *dr = delta + (size_t)i * (size_t)d;
+        double mean = 0.0, var = 0.0;
+        for (int j = 0; j < d; j++) {
+            r[j] += dr[j];
+            mean += r[j];
+        }
+        mean /= d;
+        for (int j = 0; j < d; j++)
+            var += (r[j] - mean) * (r[j] - mean);
+        float inv = (float)(1.0 / sqrt(var / d + 1e-5));
+        float mu = (float)mean;
+        for (int j = 0; j < d; j++)
+            r[j] = (r[j] - mu) * inv * gamma[j] + beta[j];
+    }
+}
+
 static const mt_kernels scalar_table = {
     .name = "scalar", .max = max_scalar, .exp_sum = exp_sum_scalar, .exp_store_sum = exp_store_sum_scalar,
     .scale = scale_scalar, .dot = dot_scalar, .axpy = axpy_scalar, .bias_act = bias_act_scalar,
-    .top_k = top_k_scalar, .gemm_few_rows = gemm_few_rows_scalar,
+    .top_k = top_k_scalar, .gemm_few_rows = gemm_few_rows_scalar, .add_norm = add_norm_scalar,
 };
 
 int mt_kernels_cpu_has(int isa)

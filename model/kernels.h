@@ -45,6 +45,10 @@ typedef struct {
      * product of few rows (m <= MT_FEW_ROWS) with a Linear weight as stored, (n, k)
      * row-major, reading the weights once and never repacking them */
     void (*gemm_few_rows)(const float *x, int m, int k, const float *w, int n, float *y, int ldy);
+    /* each of `rows` rows of x (width d) = LayerNorm(x + delta) with gamma, beta and eps
+     * 1e-5 (PyTorch's default): the residual add and the norm in one pass over the row;
+     * mean and variance summed in double */
+    void (*add_norm)(float *x, const float *delta, int rows, int d, const float *gamma, const float *beta);
 } mt_kernels;
 
 /* Rows up to which the forward pass uses gemm_few_rows rather than OpenBLAS's sgemm,

@@ -204,10 +204,49 @@ static void gemm_few_rows_avx512(const float *x, int m, int k, const float *w, i
     }
 }
 
+/* The scalar add_norm's arithmetic 16 lanes at a time: sums in double (two 8-lane halves),
+ * the normalisation in float with the same operation order. */
+static void add_norm_avx512(float *x, const float *delta, int rows, int d, const float *gamma, const float *beta)
+{
+    for (int i = 0; i < rows; i++) {
+        float *r = x + (size_t)i * (size_t)d;
+        const float *dr = delta + (size_t)i * (size_t)d;
+        __m512d s0 = _mm512_setzero_pd(), s1 = _mm512_setzero_pd();
+        for (int j = 0; j < d; j += 16) {
+            __mmask16 mk = tail_mask(d - j);
+            __m512 v = _mm512_add_ps(_mm512_maskz_loadu_ps(mk, r + j), _mm512_maskz_loadu_ps(mk, dr + j));
+            _mm512_mask_storeu_ps(r + j, mk, v);
+            s0 = _mm512_add_pd(s0, _mm512_cvtps_pd(_mm512_castps512_ps256(v)));
+            s1 = _mm512_add_pd(s1, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))));
+        }
+        double mean = _mm512_reduce_add_pd(_mm512_add_pd(s0, s1)) / d;
+        __m512d m = _mm512_set1_pd(mean), v0 = _mm512_setzero_pd(), v1 = _mm512_setzero_pd();
+        for (int j = 0; j < d; j += 16) {
+            __mmask16 mk = tail_mask(d - j);
+            __m512 v = _mm512_maskz_loadu_ps(mk, r + j);
+            __m512d a = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), m);
+            __m512d b = _mm512_sub_pd(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), m);
+            /* masked-off lanes are 0 - mean: keep them out of the sum */
+            a = _mm512_maskz_mov_pd((__mmask8)(mk & 0xff), a);
+            b = _mm512_maskz_mov_pd((__mmask8)(mk >> 8), b);
+            v0 = _mm512_fmadd_pd(a, a, v0);
+            v1 = _mm512_fmadd_pd(b, b, v1);
+        }
+        double var = _mm512_reduce_add_pd(_mm512_add_pd(v0, v1));
+        __m512 inv = _mm512_set1_ps((float)(1.0 / sqrt(var / d + 1e-5))), mu = _mm512_set1_ps((float)mean);
+        for (int j = 0; j < d; j += 16) {
+            __mmask16 mk = tail_mask(d - j);
+            __m512 v = _mm512_mul_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(mk, r + j), mu), inv);
+            v = _mm512_fmadd_ps(v, _mm512_maskz_loadu_ps(mk, gamma + j), _mm512_maskz_loadu_ps(mk, beta + j));
+            _mm512_mask_storeu_ps(r + j, mk, v);
+        }
+    }
+}
+
 const mt_kernels mt_kernels_avx512 = {
     .name = "avx512", .max = max_avx512, .exp_sum = exp_sum_avx512, .exp_store_sum = exp_store_sum_avx512,
     .scale = scale_avx512, .dot = dot_avx512, .axpy = axpy_avx512, .bias_act = bias_act_avx512,
-    .top_k = top_k_avx512, .gemm_few_rows = gemm_few_rows_avx512,
+    .top_k = top_k_avx512, .gemm_few_rows = gemm_few_rows_avx512, .add_norm = add_norm_avx512,
 };
 
 #if defined(__clang__)

@@ -970,6 +970,46 @@ START_TEST(bias_act_matches_scalar)
 }
 END_TEST
 
+/* residual + LayerNorm: every path within float rounding of a double-precision LayerNorm
+ * on widths with tails (1 is all mean: the output is beta), rows left untouched outside d. */
+START_TEST(add_norm_matches_double)
+{
+    static float xb[3 * 1001 + 2 * GUARD + 2], db[3 * 1001 + 2 * GUARD + 2], g[1001], be[1001];
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++) {
+        const mt_kernels *k = mt_kernels_get(isa);
+        if (!k)
+            continue;
+        for (size_t si = 0; si < sizeof kernel_sizes / sizeof *kernel_sizes; si++) {
+            int d = kernel_sizes[si], rows = 3, n = rows * d;
+            float *x = guarded(xb, n, 31u + (unsigned)d), *delta = guarded(db, n, 32u + (unsigned)d);
+            float *orig = malloc(sizeof(float) * (size_t)n);
+            memcpy(orig, x, sizeof(float) * (size_t)n);
+            for (int j = 0; j < d; j++) {
+                g[j] = 0.5f + 0.01f * (float)(j % 13);
+                be[j] = 0.02f * (float)(j % 7) - 0.05f;
+            }
+            k->add_norm(x, delta, rows, d, g, be);
+            for (int r = 0; r < rows; r++) {
+                double mean = 0.0, var = 0.0;
+                for (int j = 0; j < d; j++)
+                    mean += (double)(orig[r * d + j] + delta[r * d + j]);
+                mean /= d;
+                for (int j = 0; j < d; j++) {
+                    double c = (double)(orig[r * d + j] + delta[r * d + j]) - mean;
+                    var += c * c;
+                }
+                for (int j = 0; j < d; j++) {
+                    double want = ((double)(orig[r * d + j] + delta[r * d + j]) - mean) / sqrt(var / d + 1e-5) * g[j] + be[j];
+                    assert_close(x[r * d + j], (float)want, 4e-6f, k->name, d);
+                }
+            }
+            check_guards(xb, n);
+            free(orig);
+        }
+    }
+}
+END_TEST
+
 /* top-k over a row with masked (-inf) entries and many exact ties: the vector path must
  * return the very same candidates in the same order as the scalar scan, for every k. */
 START_TEST(top_k_matches_scalar_with_ties)
@@ -1531,6 +1571,7 @@ static Suite *model_suite(void)
     TCase *kern = tcase_create("kernels");
     tcase_add_test(kern, kernels_match_scalar);
     tcase_add_test(kern, gemm_few_rows_matches_double);
+    tcase_add_test(kern, add_norm_matches_double);
     tcase_add_test(kern, bias_act_matches_scalar);
     tcase_add_test(kern, top_k_matches_scalar_with_ties);
     tcase_add_test(kern, kernel_choice_respects_cpu_and_override);
