@@ -215,21 +215,12 @@ typedef struct {
     const float *cross;   /* (source tokens, layers * 2d): cross-attention k,v */
     const int *row_sent, *src_off, *src_len;
     float *scores;        /* max_keys floats per task */
+    const float **rows_at; /* max_keys row pointers per task */
     int max_keys;
     float *attn_out;      /* optional alignment copy-out, see mt_decoder_input */
     int attn_layer, attn_ld;
 } dec_attn_job;
 
-/* out = softmax(scores) . values, over n keys; scores already hold q.k. */
-static void weighted_sum(float *scores, int n, const float *(*value_at)(const dec_attn_job *, int, int, int),
-                         const dec_attn_job *j, int r, int h, int hd, float *out)
-{
-    const mt_kernels *kern = j->model->kern;
-    softmax_inplace(kern, scores, n);
-    memset(out, 0, sizeof *out * (size_t)hd);
-    for (int i = 0; i < n; i++)
-        kern->axpy(out, scores[i], value_at(j, r, h, i), hd);
-}
 
 static const float *self_key(const dec_attn_job *j, int r, int h, int i)
 {
@@ -237,11 +228,6 @@ static const float *self_key(const dec_attn_job *j, int r, int h, int i)
     size_t slot = (size_t)j->hist[(size_t)r * (size_t)j->hist_stride + (size_t)i];
     return j->cache_k + (slot * (size_t)m->info.decoder_layers + (size_t)j->layer) * (size_t)m->info.d_model +
            (size_t)h * (size_t)m->head_dim_dec;
-}
-
-static const float *self_value(const dec_attn_job *j, int r, int h, int i)
-{
-    return j->cache_v + (self_key(j, r, h, i) - j->cache_k);
 }
 
 static const float *cross_key(const dec_attn_job *j, int r, int h, int i)
@@ -252,24 +238,26 @@ static const float *cross_key(const dec_attn_job *j, int r, int h, int i)
            (size_t)h * (size_t)m->head_dim_dec;
 }
 
-static const float *cross_value(const dec_attn_job *j, int r, int h, int i)
-{
-    return cross_key(j, r, h, i) + j->model->info.d_model;
-}
-
 static void dec_attn_rows(const dec_attn_job *j, int task, int n_tasks, int cross)
 {
     const mt_model *m = j->model;
     int d = m->info.d_model, hd = m->head_dim_dec;
     float *scores = j->scores + (size_t)task * (size_t)j->max_keys;
+    const float **at = j->rows_at + (size_t)task * (size_t)j->max_keys;
+    const mt_kernels *kern = m->kern;
     for (int r = task; r < j->rows; r += n_tasks) {
         int n = cross ? j->src_len[j->row_sent[r]] : j->step + 1;
         for (int h = 0; h < m->info.decoder_heads; h++) {
             const float *q = j->q + (size_t)r * (size_t)j->ldq + (size_t)h * (size_t)hd;
+            /* out = softmax(q . keys) . values; a value sits at a fixed distance from its key */
             for (int i = 0; i < n; i++)
-                scores[i] = m->kern->dot(q, cross ? cross_key(j, r, h, i) : self_key(j, r, h, i), hd);
-            weighted_sum(scores, n, cross ? cross_value : self_value, j, r, h, hd,
-                         j->ctx + (size_t)r * (size_t)d + (size_t)h * (size_t)hd);
+                at[i] = cross ? cross_key(j, r, h, i) : self_key(j, r, h, i);
+            kern->dots(q, at, n, hd, scores);
+            softmax_inplace(kern, scores, n);
+            for (int i = 0; i < n; i++)
+                at[i] = cross ? at[i] + d /* v follows k in a source token's row */
+                              : j->cache_v + (at[i] - j->cache_k); /* the same slot of the v cache */
+            kern->weighted_rows(scores, at, n, hd, j->ctx + (size_t)r * (size_t)d + (size_t)h * (size_t)hd);
             /* ---- alignments: scores now hold this head's probabilities; average the
              * heads of one layer (as Marian and CTranslate2 do) ---- */
             if (cross && j->attn_out && j->layer == j->attn_layer) {
@@ -308,13 +296,14 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
     float *logits = mt_buf_reserve(&st->logits, sizeof(float) * R * (size_t)info->tgt_vocab_size);
     int max_keys = in->step + 1 > in->max_src_len ? in->step + 1 : in->max_src_len;
     float *scores = mt_buf_reserve(&st->att_scores, sizeof(float) * (size_t)threads * (size_t)max_keys);
+    const float **rows_at = mt_buf_reserve(&st->att_rows, sizeof(float *) * (size_t)threads * (size_t)max_keys);
     size_t slot_floats = (size_t)L * (size_t)d;
     size_t slots_needed = in->slot_base + R;
     float *ck = mt_buf_grow(&st->self_k, sizeof(float) * in->slot_base * slot_floats,
                             sizeof(float) * slots_needed * slot_floats);
     float *cv = mt_buf_grow(&st->self_v, sizeof(float) * in->slot_base * slot_floats,
                             sizeof(float) * slots_needed * slot_floats);
-    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !ck || !cv) {
+    if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !rows_at || !ck || !cv) {
         mt_format(st->error, sizeof st->error,
                   "out of memory for the decoder at step %d (%d hypotheses, %zu cached key/value slots)", in->step,
                   rows, slots_needed);
@@ -331,7 +320,7 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
     dec_attn_job j = {.model = m, .ctx = ctx, .rows = rows, .step = in->step, .cache_k = ck, .cache_v = cv,
                       .hist = in->hist, .hist_stride = in->hist_stride, .cross = in->cross_kv,
                       .row_sent = in->row_sent, .src_off = in->src_off, .src_len = in->src_len,
-                      .scores = scores, .max_keys = max_keys,
+                      .scores = scores, .rows_at = rows_at, .max_keys = max_keys,
                       .attn_out = in->attn_out, .attn_layer = in->attn_layer, .attn_ld = in->max_src_len};
     for (int l = 0; l < L; l++) {
         const mt_decoder_layer *Ly = &m->dec[l];

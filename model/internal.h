@@ -91,6 +91,7 @@ struct mt_state {
 
     /* encoder */
     mt_buf enc_x, enc_qkv, enc_ctx, enc_tmp, enc_ffn, att_scores;
+    mt_buf att_rows;            /* decoder attention: per task, the key/value row pointers */
     mt_buf cross_kv;            /* (total source tokens, layers*2d) */
     mt_buf src_off;             /* int: token offset of each sentence */
 

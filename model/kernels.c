@@ -155,10 +155,24 @@ static void add_norm_scalar(float *x, const float *delta, int rows, int d, const
     }
 }
 
+static void dots_scalar(const float *q, const float *const *keys, int n, int len, float *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = dot_scalar(q, keys[i], len);
+}
+
+static void weighted_rows_scalar(const float *w, const float *const *rows, int n, int len, float *out)
+{
+    memset(out, 0, sizeof *out * (size_t)len);
+    for (int i = 0; i < n; i++)
+        axpy_scalar(out, w[i], rows[i], len);
+}
+
 static const mt_kernels scalar_table = {
     .name = "scalar", .max = max_scalar, .exp_sum = exp_sum_scalar, .exp_store_sum = exp_store_sum_scalar,
     .scale = scale_scalar, .dot = dot_scalar, .axpy = axpy_scalar, .bias_act = bias_act_scalar,
     .top_k = top_k_scalar, .gemm_few_rows = gemm_few_rows_scalar, .add_norm = add_norm_scalar,
+    .dots = dots_scalar, .weighted_rows = weighted_rows_scalar,
 };
 
 int mt_kernels_cpu_has(int isa)

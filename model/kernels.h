@@ -49,6 +49,11 @@ typedef struct {
      * 1e-5 (PyTorch's default): the residual add and the norm in one pass over the row;
      * mean and variance summed in double */
     void (*add_norm)(float *x, const float *delta, int rows, int d, const float *gamma, const float *beta);
+    /* attention over n keys of len floats each (anywhere in memory, e.g. gathered cache
+     * slots): out[i] = q . keys[i] */
+    void (*dots)(const float *q, const float *const *keys, int n, int len, float *out);
+    /* out[0..len) = sum over i < n of w[i] * rows[i][0..len) */
+    void (*weighted_rows)(const float *w, const float *const *rows, int n, int len, float *out);
 } mt_kernels;
 
 /* Rows up to which the forward pass uses gemm_few_rows rather than OpenBLAS's sgemm,

@@ -243,10 +243,78 @@ static void add_norm_avx512(float *x, const float *delta, int rows, int d, const
     }
 }
 
+/* Sums of the 16 lanes of each of a[0..16), as one vector (element i: a[i]'s sum), in
+ * 4 rounds of pairwise adds: pairs of floats, of pairs, then of 128-bit lanes twice. */
+static inline __m512 sum16x16(__m512 a[16])
+{
+    __m512 b[8], c[4], d[2];
+    for (int i = 0; i < 8; i++)
+        b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; i++) {
+        __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+        c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+    }
+    for (int i = 0; i < 2; i++)
+        d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                         _mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/* Keys of up to 64 floats (a head): q stays in 4 registers, 16 keys share one reduction. */
+static void dots_avx512(const float *q, const float *const *keys, int n, int len, float *out)
+{
+    if (len > 64) {
+        for (int i = 0; i < n; i++)
+            out[i] = dot_avx512(q, keys[i], len);
+        return;
+    }
+    __m512 qv[4];
+    __mmask16 mk[4];
+    int parts = (len + 15) / 16;
+    for (int p = 0; p < parts; p++) {
+        mk[p] = tail_mask(len - 16 * p);
+        qv[p] = _mm512_maskz_loadu_ps(mk[p], q + 16 * p);
+    }
+    for (int i = 0; i < n; i += 16) {
+        int m = n - i < 16 ? n - i : 16;
+        __m512 acc[16];
+        for (int j = 0; j < 16; j++) {
+            acc[j] = _mm512_setzero_ps();
+            if (j < m)
+                for (int p = 0; p < parts; p++)
+                    acc[j] = _mm512_fmadd_ps(qv[p], _mm512_maskz_loadu_ps(mk[p], keys[i + j] + 16 * p), acc[j]);
+        }
+        _mm512_mask_storeu_ps(out + i, tail_mask(m), sum16x16(acc));
+    }
+}
+
+/* Rows of up to 64 floats: the sum stays in 4 registers over all n rows. */
+static void weighted_rows_avx512(const float *w, const float *const *rows, int n, int len, float *out)
+{
+    for (int c = 0; c < len; c += 64) {
+        __m512 acc[4];
+        __mmask16 mk[4];
+        int parts = len - c >= 64 ? 4 : (len - c + 15) / 16;
+        for (int p = 0; p < parts; p++) {
+            acc[p] = _mm512_setzero_ps();
+            mk[p] = tail_mask(len - c - 16 * p);
+        }
+        for (int i = 0; i < n; i++) {
+            __m512 f = _mm512_set1_ps(w[i]);
+            for (int p = 0; p < parts; p++)
+                acc[p] = _mm512_fmadd_ps(f, _mm512_maskz_loadu_ps(mk[p], rows[i] + c + 16 * p), acc[p]);
+        }
+        for (int p = 0; p < parts; p++)
+            _mm512_mask_storeu_ps(out + c + 16 * p, mk[p], acc[p]);
+    }
+}
+
 const mt_kernels mt_kernels_avx512 = {
     .name = "avx512", .max = max_avx512, .exp_sum = exp_sum_avx512, .exp_store_sum = exp_store_sum_avx512,
     .scale = scale_avx512, .dot = dot_avx512, .axpy = axpy_avx512, .bias_act = bias_act_avx512,
     .top_k = top_k_avx512, .gemm_few_rows = gemm_few_rows_avx512, .add_norm = add_norm_avx512,
+    .dots = dots_avx512, .weighted_rows = weighted_rows_avx512,
 };
 
 #if defined(__clang__)

@@ -123,7 +123,7 @@ mt_state *mt_state_create(const mt_model *model, int threads, char *err, size_t 
 /* Every scratch buffer of the state: they grow to the largest batch seen. */
 static size_t state_buffers(mt_state *st, mt_buf **bufs)
 {
-    mt_buf *all[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores,
+    mt_buf *all[] = {&st->enc_x, &st->enc_qkv, &st->enc_ctx, &st->enc_tmp, &st->enc_ffn, &st->att_scores, &st->att_rows,
                      &st->cross_kv, &st->src_off, &st->dec_x, &st->dec_qkv, &st->dec_ctx, &st->dec_tmp,
                      &st->dec_ffn, &st->logits, &st->self_k, &st->self_v, &st->hist[0], &st->hist[1],
                      &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,

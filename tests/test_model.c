@@ -970,6 +970,67 @@ START_TEST(bias_act_matches_scalar)
 }
 END_TEST
 
+static float det_value(unsigned *state, float scale)
+{
+    *state = *state * 1664525u + 1013904223u;
+    return ((float)(int)((*state >> 9) % 2001u) - 1000.0f) * scale;
+}
+
+/* Attention's gathered rows: q against n keys anywhere in memory (unaligned, in any
+ * order, some repeated) and the weighted sum of n value rows, for head sizes with tails,
+ * beyond the 64 floats kept in registers, and n across the 16-key groups. */
+START_TEST(attention_rows_match_double)
+{
+    static const int lens[] = {1, 7, 16, 33, 64, 100}, counts[] = {1, 5, 16, 17, 40};
+    enum { POOL = 50 * 101 + 1 };
+    static float pool[POOL], q[101], out[101 + GUARD], w[40], scores[40 + GUARD];
+    unsigned seed = 5u;
+    for (int i = 0; i < POOL; i++)
+        pool[i] = det_value(&seed, 1e-3f);
+    for (int i = 0; i < 101; i++)
+        q[i] = det_value(&seed, 2e-3f);
+    for (int isa = 0; isa < MT_ISA_COUNT; isa++) {
+        const mt_kernels *k = mt_kernels_get(isa);
+        if (!k)
+            continue;
+        for (size_t li = 0; li < sizeof lens / sizeof *lens; li++)
+            for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+                int len = lens[li], n = counts[ci];
+                const float *rows[40];
+                for (int i = 0; i < n; i++) {
+                    rows[i] = pool + 1 + (size_t)((i * 37) % 49) * 101 + (size_t)(i % 3); /* unaligned, repeats */
+                    w[i] = det_value(&seed, 1e-3f);
+                }
+                for (int i = 0; i < 40 + GUARD; i++)
+                    scores[i] = guard_value;
+                for (int i = 0; i < 101 + GUARD; i++)
+                    out[i] = guard_value;
+                k->dots(q, rows, n, len, scores);
+                k->weighted_rows(w, rows, n, len, out);
+                for (int i = 0; i < n; i++) {
+                    double want = 0.0, mag = 0.0;
+                    for (int c = 0; c < len; c++) {
+                        want += (double)q[c] * rows[i][c];
+                        mag += fabs((double)q[c] * rows[i][c]);
+                    }
+                    ck_assert_msg(fabs(scores[i] - want) <= 1e-6 * mag + 1e-12, "%s dots len %d n %d [%d]: %g vs %g",
+                                  k->name, len, n, i, (double)scores[i], want);
+                }
+                for (int c = 0; c < len; c++) {
+                    double want = 0.0, mag = 0.0;
+                    for (int i = 0; i < n; i++) {
+                        want += (double)w[i] * rows[i][c];
+                        mag += fabs((double)w[i] * rows[i][c]);
+                    }
+                    ck_assert_msg(fabs(out[c] - want) <= 1e-6 * mag + 1e-12, "%s weighted_rows len %d n %d [%d]",
+                                  k->name, len, n, c);
+                }
+                ck_assert_msg(scores[n] == guard_value && out[len] == guard_value, "%s wrote past the end", k->name);
+            }
+    }
+}
+END_TEST
+
 /* residual + LayerNorm: every path within float rounding of a double-precision LayerNorm
  * on widths with tails (1 is all mean: the output is beta), rows left untouched outside d. */
 START_TEST(add_norm_matches_double)
@@ -1165,12 +1226,6 @@ static void assert_fast_impl(mt_compute_type type, const char *impl)
     if (type == MT_COMPUTE_INT8)
         ck_assert_msg(strstr(impl, "vnni") || strstr(impl, "amx"), "int8 runs on '%s' (no VNNI: pairs saturate)",
                       impl);
-}
-
-static float det_value(unsigned *state, float scale)
-{
-    *state = *state * 1664525u + 1013904223u;
-    return ((float)(int)((*state >> 9) % 2001u) - 1000.0f) * scale;
 }
 
 /* act(x . w^T + b) against a double-precision reference on odd shapes: 1 row, 130 and
@@ -1572,6 +1627,7 @@ static Suite *model_suite(void)
     tcase_add_test(kern, kernels_match_scalar);
     tcase_add_test(kern, gemm_few_rows_matches_double);
     tcase_add_test(kern, add_norm_matches_double);
+    tcase_add_test(kern, attention_rows_match_double);
     tcase_add_test(kern, bias_act_matches_scalar);
     tcase_add_test(kern, top_k_matches_scalar_with_ties);
     tcase_add_test(kern, kernel_choice_respects_cpu_and_override);
