@@ -19,7 +19,7 @@ For each model:
     (source, prefix) pairs; encoder outputs and logits must agree within 1e-4;
   * search: mt-translate and the reference on 50 Multi30k test sentences (text
     in, ids out; an empty line included) and on random id inputs, greedy and
-    beam 4, n-best 3 (scores within 1e-4; an empty line gives 3 empty entries),
+    beam 4 (beam 4 also on the plain path, MT_KERNELS=scalar), n-best 3 (scores within 1e-4; an empty line gives 3 empty entries),
     length penalty 0.6, --max-length 7 and --max-length-factor 1.5: generated
     ids must be identical.
 
@@ -109,12 +109,12 @@ class EngineVsReference:
                       "the engine-vs-reference checks need it")
         return path
 
-    def run_engine(self, args, lines):
+    def run_engine(self, args, lines, env=None):
         """mt-translate's stdout lines for `lines` on stdin."""
         exe = self.program("cli/mt-translate")
         proc = subprocess.run([exe, "--model", self.model_dir, "--threads", C_THREADS] + args,
                               input="".join(line + "\n" for line in lines), capture_output=True,
-                              text=True, timeout=RUN_TIMEOUT)
+                              text=True, timeout=RUN_TIMEOUT, env=env)
         self.assertEqual(proc.returncode, 0, f"mt-translate {' '.join(args)} failed:\n{proc.stderr}")
         return proc.stdout.splitlines()
 
@@ -168,7 +168,7 @@ class EngineVsReference:
 
     # ---- search --------------------------------------------------------------
 
-    def compare(self, args, lines):
+    def compare(self, args, lines, env=None):
         """Runs both sides with `args` on `lines` and checks the outputs line by line.
 
         With --n-best, each line's hypotheses must have the same ids and scores
@@ -178,7 +178,7 @@ class EngineVsReference:
         self.program("cli/mt-translate")
         ref_args = reference.parse_args(["--model", self.model_dir] + args)
         ref_out, margins = self.ref.translate(lines, ref_args)
-        got = self.run_engine(args, lines)
+        got = self.run_engine(args, lines, env)
         n_best = ref_args.n_best > 1
         got_groups = self.group_nbest(got, len(lines)) if n_best else [[g] for g in got]
         if not n_best:
@@ -230,6 +230,11 @@ class EngineVsReference:
 
     def test_beam_text(self):
         self.compare(["--beam", "4", "--output", "ids"], self.text_lines)
+
+    def test_beam_text_plain_path(self):
+        """The plain float32 path (MT_KERNELS=scalar: OpenBLAS and the scalar kernels,
+        where the default runs oneDNN on packed weights and the AVX-512 kernels)."""
+        self.compare(["--beam", "4", "--output", "ids"], self.text_lines, dict(os.environ, MT_KERNELS="scalar"))
 
     def test_ids_input(self):
         for beam in ("1", "4"):
