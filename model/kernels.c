@@ -177,30 +177,35 @@ static const mt_kernels scalar_table = {
 
 int mt_kernels_cpu_has(int isa)
 {
+    __builtin_cpu_init();
     if (isa == MT_ISA_SCALAR)
         return 1;
-    if (isa == MT_ISA_AVX512) {
-        __builtin_cpu_init();
+    if (isa == MT_ISA_AVX2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (isa == MT_ISA_AVX512)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-    }
     return 0;
 }
 
+static const mt_kernels *const tables[MT_ISA_COUNT] = {&scalar_table, &mt_kernels_avx2, &mt_kernels_avx512};
+
 const mt_kernels *mt_kernels_get(int isa)
 {
-    if (!mt_kernels_cpu_has(isa))
+    if (isa < 0 || isa >= MT_ISA_COUNT || !mt_kernels_cpu_has(isa))
         return NULL;
-    return isa == MT_ISA_AVX512 ? &mt_kernels_avx512 : &scalar_table;
+    return tables[isa];
 }
 
 const mt_kernels *mt_kernels_select(void)
 {
     const char *want = getenv("MT_KERNELS");
-    if (want && !strcmp(want, "scalar"))
-        return &scalar_table;
-    for (int isa = MT_ISA_COUNT - 1; isa > MT_ISA_SCALAR; isa--)
+    int top = MT_ISA_COUNT - 1;
+    for (int isa = 0; want && isa < MT_ISA_COUNT; isa++)
+        if (!strcmp(want, tables[isa]->name))
+            top = isa;
+    for (int isa = top; isa > MT_ISA_SCALAR; isa--)
         if (mt_kernels_cpu_has(isa))
-            return mt_kernels_get(isa);
+            return tables[isa];
     return &scalar_table;
 }

@@ -4,15 +4,15 @@
  *
  * Thread-safety: the tables are constant; every kernel works only on its arguments.
  *
- * Selection: mt_kernels_select() honours MT_KERNELS=scalar|avx512|auto (default auto) so
- * tests and users can force the fallback; asking for a path the CPU lacks gives the best
- * one it has. The model picks its table once at load. */
+ * Selection: mt_kernels_select() honours MT_KERNELS=scalar|avx2|avx512|auto (default auto)
+ * so tests and users can force a fallback; asking for a path the CPU lacks gives the best
+ * one below it that the CPU has. The model picks its table once at load. */
 #ifndef MT_KERNELS_H
 #define MT_KERNELS_H
 
 #include <stddef.h>
 
-enum { MT_ISA_SCALAR, MT_ISA_AVX512, MT_ISA_COUNT };
+enum { MT_ISA_SCALAR, MT_ISA_AVX2, MT_ISA_AVX512, MT_ISA_COUNT };
 
 /* One search candidate: a hypothesis row extended by a token, with its total score. */
 typedef struct {
@@ -21,7 +21,7 @@ typedef struct {
 } mt_candidate;
 
 typedef struct {
-    const char *name; /* "scalar", "avx512" */
+    const char *name; /* "scalar", "avx2", "avx512" */
     /* max of x[0..n), n >= 1 */
     float (*max)(const float *x, int n);
     /* sum of exp(x[i] - shift) over i < n, for x[i] <= shift (nothing stored) */
@@ -75,7 +75,7 @@ void mt_keep_best(mt_candidate *best, int *n, int k, mt_candidate c);
 float mt_exp_nonpositive(float x);
 float mt_activation(float v, int act);
 
-/* The vectorised table (kernels_avx512.c). */
-extern const mt_kernels mt_kernels_avx512;
+/* The vectorised tables (kernels_avx2.c, kernels_avx512.c). */
+extern const mt_kernels mt_kernels_avx2, mt_kernels_avx512;
 
 #endif

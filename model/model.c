@@ -828,7 +828,7 @@ static int setup_compute(mt_model *m, mt_compute_type asked, char *err, size_t e
         bytes += mt_packed_bytes(m->packs[i]);
     mt_format(m->compute_detail, sizeof m->compute_detail, "%s: oneDNN %s %s, %.1f MiB packed, %s epilogue%s",
               mt_compute_type_name(m->compute), mt_packed_library_version(), impl, (double)bytes / 1048576.0,
-              m->kern->name, note);
+              mt_packed_kernels_for(m->kern) == &mt_packed_kernels_avx512 ? "avx512" : "scalar", note);
     return 0;
 }
 

@@ -1177,7 +1177,12 @@ START_TEST(kernel_choice_respects_cpu_and_override)
     ck_assert_str_eq(mt_kernels_select()->name, "scalar");
     setenv("MT_KERNELS", "avx512", 1);
     k = mt_kernels_select();
-    ck_assert_str_eq(k->name, mt_kernels_cpu_has(MT_ISA_AVX512) ? "avx512" : "scalar");
+    ck_assert_str_eq(k->name, mt_kernels_cpu_has(MT_ISA_AVX512) ? "avx512"
+                              : mt_kernels_cpu_has(MT_ISA_AVX2) ? "avx2" : "scalar");
+    setenv("MT_KERNELS", "avx2", 1); /* never above what is asked, even on an AVX-512 CPU */
+    ck_assert_str_eq(mt_kernels_select()->name, mt_kernels_cpu_has(MT_ISA_AVX2) ? "avx2" : "scalar");
+    ck_assert_int_eq(mt_kernels_cpu_has(MT_ISA_AVX2), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+    ck_assert_ptr_null(mt_kernels_get(MT_ISA_COUNT));
     unsetenv("MT_KERNELS");
 }
 END_TEST
