@@ -390,6 +390,7 @@ struct mt_packed_ctx {
     dnnl_stream_t *streams;          /* per slot */
     mt_buf *dst, *pad;               /* per slot: block output, scratchpad */
     mt_buf act, act_scale;           /* the converted activations, row scales (int8) */
+    char slow[64];                   /* the first primitive created that is not brgemm, or "" */
 };
 
 mt_packed_ctx *mt_packed_ctx_create(char *err, size_t errlen)
@@ -504,6 +505,8 @@ static prim_entry *get_entry(mt_packed_ctx *c, mt_compute_type t, int rows, int 
                          mt_packed_library_version(), mt_compute_type_name(t), rows, k, k, cols), NULL;
     }
     snprintf(e->impl, sizeof e->impl, "%s", pd_impl(pd));
+    if (!fast_impl(t, e->impl) && !c->slow[0])
+        snprintf(c->slow, sizeof c->slow, "%s", e->impl);
     e->src_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     e->wei_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     e->dst_md = *dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -735,6 +738,8 @@ const char *mt_packed_impl(mt_packed_ctx *c, const mt_packed *p, int rows, char 
     prim_entry *e = get_entry(c, p->type, rows, p->k, p->nb, &p->md[0], err, errlen);
     return e ? e->impl : NULL;
 }
+
+const char *mt_packed_slow_impl(const mt_packed_ctx *c) { return c->slow[0] ? c->slow : NULL; }
 
 /* ---- measuring, for compute type auto ---- */
 

@@ -68,6 +68,10 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
  * primitive if needed), e.g. "brg:avx512_core_bf16"; NULL with a message on failure. */
 const char *mt_packed_impl(mt_packed_ctx *c, const mt_packed *p, int rows, char *err, size_t errlen);
 
+/* The oneDNN implementation of the first primitive this ctx created that is not a fast
+ * brgemm kernel (a silent fallback to gemm:jit or ref), or NULL when there was none. */
+const char *mt_packed_slow_impl(const mt_packed_ctx *c);
+
 /* Seconds one thread takes for `count[i]` products of rows x k[i] by k[i] x n[i] in
  * `type` (FLOAT32: the OpenBLAS path), on synthetic weights, best of `reps`; < 0 with a
  * message on failure. Used by compute type `auto`. */

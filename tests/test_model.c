@@ -1335,6 +1335,9 @@ START_TEST(packed_products_match_double_reference)
                 static const int impl_rows[] = {1, 4, 7, 64, 128};
                 for (size_t i = 0; i < sizeof impl_rows / sizeof *impl_rows; i++)
                     assert_fast_impl(t, mt_packed_impl(c, p, impl_rows[i], err, sizeof err));
+                /* and every primitive the products above used (fused bias / relu included) */
+                ck_assert_msg(mt_packed_slow_impl(c) == NULL, "%s %dx%d used '%s'", mt_compute_type_name(t), n, k,
+                              mt_packed_slow_impl(c));
                 mt_packed_ctx_free(c);
                 mt_packed_free(p);
                 free(w);
