@@ -16,13 +16,17 @@
 #   --out DIR       write DIR/<pair> instead of models/<pair>
 #   --seed N        corpus shuffling, vocabulary sample and initialisation (default 1)
 #   --pairs "en-de de-en"   which directions
+#   --multi30k-times N   copies of Multi30k in the mixture (default 3); a continued run
+#                   may weigh the captions more to win back their test BLEU (runs/data-m30kN)
+#   --threads N     threads of each direction's trainer (default 1; 2 when training one
+#                   direction on two cores)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
 # runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
 # is rewritten at every checkpoint; rerun with the same options plus RESUME=1 to resume
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k=3 threads=1
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -31,13 +35,23 @@ while [ $# -gt 0 ]; do
     --continue-from) cont=1; from=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
+    --multi30k-times) m30k=$2; shift 2 ;;
+    --threads) threads=$2; shift 2 ;;
     *) sed -n '2,25p' "$0" >&2; exit 2 ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
 data=runs/data
-if [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
-  /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed"
+[ "$m30k" = 3 ] || data=runs/data-m30k$m30k
+if [ "$cont" = 1 ]; then
+  # A continued run tokenizes with its model's own vocabulary: no new one is trained.
+  if [ ! -f "$data/train.en.gz" ]; then
+    /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
+        --multi30k-times "$m30k" --skip-vocab
+  fi
+elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
+  /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
+      --multi30k-times "$m30k"
 fi
 export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
        MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
@@ -56,7 +70,7 @@ for pair in $pairs; do
       --out "$out/$pair" --run-dir "runs/$pair" "${extra[@]}" \
       --d-model 256 --layers 3 --heads 4 --ffn 1024 --max-tokens 4096 --lr 1e-3 \
       --epochs 100 --time-budget-min "$minutes" --checkpoint-min 12 --average 4 --keep 3 \
-      --threads 1 --bf16 --seed "$seed" --log-every 100 >> "runs/$pair/train.log" 2>&1 &
+      --threads "$threads" --bf16 --seed "$seed" --log-every 100 >> "runs/$pair/train.log" 2>&1 &
   pids+=($!)
 done
 status=0

@@ -64,6 +64,8 @@ def main():
     p.add_argument("--vocab-size", type=int, default=16000)
     p.add_argument("--spm-sentences", type=int, default=1500000,
                    help="distinct sentences sampled (seeded) for vocabulary training")
+    p.add_argument("--skip-vocab", action="store_true",
+                   help="write no vocabulary (a continued run keeps its model's own)")
     args = p.parse_args()
     data = os.path.join(args.shared, "data")
     rng = random.Random(args.seed)
@@ -110,6 +112,9 @@ def main():
         json.dump({"seed": args.seed, "corpora": counts, "train_pairs": len(mixture),
                    "valid_pairs": len(valid), "spm_sentences": len(texts)}, f, indent=2)
         f.write("\n")
+    if args.skip_vocab:
+        print(json.dumps(counts), len(mixture), "pairs;", len(valid), "valid; no vocabulary")
+        return
     spm.SentencePieceTrainer.train(
         input=os.path.join(args.out, "spm.txt"), model_prefix=os.path.join(args.out, "spm"),
         vocab_size=args.vocab_size, model_type="unigram", character_coverage=1.0, bos_id=-1,
