@@ -82,6 +82,8 @@ typedef struct {
 /* Per-sentence decoding bookkeeping during one mt_translate_ids call. */
 typedef struct mt_sentence mt_sentence;
 
+enum { MT_SPLIT_MAX = 16, MT_SPLIT_MIN_DEFAULT = 1 };
+
 struct mt_state {
     const mt_model *model;
     mt_pool *pool;              /* the pool products are split on (shared or own_pool) */
@@ -116,6 +118,12 @@ struct mt_state {
      * failed packed product is recorded here and reported by the forward call */
     struct mt_packed_ctx *packed;
     int packed_failed;
+    /* A batch of at least split_min sentences per thread is searched as one part per
+     * thread on one-thread states of its own (search.c: split_parts) */
+    int split_min;
+    int n_split;
+    struct mt_state *split[MT_SPLIT_MAX];
+    mt_buf split_scratch;
 };
 
 

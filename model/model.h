@@ -139,9 +139,12 @@ typedef struct mt_pool mt_pool;
 mt_pool *mt_pool_create(int helpers);
 void mt_pool_free(mt_pool *pool);
 
-/* Creates a worker state whose products are split into `threads` tasks. With a pool the
+/* Creates a worker state whose work is split into `threads` tasks. With a pool the
  * tasks run on the calling thread and the pool's free helpers (borrowed: it must outlive
- * the state); with pool NULL the state starts threads - 1 helpers of its own. */
+ * the state); with pool NULL the state starts threads - 1 helpers of its own. A batch of
+ * at least `threads` sentences is split by sentence (each thread searches its share, on
+ * one-thread states the state owns; results are the same); a smaller one by product.
+ * MT_SPLIT_MIN=N (environment, read here) asks N sentences per share, 0 never splits. */
 mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, char *err,
                              size_t errlen);
 /* mt_state_create_in(model, NULL, threads, ...). */

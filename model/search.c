@@ -13,6 +13,7 @@
  *   (earlier-finished first on ties), are the n-best list.
  * The beam shrinks as hypotheses finish (as in Marian), so finished work stops costing. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,10 @@ mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, 
     st->model = model;
     st->threads = threads;
     st->pool = pool;
+    st->split_min = MT_SPLIT_MIN_DEFAULT;
+    const char *env = getenv("MT_SPLIT_MIN"); /* measurement: 0 never splits */
+    if (env && *env)
+        st->split_min = atoi(env);
     if (!pool && threads > 1) {
         st->pool = st->own_pool = mt_pool_create(threads - 1);
         if (!st->pool) {
@@ -129,7 +134,7 @@ static size_t state_buffers(mt_state *st, mt_buf **bufs)
                      &st->toks[0], &st->toks[1], &st->rows, &st->next_rows, &st->cand, &st->sentences,
                      &st->fin_ids, &st->fin, &st->n_cand,
                      &st->attn, &st->ahist[0], &st->ahist[1], &st->shist[0], &st->shist[1],
-                     &st->fin_align, &st->fin_scores, &st->sample_scratch};
+                     &st->fin_align, &st->fin_scores, &st->sample_scratch, &st->split_scratch};
     size_t n = sizeof all / sizeof *all;
     memcpy(bufs, all, sizeof all);
     return n;
@@ -138,20 +143,25 @@ static size_t state_buffers(mt_state *st, mt_buf **bufs)
 size_t mt_state_trim(mt_state *st, size_t keep)
 {
     mt_buf *bufs[64];
-    size_t n = state_buffers(st, bufs), held = 0;
+    size_t n = state_buffers(st, bufs), held = 0, freed = 0;
     for (size_t i = 0; i < n; i++)
         held += bufs[i]->cap;
+    for (int p = 0; p < st->n_split; p++)
+        freed += mt_state_trim(st->split[p], keep / (size_t)(st->n_split + 1));
     if (held <= keep)
-        return 0;
+        return freed;
     for (size_t i = 0; i < n; i++)
         mt_buf_release(bufs[i]);
-    return held;
+    return held + freed;
 }
 
 void mt_state_free(mt_state *st)
 {
     if (!st)
         return;
+    for (int p = 0; p < st->n_split; p++)
+        mt_state_free(st->split[p]);
+    st->n_split = 0;
     mt_pool_free(st->own_pool);
     mt_packed_ctx_free(st->packed);
     mt_state_trim(st, 0);
@@ -393,19 +403,12 @@ static void collect_results(search_run *sr, int n, mt_result *results)
     }
 }
 
-int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
-                     const int *lens, mt_result *results)
+/* One batch on one state: every product split into st->threads tasks. */
+static int search_batch(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
+                        const int *lens, mt_result *results)
 {
     const mt_model *m = st->model;
     const mt_model_info *in = &m->info;
-    st->error[0] = 0;
-    if (n < 0 || o->beam_size < 1 || o->beam_size > 256 || o->n_best < 1 || o->n_best > o->beam_size ||
-        o->max_length < 1)
-        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
-    if (mt_decode_opts_check(in, o, n, st->error, sizeof st->error))
-        return MT_ERR_INVALID;
-    if (n == 0)
-        return MT_OK;
     float *kv;
     int max_src, rc = prepare_sources(st, n, src, lens, &kv, &max_src);
     if (rc)
@@ -467,6 +470,135 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     }
     collect_results(&sr, n, results);
     return MT_OK;
+}
+
+/* A batch split across threads: part p holds the sentences p, p + parts, ... (a batch
+ * sorted by length gives each part the same mix), with the options that are per
+ * sentence (prefixes, sample indices, cancellation) renumbered to the part's order. */
+typedef struct {
+    int first;                   /* the part's sentences are first, first + parts, ... */
+    int n;
+    const int32_t **src;
+    int *lens;
+    uint64_t *index;
+    const int32_t **prefix;
+    int *prefix_len;
+    mt_result *results;
+} split_part;
+
+typedef struct {
+    mt_state **states;           /* one one-thread state per part */
+    const mt_search_options *o;
+    split_part *parts;
+    int n_parts;
+    int rc[MT_SPLIT_MAX];
+} split_job;
+
+typedef struct {
+    const mt_search_options *o;
+    const split_part *part;
+    int parts;
+} split_cancel_ctx;
+
+static int split_cancel(void *user, int index)
+{
+    const split_cancel_ctx *c = user;
+    return c->o->cancel(c->o->cancel_user, c->part->first + index * c->parts);
+}
+
+static void split_task(void *p, int task, int n_tasks)
+{
+    (void)n_tasks;
+    split_job *j = p;
+    split_part *part = &j->parts[task];
+    mt_search_options o = *j->o;
+    split_cancel_ctx cc = {j->o, part, j->n_parts};
+    o.sentence_index = part->index;
+    o.target_prefix = j->o->target_prefix ? part->prefix : NULL;
+    o.target_prefix_len = j->o->target_prefix ? part->prefix_len : NULL;
+    if (j->o->cancel) {
+        o.cancel = split_cancel;
+        o.cancel_user = &cc;
+    }
+    j->rc[task] = search_batch(j->states[task], &o, part->n, part->src, part->lens, part->results);
+}
+
+/* Whether a batch of n sentences runs faster as one part per thread, each searched on
+ * one core with no synchronisation between them, than as one batch whose products are
+ * split: a decoding step of a small model is too short to split well (products of a few
+ * dozen rows, then the log-softmax, top-k and beam bookkeeping on one thread), so two
+ * cores on halves of the batch do about 1.5 times the work of two cores on the whole. */
+static int split_parts(const mt_state *st, int n)
+{
+    if (st->threads < 2 || st->split_min <= 0 || n < st->split_min * 2)
+        return 0;
+    int parts = st->threads < MT_SPLIT_MAX ? st->threads : MT_SPLIT_MAX;
+    while (parts > 1 && n < st->split_min * parts)
+        parts--;
+    return parts;
+}
+
+static int search_split(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
+                        const int *lens, mt_result *results, int parts)
+{
+    char err[200];
+    for (int p = st->n_split; p < parts; p++) {
+        if (!(st->split[p] = mt_state_create_in(st->model, NULL, 1, err, sizeof err)))
+            return fail(st, MT_ERR_NOMEM, "out of memory for a batch split across threads");
+        st->split[p]->split_min = 0;
+        st->n_split = p + 1;
+    }
+    size_t per = sizeof(const int32_t *) * 2 + sizeof(int) * 2 + sizeof(uint64_t) + sizeof(mt_result);
+    unsigned char *mem = mt_buf_reserve(&st->split_scratch, per * (size_t)n + sizeof(split_part) * (size_t)parts);
+    if (!mem)
+        return fail(st, MT_ERR_NOMEM, "out of memory for a batch split across threads");
+    split_part *part = (split_part *)mem;
+    const int32_t **src_at = (const int32_t **)(part + parts), **prefix_at = src_at + n;
+    mt_result *res_at = (mt_result *)(prefix_at + n);
+    uint64_t *index_at = (uint64_t *)(res_at + n);
+    int *lens_at = (int *)(index_at + n), *plen_at = lens_at + n;
+    int at = 0;
+    for (int p = 0; p < parts; p++) {
+        split_part *q = &part[p];
+        *q = (split_part){.first = p, .n = 0, .src = src_at + at, .lens = lens_at + at, .index = index_at + at,
+                          .prefix = prefix_at + at, .prefix_len = plen_at + at, .results = res_at + at};
+        for (int s = p; s < n; s += parts, q->n++) {
+            q->src[q->n] = src[s];
+            q->lens[q->n] = lens[s];
+            q->index[q->n] = o->sentence_index ? o->sentence_index[s] : (uint64_t)s;
+            q->prefix[q->n] = o->target_prefix ? o->target_prefix[s] : NULL;
+            q->prefix_len[q->n] = o->target_prefix && o->target_prefix_len ? o->target_prefix_len[s] : 0;
+        }
+        at += q->n;
+    }
+    split_job job = {.states = st->split, .o = o, .parts = part, .n_parts = parts};
+    mt_pool_run(st->pool, split_task, &job, parts);
+    for (int p = 0; p < parts; p++) {
+        if (job.rc[p]) {
+            snprintf(st->error, sizeof st->error, "%s", mt_state_error(st->split[p]));
+            return job.rc[p];
+        }
+        for (int i = 0; i < part[p].n; i++)
+            results[p + i * parts] = part[p].results[i];
+    }
+    return MT_OK;
+}
+
+int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int32_t *const *src,
+                     const int *lens, mt_result *results)
+{
+    st->error[0] = 0;
+    if (n < 0 || o->beam_size < 1 || o->beam_size > 256 || o->n_best < 1 || o->n_best > o->beam_size ||
+        o->max_length < 1)
+        return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
+    if (mt_decode_opts_check(&st->model->info, o, n, st->error, sizeof st->error))
+        return MT_ERR_INVALID;
+    if (n == 0)
+        return MT_OK;
+    int parts = split_parts(st, n);
+    if (parts > 1)
+        return search_split(st, o, n, src, lens, results, parts);
+    return search_batch(st, o, n, src, lens, results);
 }
 
 int mt_encode_one(mt_state *st, const int32_t *src, int src_len, float *out)

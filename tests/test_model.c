@@ -508,6 +508,85 @@ START_TEST(batch_and_thread_count_do_not_change_results)
 }
 END_TEST
 
+/* A batch split across threads (one part per thread, each on a one-thread state) gives
+ * what the unsplit batch gives on one thread and on two: the same hypotheses, scores and
+ * token scores, target prefixes and samples still those of each sentence's own index, and
+ * a cancelled sentence is the one asked for, for odd part sizes and three parts too. */
+static int cancel_fourth(void *user, int index)
+{
+    (void)user;
+    return index == 3;
+}
+
+static void search_all(int threads, const char *split_min, const mt_search_options *o, int n,
+                       char out[][2048])
+{
+    tiny_model_spec s = tiny_model_default();
+    char err[512];
+    setenv("MT_SPLIT_MIN", split_min, 1);
+    mt_model *m = mt_model_load(write_model("split", &s), err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    mt_state *st = mt_state_create(m, threads, err, sizeof err);
+    unsetenv("MT_SPLIT_MIN");
+    ck_assert_ptr_nonnull(st);
+    const int32_t *src[12];
+    int lens[12];
+    for (int i = 0; i < n; i++)
+        src[i] = sources[i % 6], lens[i] = source_lens[i % 6];
+    mt_result r[12];
+    ck_assert_int_eq(mt_translate_ids(st, o, n, src, lens, r), 0);
+    for (int i = 0; i < n; i++) {
+        size_t at = (size_t)snprintf(out[i], 2048, "status %d:", r[i].status);
+        for (int k = 0; k < r[i].n_hyps; k++) {
+            char ids[512];
+            ids_text(&r[i].hyps[k], ids, sizeof ids);
+            at += (size_t)snprintf(out[i] + at, 2048 - at, " [%s] %.6f", ids, r[i].hyps[k].score);
+            for (int t = 0; r[i].hyps[k].token_scores && t <= r[i].hyps[k].length; t++)
+                at += (size_t)snprintf(out[i] + at, 2048 - at, " %.5f", r[i].hyps[k].token_scores[t]);
+        }
+    }
+    mt_state_free(st);
+    mt_model_free(m);
+}
+
+START_TEST(split_batch_matches_unsplit)
+{
+    static char one[12][2048], whole[12][2048], split[12][2048];
+    static const int32_t prefix_a[] = {7, 8}, prefix_b[] = {11};
+    const int32_t *prefixes[12] = {prefix_a, NULL, prefix_b, NULL, NULL, prefix_a, NULL, prefix_b};
+    int prefix_lens[12] = {2, 0, 1, 0, 0, 2, 0, 1};
+    for (int setting = 0; setting < 4; setting++) {
+        tiny_model_spec s = tiny_model_default();
+        char err[512];
+        mt_model *m = mt_model_load(write_model("split", &s), err, sizeof err);
+        ck_assert_msg(m != NULL, "%s", err);
+        mt_search_options o;
+        mt_search_options_default(m, &o);
+        mt_model_free(m);
+        int n = 7, threads = 2;
+        if (setting == 0) { /* beam 4, 2-best, scores, prefixes, 7 sentences: parts of 4 and 3 */
+            o.beam_size = 4, o.n_best = 2, o.return_scores = 1;
+            o.target_prefix = prefixes, o.target_prefix_len = prefix_lens;
+        } else if (setting == 1) { /* sampling by batch position: the index travels with the part */
+            o.beam_size = 1, o.sampling_topk = 0, o.seed = 1234, o.return_scores = 1;
+        } else if (setting == 2) { /* the fourth sentence cancelled, whichever part holds it */
+            o.beam_size = 3, o.cancel = cancel_fourth;
+        } else { /* three threads, 12 sentences: three parts */
+            o.beam_size = 4, n = 12, threads = 3;
+        }
+        search_all(1, "1", &o, n, one);
+        search_all(threads, "0", &o, n, whole);
+        search_all(threads, "1", &o, n, split);
+        for (int i = 0; i < n; i++) {
+            ck_assert_str_eq(one[i], whole[i]);
+            ck_assert_str_eq(one[i], split[i]);
+            ck_assert_msg(strncmp(split[i], setting == 2 && i == 3 ? "status -3:" : "status 0: [", 10) == 0,
+                          "setting %d sentence %d: %s", setting, i, split[i]);
+        }
+    }
+}
+END_TEST
+
 /* One pool driven by several threads at once, with states of two different models (as
  * the server's workers do): every result equals the one computed on a lone thread. The
  * model is wide enough (vocabulary 600 >= 512 columns) that products really split. */
@@ -572,9 +651,11 @@ START_TEST(shared_pool_serves_states_of_two_models_at_once)
     ck_assert_ptr_nonnull(pool);
     pool_driver drivers[4];
     pthread_t threads[4];
-    for (int t = 0; t < 4; t++) {
+    for (int t = 0; t < 4; t++) { /* two states split their batches, two split their products */
         drivers[t] = (pool_driver){.model = models[t % 2], .rounds = 8};
+        setenv("MT_SPLIT_MIN", t < 2 ? "1" : "0", 1);
         drivers[t].state = mt_state_create_in(models[t % 2], pool, 3, err, sizeof err);
+        unsetenv("MT_SPLIT_MIN");
         ck_assert_ptr_nonnull(drivers[t].state);
         for (int i = 0; i < 6; i++)
             drivers[t].expect[i] = expect[t % 2][i];
@@ -1622,6 +1703,7 @@ static Suite *model_suite(void)
     TCase *search = tcase_create("search");
     tcase_add_checked_fixture(search, make_root, remove_root);
     tcase_add_test(search, batch_and_thread_count_do_not_change_results);
+    tcase_add_test(search, split_batch_matches_unsplit);
     tcase_add_test(search, n_best_is_sorted_and_within_limits);
     tcase_add_test(search, trimmed_state_searches_the_same);
     tcase_add_test(search, shared_pool_serves_states_of_two_models_at_once);
