@@ -30,7 +30,7 @@ of CT2's float32 and int8 times to each engine's (> 1: faster than that CT2 type
 our best against CT2's best. A PNG chart of tokens/s per engine and setting is written
 with matplotlib when it is installed.
 
-Models: en-de and de-en are the bundled ones (text input from Multi30k test_2016_flickr);
+Models: en-de and de-en are the bundled ones (LABEL=DIR names any other model directory) (text input from Multi30k test_2016_flickr);
 base is a random transformer-base-size model (bench/make_base_model.py, made once into
 --cache) fed the same English text, decoding capped at 64 steps (63 for CT2, which does
 not count </s>).
@@ -122,7 +122,9 @@ def prepare_models(args):
                 subprocess.run([PY, os.path.join(ROOT, "bench", "make_base_model.py"), src], check=True)
             cap = 64
         else:
-            src = os.path.join(ROOT, "models", name)
+            # NAME is a bundled model (models/NAME); LABEL=DIR any other model directory
+            name, _, src = name.partition("=")
+            src = os.path.abspath(src) if src else os.path.join(ROOT, "models", name)
             cap = None
             for fn in ("generation_config.json", "config.json"):
                 path = os.path.join(src, fn)
@@ -249,7 +251,7 @@ def main():
     rows = []
     one_worker = {}
     for name in models:
-        lang = "de" if name == "de-en" else "en"
+        lang = "de" if name.endswith("de-en") else "en"
         with gzip.open(os.path.join(SHARED, "data", "multi30k", "test_2016_flickr.%s.gz" % lang), "rt",
                        encoding="utf-8") as f:
             text = [line.rstrip("\n") for line in f]
