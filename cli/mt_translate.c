@@ -31,7 +31,7 @@ static void usage(FILE *f)
             "  --max-length N          at most N decoding steps, eos included (default: the model's, else 256)\n"
             "  --max-length-factor F   also at most F * source length + 10 steps (default 0: off)\n"
             "  --n-best N              print N hypotheses per line as 'INDEX ||| text ||| score'\n"
-            "  --threads N             threads for the matrix products, per worker (default 1)\n"
+            "  --threads N             compute threads of each worker (default 1)\n"
             "  --workers N             translation worker threads, each running batches (default 1)\n"
             "  --sentence-cache-mb N   answer repeated sentences from an LRU cache of N MiB (default 0: off)\n"
             "  --batch-size N          sentences per batch (default 32)\n"

@@ -75,7 +75,7 @@ static const setting SETTINGS[] = {
      "translation worker threads (0: one per CPU / threads_per_worker)"},
     {"workers", "threads_per_worker", "--threads-per-worker", "--threads",
      "MT_THREADS_PER_WORKER", "N", K_INT, OFF(threads_per_worker), 1, 256,
-     "BLAS threads used by each worker"},
+     "compute threads of each worker (a batch is split by sentence, one sentence by product)"},
     {"workers", "queue_capacity", "--queue-capacity", NULL, "MT_QUEUE_CAPACITY", "N", K_INT,
      OFF(queue_capacity), 1, 1000000, "translate requests admitted at once; beyond: 503"},
     {"workers", "sentence_cache_mb", "--sentence-cache-mb", NULL, "MT_SENTENCE_CACHE_MB", "MB",
