@@ -142,6 +142,13 @@ class TrainSmoke(unittest.TestCase):
         self.assertIn("batch 7 step 7", log)
         third = json.load(open(os.path.join(out, "training.json")))
         self.assertEqual(third["steps"], first["steps"] + 9)
+        # Another run in the same run directory starts clean: the earlier run's snapshots
+        # are not averaged into its selection.
+        log = self.run_train(["--init-from", self.model_dir, "--warmup", "5", "--max-steps", "2"],
+                             os.path.join(self.tmp, "run2"), out)
+        self.assertIn("checkpoints and snapshots of an earlier run", log)
+        left = sorted(os.listdir(os.path.join(self.tmp, "run2")))
+        self.assertEqual([n for n in left if n.startswith("weights_")], ["weights_0001.pt"], left)
 
     def mt_translate(self, args, stdin):
         exe = os.path.join(BUILD, "cli", "mt-translate") if BUILD else ""

@@ -374,6 +374,14 @@ def train(args):
     # batching (so a resumed run rebuilds the same batches and skips those done).
     pos = {"ckpt": 0, "epoch": 1, "batch": 0, "step": 0, "tokens": 0,
            "epoch_seed": rng.randrange(1 << 30)}
+    if not args.resume:
+        # A new run (from scratch or --init-from) must not select among the snapshots of an
+        # earlier run left in the same run directory (other numbering, other selection set).
+        stale = checkpoints(args.run_dir) + sorted(snapshots(args.run_dir).values())
+        for path in stale:
+            os.unlink(path)
+        if stale:
+            log(f"removed {len(stale)} checkpoints and snapshots of an earlier run from {args.run_dir}")
     if args.resume and checkpoints(args.run_dir):
         ck = torch.load(checkpoints(args.run_dir)[-1], map_location="cpu")
         model.load_state_dict(ck["model"])
