@@ -11,7 +11,7 @@
 #   --continue      continue the committed models (their weights, vocabulary and schedule
 #                   position; a fresh optimizer warming up over 300 steps) instead of
 #                   training from scratch: run it again on a fresh machine for more training
-#   --continue-from DIR   the same, from DIR/<pair> (e.g. training/, where a run that has not
+#   --continue-from DIR   the same, from DIR/<pair> (e.g. a directory where a run that has not
 #                   yet reached the quality of the shipped models is committed)
 #   --out DIR       write DIR/<pair> instead of models/<pair>
 #   --seed N        corpus shuffling, vocabulary sample and initialisation (default 1)
