@@ -30,7 +30,8 @@ of CT2's float32 and int8 times to each engine's (> 1: faster than that CT2 type
 our best against CT2's best. A PNG chart of tokens/s per engine and setting is written
 with matplotlib when it is installed.
 
-Models: en-de and de-en are the bundled ones (LABEL=DIR names any other model directory) (text input from Multi30k test_2016_flickr);
+Models: en-de and de-en are the bundled ones, LABEL=DIR any other model directory (text input
+from Multi30k test_2016_flickr, German for a LABEL ending in de-en);
 base is a random transformer-base-size model (bench/make_base_model.py, made once into
 --cache) fed the same English text, decoding capped at 64 steps (63 for CT2, which does
 not count </s>).

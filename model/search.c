@@ -140,19 +140,30 @@ static size_t state_buffers(mt_state *st, mt_buf **bufs)
     return n;
 }
 
-size_t mt_state_trim(mt_state *st, size_t keep)
+/* Scratch bytes the state holds, its split parts' included. */
+static size_t state_held(mt_state *st)
 {
     mt_buf *bufs[64];
-    size_t n = state_buffers(st, bufs), held = 0, freed = 0;
+    size_t n = state_buffers(st, bufs), held = 0;
     for (size_t i = 0; i < n; i++)
         held += bufs[i]->cap;
     for (int p = 0; p < st->n_split; p++)
-        freed += mt_state_trim(st->split[p], keep / (size_t)(st->n_split + 1));
+        held += state_held(st->split[p]);
+    return held;
+}
+
+size_t mt_state_trim(mt_state *st, size_t keep)
+{
+    size_t held = state_held(st);
     if (held <= keep)
-        return freed;
+        return 0;
+    mt_buf *bufs[64];
+    size_t n = state_buffers(st, bufs);
     for (size_t i = 0; i < n; i++)
         mt_buf_release(bufs[i]);
-    return held + freed;
+    for (int p = 0; p < st->n_split; p++)
+        mt_state_trim(st->split[p], 0);
+    return held;
 }
 
 void mt_state_free(mt_state *st)
@@ -182,13 +193,10 @@ static int fail_keep(mt_state *st, int code, const char *fallback)
     return st->error[0] ? code : fail(st, code, fallback);
 }
 
-/* Checks sources and runs the encoder plus the cross-attention projections. */
-static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const int *lens, float **kv,
-                           int *max_len)
+/* Checks every source's length and ids; the message names the sentence's batch index. */
+static int check_sources(mt_state *st, int n, const int32_t *const *src, const int *lens)
 {
     const mt_model_info *in = &st->model->info;
-    int total = 0;
-    *max_len = 0;
     for (int s = 0; s < n; s++) {
         if (lens[s] < 1 || lens[s] > in->max_positions) {
             mt_format(st->error, sizeof st->error, "sentence %d has %d source tokens (allowed: 1 to %d)", s,
@@ -201,6 +209,18 @@ static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const
                           s, src[s][i], in->src_vocab_size);
                 return MT_ERR_INVALID;
             }
+    }
+    return MT_OK;
+}
+
+/* Runs the encoder plus the cross-attention projections over checked sources. */
+static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const int *lens, float **kv,
+                           int *max_len)
+{
+    const mt_model_info *in = &st->model->info;
+    int total = 0;
+    *max_len = 0;
+    for (int s = 0; s < n; s++) {
         total += lens[s];
         *max_len = lens[s] > *max_len ? lens[s] : *max_len;
     }
@@ -476,7 +496,6 @@ static int search_batch(mt_state *st, const mt_search_options *o, int n, const i
  * sorted by length gives each part the same mix), with the options that are per
  * sentence (prefixes, sample indices, cancellation) renumbered to the part's order. */
 typedef struct {
-    int first;                   /* the part's sentences are first, first + parts, ... */
     int n;
     const int32_t **src;
     int *lens;
@@ -496,14 +515,13 @@ typedef struct {
 
 typedef struct {
     const mt_search_options *o;
-    const split_part *part;
-    int parts;
+    int part, parts;             /* the part's sentences are part, part + parts, ... */
 } split_cancel_ctx;
 
 static int split_cancel(void *user, int index)
 {
     const split_cancel_ctx *c = user;
-    return c->o->cancel(c->o->cancel_user, c->part->first + index * c->parts);
+    return c->o->cancel(c->o->cancel_user, c->part + index * c->parts);
 }
 
 static void split_task(void *p, int task, int n_tasks)
@@ -512,7 +530,7 @@ static void split_task(void *p, int task, int n_tasks)
     split_job *j = p;
     split_part *part = &j->parts[task];
     mt_search_options o = *j->o;
-    split_cancel_ctx cc = {j->o, part, j->n_parts};
+    split_cancel_ctx cc = {j->o, task, j->n_parts};
     o.sentence_index = part->index;
     o.target_prefix = j->o->target_prefix ? part->prefix : NULL;
     o.target_prefix_len = j->o->target_prefix ? part->prefix_len : NULL;
@@ -530,11 +548,11 @@ static void split_task(void *p, int task, int n_tasks)
  * cores on halves of the batch do about 1.5 times the work of two cores on the whole. */
 static int split_parts(const mt_state *st, int n)
 {
-    if (st->threads < 2 || st->split_min <= 0 || n < st->split_min * 2)
+    if (st->split_min <= 0)
         return 0;
     int parts = st->threads < MT_SPLIT_MAX ? st->threads : MT_SPLIT_MAX;
-    while (parts > 1 && n < st->split_min * parts)
-        parts--;
+    if (parts > n / st->split_min) /* each part gets at least split_min sentences */
+        parts = n / st->split_min;
     return parts;
 }
 
@@ -560,7 +578,7 @@ static int search_split(mt_state *st, const mt_search_options *o, int n, const i
     int at = 0;
     for (int p = 0; p < parts; p++) {
         split_part *q = &part[p];
-        *q = (split_part){.first = p, .n = 0, .src = src_at + at, .lens = lens_at + at, .index = index_at + at,
+        *q = (split_part){.n = 0, .src = src_at + at, .lens = lens_at + at, .index = index_at + at,
                           .prefix = prefix_at + at, .prefix_len = plen_at + at, .results = res_at + at};
         for (int s = p; s < n; s += parts, q->n++) {
             q->src[q->n] = src[s];
@@ -593,8 +611,9 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
         return fail(st, MT_ERR_INVALID, "invalid search options: need 1 <= n_best <= beam_size <= 256 and max_length >= 1");
     if (mt_decode_opts_check(&st->model->info, o, n, st->error, sizeof st->error))
         return MT_ERR_INVALID;
-    if (n == 0)
-        return MT_OK;
+    int rc = check_sources(st, n, src, lens);
+    if (rc || n == 0)
+        return rc;
     int parts = split_parts(st, n);
     if (parts > 1)
         return search_split(st, o, n, src, lens, results, parts);
@@ -604,8 +623,8 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
 int mt_encode_one(mt_state *st, const int32_t *src, int src_len, float *out)
 {
     float *kv;
-    int max_src, rc = prepare_sources(st, 1, &src, &src_len, &kv, &max_src);
-    if (rc)
+    int max_src, rc = check_sources(st, 1, &src, &src_len);
+    if (rc || (rc = prepare_sources(st, 1, &src, &src_len, &kv, &max_src)))
         return rc;
     memcpy(out, st->enc_x.ptr, sizeof(float) * (size_t)src_len * (size_t)st->model->info.d_model);
     return MT_OK;
@@ -616,8 +635,8 @@ int mt_decoder_logits(mt_state *st, const int32_t *src, int src_len, const int32
 {
     const mt_model_info *in = &st->model->info;
     float *kv;
-    int max_src, rc = prepare_sources(st, 1, &src, &src_len, &kv, &max_src);
-    if (rc)
+    int max_src, rc = check_sources(st, 1, &src, &src_len);
+    if (rc || (rc = prepare_sources(st, 1, &src, &src_len, &kv, &max_src)))
         return rc;
     if (prefix_len < 1 || prefix_len > in->max_positions)
         return fail(st, MT_ERR_INVALID, "prefix length out of range");

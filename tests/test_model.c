@@ -835,6 +835,20 @@ START_TEST(invalid_inputs_are_errors)
     ck_assert_int_eq(mt_translate_ids(fx.state, &o, 1, &src, &len, &r), MT_ERR_INVALID);
     ASSERT_CONTAINS(mt_state_error(fx.state), "n_best");
     close_model(&fx);
+    /* A batch split across threads names a bad sentence by its index in the batch, not in
+     * its thread's share (sentence 3 is the second of share 1). */
+    fixture two = open_model("invalid2", 2);
+    mt_search_options_default(two.model, &o);
+    const int32_t *batch[4] = {sources[0], sources[1], sources[2], bad};
+    int lens[4] = {source_lens[0], source_lens[1], source_lens[2], 3};
+    mt_result rs[4];
+    bad[1] = 400;
+    ck_assert_int_eq(mt_translate_ids(two.state, &o, 4, batch, lens, rs), MT_ERR_INVALID);
+    ASSERT_CONTAINS(mt_state_error(two.state), "sentence 3: token id 400");
+    lens[3] = 0;
+    ck_assert_int_eq(mt_translate_ids(two.state, &o, 4, batch, lens, rs), MT_ERR_INVALID);
+    ASSERT_CONTAINS(mt_state_error(two.state), "sentence 3 has 0 source tokens");
+    close_model(&two);
 }
 END_TEST
 
