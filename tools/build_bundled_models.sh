@@ -18,6 +18,8 @@
 #   --pairs "en-de de-en"   which directions
 #   --multi30k-times N   copies of Multi30k in the mixture (default 3); a continued run
 #                   may weigh the captions more to win back their test BLEU (runs/data-m30kN)
+#   --tatoeba-times N    copies of Tatoeba in the mixture (default 2); a continued run may
+#                   weigh everyday sentences more (the data directory's name says so)
 #   --threads N     threads of each direction's trainer (default 1; 2 when training one
 #                   direction on two cores)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
@@ -26,7 +28,7 @@
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k=3 threads=1
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k=3 tat=2 threads=1
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -36,22 +38,24 @@ while [ $# -gt 0 ]; do
     --out) out=$2; shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --multi30k-times) m30k=$2; shift 2 ;;
+    --tatoeba-times) tat=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
-    *) sed -n '2,25p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,27p' "$0" >&2; exit 2 ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
 data=runs/data
-[ "$m30k" = 3 ] || data=runs/data-m30k$m30k
+[ "$m30k" = 3 ] || data=$data-m30k$m30k
+[ "$tat" = 2 ] || data=$data-tatoeba$tat
 if [ "$cont" = 1 ]; then
   # A continued run tokenizes with its model's own vocabulary: no new one is trained.
   if [ ! -f "$data/train.en.gz" ]; then
     /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-        --multi30k-times "$m30k" --skip-vocab
+        --multi30k-times "$m30k" --tatoeba-times "$tat" --skip-vocab
   fi
 elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
   /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-      --multi30k-times "$m30k"
+      --multi30k-times "$m30k" --tatoeba-times "$tat"
 fi
 export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
        MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
