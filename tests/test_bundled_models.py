@@ -16,6 +16,11 @@ For each model directory:
   * quality: the C engine's beam-4 translation of test_2016_flickr (1,000 lines) scores at
     least the issue's BLEU floor (en-de 37.0, de-en 38.5) with tools/bleu.py, and within 0.1 of
     the figure models/README.md reports, so the documented figures stay reproducible;
+  * the everyday set (tools/eval_models.py --sets everyday,everyday-unseen): chrF at least
+    the issue's 50 on all of it and on the pairs no training corpus contains, each within
+    0.1 of models/README.md's tables; "I love you.", "How much does this cost?", "Where is
+    the train station?" (de-en: their German) come out as one of their accepted
+    translations;
   * the PyTorch reference (tools/reference.py) translates the first 100 test lines with
     the same token ids as the engine (a near-tie, a decision margin under 1e-3, excused);
   * compute types (issue 16): the same BLEU with --compute-type bfloat16 is within 0.2 of
@@ -61,6 +66,21 @@ CARD_MUST_NAME = ["Multi30k", "Elliott et al. 2016", "Flickr30K", "Tatoeba", "CC
                   "tatoeba.org", "www.manythings.org/anki", "debian-l10n", "Frank Richter",
                   "GPL-2+", "MPL-2.0", "Osamu Aoki", "non-commercial"]
 README_TOLERANCE = 0.1      # documented figure vs. the one measured here
+EVERYDAY_CHRF_FLOOR = 50.0  # the issue's target on the everyday set
+# The sentences a newcomer types first (tools/eval_models.py's MUST_BE_RIGHT, and their
+# German for de-en), with the translations that are right.
+ACCEPTED = {
+    "en-de": {"I love you.": {"Ich liebe dich.", "Ich liebe Sie.", "Ich liebe euch."},
+              "How much does this cost?": {"Wie viel kostet das?", "Was kostet das?",
+                                           "Wieviel kostet das?", "Wie viel kostet dies?"},
+              "Where is the train station?": {"Wo ist der Bahnhof?"}},
+    "de-en": {"Ich liebe dich.": {"I love you."},
+              "Wie viel kostet das?": {"How much does that cost?", "How much does this cost?",
+                                       "How much does it cost?", "How much is that?",
+                                       "How much is this?", "How much is it?"},
+              "Wo ist der Bahnhof?": {"Where is the train station?", "Where is the station?",
+                                      "Where's the train station?", "Where's the station?"}},
+}
 TOKENIZER_LINES = None      # training lines per side for the tokenizer checks (None: all)
 REFERENCE_LINES = 100       # test lines translated by both engine and reference
 COMPUTE_BOUNDS = {"bfloat16": 0.2, "int8": 0.5}  # BLEU below float32's, at most
@@ -91,6 +111,19 @@ def readme_beam4_bleu(pair):
         return None
     row = re.search(r"^\s*\| C engine[^|]*\| beam 4 \| \**([0-9.]+)\**", section.group(1), re.M)
     return float(row.group(1)) if row else None
+
+
+def readme_pair_rows(pair):
+    """The cells of every '| **PAIR** | ... |' row of models/README.md, in order."""
+    with open(MODELS_README, encoding="utf-8") as f:
+        return [[c.strip() for c in line.strip().strip("|").split("|")][1:]
+                for line in f if line.startswith(f"| **{pair}** |")]
+
+
+def bleu_chrf(cell):
+    """'76.20 / 85.26' -> (76.2, 85.26)."""
+    b, c = cell.split("/")
+    return float(b), float(c)
 
 
 class BundledModel:
@@ -254,6 +287,33 @@ class BundledModel:
         decoded = [json.loads(l) for l in proc.stdout.splitlines()]
         for line, text in zip(lines, decoded):
             self.assertEqual(text, " ".join(line.split()), f"round trip of {line!r}")
+
+    def test_everyday_set(self):
+        proc = subprocess.run(
+            [sys.executable, os.path.join(TOOLS_DIR, "eval_models.py"), f"{self.PAIR}={self.dir}",
+             "--sets", "everyday,everyday-unseen", "--show-examples", "--threads", "2"],
+            capture_output=True, text=True, timeout=RUN_TIMEOUT,
+            env=dict(os.environ, MT_BUILD_DIR=BUILD_DIR, MT_SHARED_DIR=SHARED_DIR))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        row = [l for l in proc.stdout.splitlines() if l.startswith(f"| {self.PAIR} |")]
+        self.assertEqual(len(row), 1, proc.stdout)
+        everyday, unseen = (bleu_chrf(c) for c in row[0].strip("| ").split(" | ")[2:])
+        print(f"\n  [{self.PAIR}] everyday BLEU / chrF {everyday}, unseen {unseen}", file=sys.stderr)
+        self.assertRegex(proc.stderr, r"everyday-unseen: (2[0-9]|[3-9][0-9]) of the everyday set")
+        for measured in (everyday, unseen):
+            self.assertGreaterEqual(measured[1], EVERYDAY_CHRF_FLOOR)
+        documented = {len(cells): cells for cells in readme_pair_rows(self.PAIR)}
+        self.assertIn(4, documented, "models/README.md's quality table lacks the model")
+        self.assertIn(2, documented, "models/README.md's everyday-unseen table lacks the model")
+        for measured, cell in ((everyday, documented[4][3]), (everyday, documented[2][0]),
+                               (unseen, documented[2][1])):
+            for got, want in zip(measured, bleu_chrf(cell)):
+                self.assertLessEqual(abs(got - want), README_TOLERANCE,
+                                     f"models/README.md says {cell}, measured {measured}")
+        said = dict(re.findall(r"^#   (.*) -> (.*)$", proc.stderr, re.M))
+        for source, right in ACCEPTED[self.PAIR].items():
+            self.assertIn(source, said, proc.stderr)
+            self.assertIn(said[source], right, f"{self.PAIR} translates {source!r} wrong")
 
     def test_quality_and_reference(self):
         sources = read_gz(f"test_2016_flickr.{self.src_lang}.gz")

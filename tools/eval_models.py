@@ -1,6 +1,8 @@
 #!/usr/bin/python3
 """One quality table for en<->de models: BLEU and chrF on Multi30k test_2016_flickr,
-the debian-l10n and Tatoeba dev splits, and our everyday-sentences set.
+the debian-l10n and Tatoeba dev splits, and our everyday-sentences set (all of it, and
+"everyday-unseen": the pairs neither of whose sentences occurs in a training corpus;
+common short sentences such as "I don't know." are also Tatoeba or debian-l10n lines).
 
   tools/eval_models.py NAME=DIR [NAME=DIR ...] [--beam 4] [--threads 2] [--sets ...]
                        [--show-examples]
@@ -43,16 +45,38 @@ def read_tsv(path):
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def load_sets():
-    """{name: (english lines, german lines)}."""
+def training_sentences(d):
+    """The English and the German sentences of the three training corpora, as sets."""
+    en = set(read_gz(f"{d}/multi30k/train.en.gz"))
+    de = set(read_gz(f"{d}/multi30k/train.de.gz"))
+    for corpus in ("tatoeba", "debian-l10n"):
+        e, g = read_tsv(f"{d}/{corpus}/train.en-de.tsv.gz")
+        en.update(e)
+        de.update(g)
+    return en, de
+
+
+def load_sets(names):
+    """{name: (english lines, german lines)} for the sets named."""
     d = os.path.join(SHARED, "data")
-    return {
-        "multi30k-test": (read_gz(f"{d}/multi30k/test_2016_flickr.en.gz"),
-                          read_gz(f"{d}/multi30k/test_2016_flickr.de.gz")),
-        "debian-dev": read_tsv(f"{d}/debian-l10n/dev.en-de.tsv.gz"),
-        "tatoeba-dev": read_tsv(f"{d}/tatoeba/dev.en-de.tsv.gz"),
-        "everyday": read_tsv(os.path.join(HERE, "data", "everyday.en-de.tsv")),
+    loaders = {
+        "multi30k-test": lambda: (read_gz(f"{d}/multi30k/test_2016_flickr.en.gz"),
+                                  read_gz(f"{d}/multi30k/test_2016_flickr.de.gz")),
+        "debian-dev": lambda: read_tsv(f"{d}/debian-l10n/dev.en-de.tsv.gz"),
+        "tatoeba-dev": lambda: read_tsv(f"{d}/tatoeba/dev.en-de.tsv.gz"),
+        "everyday": lambda: read_tsv(os.path.join(HERE, "data", "everyday.en-de.tsv")),
+        "everyday-unseen": lambda: unseen(read_tsv(os.path.join(HERE, "data", "everyday.en-de.tsv")),
+                                          *training_sentences(d)),
     }
+    unknown = [n for n in names if n not in loaders]
+    if unknown:
+        sys.exit(f"unknown set {', '.join(unknown)}; sets: {', '.join(loaders)}")
+    return {n: loaders[n]() for n in names}
+
+
+def unseen(pairs, train_en, train_de):
+    kept = [(e, g) for e, g in zip(*pairs) if e not in train_en and g not in train_de]
+    return [e for e, _ in kept], [g for _, g in kept]
 
 
 def translate(model_dir, lines, beam, threads):
@@ -79,12 +103,14 @@ def main():
     p.add_argument("models", nargs="+", help="NAME=DIR")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--sets", default="multi30k-test,debian-dev,tatoeba-dev,everyday")
+    p.add_argument("--sets", default="multi30k-test,debian-dev,tatoeba-dev,everyday",
+                   help="comma-separated: multi30k-test, debian-dev, tatoeba-dev, everyday, "
+                        "everyday-unseen")
     p.add_argument("--show-examples", action="store_true",
                    help="print the must-be-right sentences' translations")
     args = p.parse_args()
-    sets = load_sets()
     names = args.sets.split(",")
+    sets = load_sets(names)
     rows = []
     for spec in args.models:
         name, _, model_dir = spec.partition("=")
@@ -101,6 +127,8 @@ def main():
             c = bleu.corpus_chrf(hyps, refs)
             row.append(f"{b:.2f} / {c:.2f}")
             print(f"# {name} {s}: {len(srcs)} lines in {time.time() - t0:.1f} s", file=sys.stderr)
+            if s == "everyday-unseen":
+                print(f"# {s}: {len(srcs)} of the everyday set's pairs", file=sys.stderr)
             if s == "everyday" and args.show_examples:
                 for line, hyp in zip(srcs, hyps):
                     if line in MUST_BE_RIGHT or (src == "de" and refs[srcs.index(line)] in MUST_BE_RIGHT):
