@@ -20,7 +20,7 @@ For each model directory:
     the issue's 50 on all of it and on the pairs no training corpus contains, each within
     0.1 of models/README.md's tables; "I love you.", "How much does this cost?", "Where is
     the train station?" (de-en: their German) come out as one of their accepted
-    translations;
+    translations; tools/eval_models.py refuses an unknown set by name;
   * the PyTorch reference (tools/reference.py) translates the first 100 test lines with
     the same token ids as the engine (a near-tie, a decision margin under 1e-3, excused);
   * compute types (issue 16): the same BLEU with --compute-type bfloat16 is within 0.2 of
@@ -299,7 +299,7 @@ class BundledModel:
         self.assertEqual(len(row), 1, proc.stdout)
         everyday, unseen = (bleu_chrf(c) for c in row[0].strip("| ").split(" | ")[2:])
         print(f"\n  [{self.PAIR}] everyday BLEU / chrF {everyday}, unseen {unseen}", file=sys.stderr)
-        self.assertRegex(proc.stderr, r"everyday-unseen: (2[0-9]|[3-9][0-9]) of the everyday set")
+        self.assertRegex(proc.stderr, r"everyday-unseen: (2[0-9]|[3-9][0-9]) lines")
         for measured in (everyday, unseen):
             self.assertGreaterEqual(measured[1], EVERYDAY_CHRF_FLOOR)
         documented = {len(cells): cells for cells in readme_pair_rows(self.PAIR)}
@@ -340,6 +340,16 @@ class BundledModel:
         real = [d for d in differ if margins[d[0]] is None or margins[d[0]] >= TIE_TOL]
         self.assertEqual(real, [], "engine and reference differ")
         self.assertLessEqual(len(differ), 2)
+
+
+class EvalModelsTool(unittest.TestCase):
+    def test_unknown_set_is_refused_by_name(self):
+        proc = subprocess.run(
+            [sys.executable, os.path.join(TOOLS_DIR, "eval_models.py"), "en-de=models/en-de",
+             "--sets", "everyday,everday"], capture_output=True, text=True, timeout=RUN_TIMEOUT)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("unknown set everday; sets: multi30k-test,", proc.stderr)
+        self.assertEqual(proc.stdout, "", "nothing is translated before the sets are known")
 
 
 class EnDe(BundledModel, unittest.TestCase):
