@@ -18,48 +18,6 @@
 #include "packed.h"
 #include "safetensors.h"
 
-void *mt_buf_reserve(mt_buf *b, size_t bytes)
-{
-    if (bytes <= b->cap)
-        return b->ptr;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < bytes)
-        cap *= 2;
-    void *p = NULL;
-    if (posix_memalign(&p, 64, cap) != 0)
-        return NULL;
-    free(b->ptr); /* contents need not survive growth: callers reserve before filling */
-    b->ptr = p;
-    b->cap = cap;
-    return p;
-}
-
-void *mt_buf_grow(mt_buf *b, size_t used, size_t bytes)
-{
-    if (bytes <= b->cap)
-        return b->ptr;
-    void *old = b->ptr;
-    size_t old_cap = b->cap;
-    b->ptr = NULL;
-    b->cap = 0;
-    if (!mt_buf_reserve(b, bytes > 2 * old_cap ? bytes : 2 * old_cap)) {
-        b->ptr = old;
-        b->cap = old_cap;
-        return NULL;
-    }
-    if (used)
-        memcpy(b->ptr, old, used);
-    free(old);
-    return b->ptr;
-}
-
-void mt_buf_release(mt_buf *b)
-{
-    free(b->ptr);
-    b->ptr = NULL;
-    b->cap = 0;
-}
-
 /* ---- config.json ---- */
 
 static json_t *load_json(const char *dir, const char *name, int required, char *err, size_t errlen, int *failed)
@@ -643,25 +601,6 @@ static int check_layer_count(const mt_safetensors *f, const char *part, int want
               "(no tensor 'model.%s.layers.%d.fc1.weight')", part, wanted, have, part, have == 1 ? "" : "s",
               part, have);
     return -1;
-}
-
-static const char *const compute_names[] = {"default", "float32", "bfloat16", "int8", "auto"};
-
-void mt_model_options_default(mt_model_options *o) { *o = (mt_model_options){.compute_type = MT_COMPUTE_DEFAULT}; }
-
-int mt_compute_type_parse(const char *name, mt_compute_type *out)
-{
-    for (int i = 0; name && i < (int)(sizeof compute_names / sizeof *compute_names); i++)
-        if (!strcmp(name, compute_names[i])) {
-            *out = (mt_compute_type)i;
-            return 0;
-        }
-    return -1;
-}
-
-const char *mt_compute_type_name(mt_compute_type t)
-{
-    return (int)t >= 0 && (int)t < (int)(sizeof compute_names / sizeof *compute_names) ? compute_names[t] : "?";
 }
 
 mt_compute_type mt_model_compute_type(const mt_model *m) { return m->compute; }
