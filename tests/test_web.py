@@ -33,6 +33,7 @@ import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -82,12 +83,13 @@ class StandIn:
     """Serves web/ and fakes /frontend/settings, /languages, /translate, /translate_file
     and /download_file/<id> in LibreTranslate's shapes. Records the /translate bodies."""
 
-    def __init__(self, key_required=False, char_limit=200):
+    def __init__(self, key_required=False, char_limit=200, disposition="raw"):
         self.settings = {"charLimit": char_limit, "frontendTimeout": 300, "keyRequired": key_required,
                          "suggestions": False, "filesTranslation": True,
                          "supportedFilesFormat": [".txt", ".html", ".srt", ".docx", ".odt"],
                          "language": {"source": {"code": "auto", "name": "Auto Detect"},
                                       "target": {"code": "de", "name": "German"}}}
+        self.disposition = disposition  # "raw": UTF-8 bytes in filename="..." as mt-server; "star": RFC 6266
         self.requests, self.files, self.lock = [], {}, threading.Lock()
         stand_in = self
 
@@ -130,8 +132,14 @@ class StandIn:
                         entry["polls"] += 1
                         if entry["polls"] == 1:  # first poll: still translating
                             return self.json(202, {"done": 0, "total": 1})
+                    name = entry["name"]
+                    if stand_in.disposition == "star":
+                        disp = "attachment; filename=\"download.txt\"; filename*=UTF-8''" + \
+                            urllib.parse.quote(name, safe="")
+                    else:  # UTF-8 bytes as they are (http.server writes headers as Latin-1)
+                        disp = 'attachment; filename="%s"' % name.encode().decode("latin-1")
                     return self.send(200, entry["data"], "text/plain; charset=utf-8",
-                                     [("Content-Disposition", 'attachment; filename="%s"' % entry["name"])])
+                                     [("Content-Disposition", disp)])
                 self.json(404, {"error": "not found"})
 
             def do_POST(self):
@@ -164,7 +172,10 @@ class StandIn:
                     if not upload or not fields.get("target"):
                         return self.json(400, {"error": "Invalid request: missing file or target"})
                     fid = uuid.uuid4().hex
-                    base, _, ext = upload[0].rpartition(".")
+                    fname = upload[0]
+                    if any(0xDC80 <= ord(ch) <= 0xDCFF for ch in fname):  # raw UTF-8 bytes in the part header
+                        fname = fname.encode("utf-8", "surrogateescape").decode("utf-8")
+                    base, _, ext = fname.rpartition(".")
                     with stand_in.lock:
                         stand_in.files[fid] = {"name": "%s.%s.%s" % (base, fields["target"], ext), "polls": 0,
                                                "data": fake_translate(upload[1].decode(), fields["target"]).encode()}
@@ -348,6 +359,46 @@ class WebPage(unittest.TestCase):
         self.assertEqual(Select(self.el("source-lang")).first_selected_option.get_attribute("value"), "de")
         self.assertEqual(Select(self.el("target-lang")).first_selected_option.get_attribute("value"), "en")
         self.assertEqual(self.el("source-text").get_property("value"), before)
+
+    def upload_file(self, name, text):
+        """Uploads a file named name through the file box; returns the download link."""
+        path = os.path.join(self.tmp, "upload", name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        self.el("file").send_keys(path)
+        self.wait(lambda d: not self.el("translate-file").get_property("disabled"), "file button")
+        self.el("translate-file").click()
+        self.wait(lambda d: not self.el("download").get_property("hidden")
+                  or "error" in (self.el("file-status").get_attribute("class") or ""),
+                  "the download link or an error", timeout=120)
+        link = self.el("download")
+        self.assertFalse(link.get_property("hidden"), "%s: no download link; the page says %r"
+                         % (name, self.el("file-status").text))
+        return link
+
+    # "50% off" is not a percent-encoding; non-ASCII names arrive as UTF-8 bytes.
+    FILE_NAMES = ["50% off.txt", "Grüße – 日本語 100%.txt"]
+
+    def test_file_names(self):
+        for disposition in ("raw", "star"):
+            with StandIn(disposition=disposition) as s:
+                self.open(s.url)
+                Select(self.el("source-lang")).select_by_value("en")
+                Select(self.el("target-lang")).select_by_value("de")
+                for name in self.FILE_NAMES:
+                    link = self.upload_file(name, "Hello.\n")
+                    base, ext = name.rsplit(".", 1)
+                    want = "%s.de.%s" % (base, ext)
+                    self.assertEqual(link.get_attribute("download"), want, disposition)
+                    self.assertEqual(link.text, "Download " + want)
+        if self.real_url:  # mt-server keeps the uploaded name
+            self.open(self.real_url)
+            Select(self.el("source-lang")).select_by_value("en")
+            Select(self.el("target-lang")).select_by_value("de")
+            for name in self.FILE_NAMES:
+                link = self.upload_file(name, "Hello.\n")
+                self.assertEqual(link.get_attribute("download"), name)
 
     def test_page_real_server(self):
         if not self.real_url:

@@ -153,11 +153,41 @@ async function copyTranslation() {
   setTimeout(() => { $("copy").textContent = "Copy"; }, 1200);
 }
 
+/* fetch() gives header bytes one per character (Latin-1): a name the server wrote in
+ * UTF-8 is decoded again, and kept as it is when it is not valid UTF-8. */
+function fromHeaderBytes(raw) {
+  if (/[^\x00-\xff]/.test(raw)) return raw;
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(Uint8Array.from(raw, (c) => c.charCodeAt(0)));
+  } catch (e) {
+    return raw;
+  }
+}
+
+/* The download's name from Content-Disposition: filename* (RFC 6266, percent-encoded
+ * UTF-8) first, then filename= taken literally ("50% off.de.txt" is a name, not an
+ * encoding), else the fallback. */
 function fileNameFrom(r, fallback) {
   const cd = r.headers.get("Content-Disposition") || "";
-  const m = /filename\*=UTF-8''([^;]+)/i.exec(cd) || /filename="?([^";]+)"?/i.exec(cd);
-  return m ? decodeURIComponent(m[1]) : fallback;
+  let name = null;
+  const star = /filename\*\s*=\s*UTF-8'[^']*'([^;\s]+)/i.exec(cd);
+  if (star) {
+    try { name = decodeURIComponent(star[1]); } catch (e) { name = null; }
+  }
+  if (!name) {
+    const m = /filename\s*=\s*"((?:[^"\\]|\\.)*)"/i.exec(cd) || /filename\s*=\s*([^;]+)/i.exec(cd);
+    if (m) name = fromHeaderBytes(m[1].replace(/\\(.)/g, "$1").trim());
+  }
+  name = (name || "").replace(/[/\\]/g, "_");
+  return name || fallback;
 }
+
+/* name.txt -> name.de.txt: the name the server gives, for servers that give none. */
+function translatedName(name, target) {
+  const dot = name.lastIndexOf(".");
+  return dot > 0 ? name.slice(0, dot) + "." + target + name.slice(dot) : name + "." + target;
+}
+
 
 async function translateFile() {
   const f = $("file").files[0];
@@ -188,7 +218,7 @@ async function translateFile() {
     const blob = await r.blob();
     if (dl.href.startsWith("blob:")) URL.revokeObjectURL(dl.href);
     dl.href = URL.createObjectURL(blob);
-    dl.download = fileNameFrom(r, f.name);
+    dl.download = fileNameFrom(r, translatedName(f.name, form.get("target")));
     dl.textContent = "Download " + dl.download;
     dl.hidden = false;
     fs.textContent = "Done.";
