@@ -150,6 +150,150 @@ START_TEST(random_alignments_stay_well_formed)
 }
 END_TEST
 
+/* "<b><b>...x...</b></b>" nested `depth` deep (malloc'd). */
+static char *nested(int depth, const char *open, const char *close, const char *inner)
+{
+    size_t lo = strlen(open), lc = strlen(close), li = strlen(inner);
+    char *s = malloc((lo + lc) * (size_t)depth + li + 1), *p = s;
+    ck_assert_ptr_nonnull(s);
+    for (int i = 0; i < depth; i++, p += lo)
+        memcpy(p, open, lo);
+    memcpy(p, inner, li);
+    p += li;
+    for (int i = 0; i < depth; i++, p += lc)
+        memcpy(p, close, lc);
+    *p = 0;
+    return s;
+}
+
+static size_t count_of(const char *s, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+START_TEST(deep_nesting_does_not_recurse)
+{
+    /* 300,000 nested inline elements in one paragraph (2.1 MB): the restore used to
+     * recurse once per level and overflow the stack. */
+    enum { DEPTH = 300000 };
+    char *html = nested(DEPTH, "<b>", "</b>", "Hallo");
+    mt_markup *m = mt_markup_split(html, strlen(html));
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(mt_markup_text(m), "Hallo");
+    ck_assert_int_eq(mt_markup_count(m), DEPTH);
+    static const int al[][2] = {{0, 0}};
+    char *out = mt_markup_restore(m, "Hello", al, 1);
+    ck_assert_ptr_nonnull(out);
+    char *want = nested(DEPTH, "<b>", "</b>", "Hello");
+    ck_assert_str_eq(out, want);
+    free(out);
+    /* unclosed: every level gets its closing tag */
+    html[strlen(html) - 4 * DEPTH] = 0;
+    mt_markup_free(m);
+    m = mt_markup_split(html, strlen(html));
+    ck_assert_ptr_nonnull(m);
+    out = mt_markup_restore(m, "Hello", NULL, 0);
+    ck_assert_ptr_nonnull(out);
+    ck_assert_uint_eq(count_of(out, "</b>"), DEPTH);
+    free(out);
+    mt_markup_free(m);
+    free(want);
+    free(html);
+}
+END_TEST
+
+/* Split and restore of html with `words` words and the identity alignment: their steps. */
+static size_t work_of(const char *html, int words)
+{
+    mt_markup *m = mt_markup_split(html, strlen(html));
+    ck_assert_ptr_nonnull(m);
+    int (*al)[2] = malloc(sizeof *al * (size_t)(words + 1));
+    char *tr = malloc((size_t)words * 8 + 1), *p = tr;
+    ck_assert(al && tr);
+    for (int k = 0; k < words; k++) {
+        al[k][0] = al[k][1] = k;
+        p += sprintf(p, k ? " w%d" : "w%d", k % 1000);
+    }
+    *p = 0;
+    size_t steps = 0;
+    char *out = mt_markup_restore_steps(m, tr, (const int(*)[2])al, words, &steps);
+    ck_assert_ptr_nonnull(out);
+    steps += mt_markup_split_steps(m);
+    free(out);
+    free(tr);
+    free(al);
+    mt_markup_free(m);
+    return steps;
+}
+
+/* n sibling elements, each around one word (malloc'd). */
+static char *siblings(int n)
+{
+    char *s = malloc((size_t)n * 16 + 1), *p = s;
+    ck_assert_ptr_nonnull(s);
+    for (int k = 0; k < n; k++)
+        p += sprintf(p, "<i>w%d</i> ", k % 1000);
+    *p = 0;
+    return s;
+}
+
+START_TEST(work_is_linear_in_siblings)
+{
+    /* N sibling elements in one paragraph: every element used to scan all N nodes for
+     * its children (quadratic). The work is counted, not timed: four times the
+     * elements cost at most five times the work (a log factor allowed), and a bounded
+     * number of steps per input byte. */
+    size_t w[3];
+    int n[3] = {2000, 8000, 32000};
+    for (int i = 0; i < 3; i++) {
+        char *html = siblings(n[i]);
+        w[i] = work_of(html, n[i]);
+        ck_assert_msg(w[i] < 64 * strlen(html), "%zu steps for %zu bytes", w[i], strlen(html));
+        free(html);
+    }
+    ck_assert_msg(w[1] < 5 * w[0] && w[2] < 5 * w[1], "steps %zu %zu %zu", w[0], w[1], w[2]);
+}
+END_TEST
+
+START_TEST(work_is_linear_in_depth_and_stray_tags)
+{
+    /* Deep nesting around many words, and stray closing tags inside deep nesting (each
+     * used to walk the whole open chain). */
+    size_t w[2];
+    for (int i = 0; i < 2; i++) {
+        int depth = i ? 40000 : 10000;
+        char *inner = siblings(depth), *html = nested(depth, "<b>", "</u>", inner);
+        w[i] = work_of(html, depth);
+        ck_assert_msg(w[i] < 64 * strlen(html), "%zu steps for %zu bytes", w[i], strlen(html));
+        free(html);
+        free(inner);
+    }
+    ck_assert_msg(w[1] < 5 * w[0], "steps %zu %zu", w[0], w[1]);
+}
+END_TEST
+
+START_TEST(notranslate_attributes_are_parsed)
+{
+    static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}};
+    /* class="notranslate" (a token of the list) is opaque, like translate="no" */
+    CHECK("Say <span class=\"x notranslate\">hi there</span> now", "Say  now", "Sag jetzt", al,
+          "Sag <span class=\"x notranslate\">hi there</span> jetzt");
+    CHECK("Say <a translate=no>hi there</a> now", "Say  now", "Sag jetzt", al,
+          "Sag <a translate=no>hi there</a> jetzt");
+    /* not "no", and not an attribute: translated */
+    static const int al4[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+    CHECK("Say <span translate=\"nope\">hi there</span> now", "Say hi there now", "Sag hallo da jetzt", al4,
+          "Sag <span translate=\"nope\">hallo da</span> jetzt");
+    CHECK("Say <span title=\"a translate=no\">hi there</span> now", "Say hi there now", "Sag hallo da jetzt", al4,
+          "Sag <span title=\"a translate=no\">hallo da</span> jetzt");
+    CHECK("Say <span class=\"notranslated\">hi there</span> now", "Say hi there now", "Sag hallo da jetzt", al4,
+          "Sag <span class=\"notranslated\">hallo da</span> jetzt");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("markup");
@@ -161,6 +305,11 @@ int main(void)
     tcase_add_test(tc, entities_are_decoded_then_escaped);
     tcase_add_test(tc, unplaceable_elements_are_kept_in_order);
     tcase_add_test(tc, random_alignments_stay_well_formed);
+    tcase_add_test(tc, deep_nesting_does_not_recurse);
+    tcase_add_test(tc, work_is_linear_in_siblings);
+    tcase_add_test(tc, work_is_linear_in_depth_and_stray_tags);
+    tcase_add_test(tc, notranslate_attributes_are_parsed);
+    tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));
 }

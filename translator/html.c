@@ -206,6 +206,14 @@ size_t mt_html_markup_end(const char *s, size_t len, size_t i)
     return t.end;
 }
 
+int mt_html_says_no_translate(const char *s, size_t len, size_t i)
+{
+    if (i >= len || s[i] != '<')
+        return 0;
+    tag t = read_tag(s, len, i);
+    return t.kind == TAG_START && t.no_translate;
+}
+
 /* ---- character references ---- */
 
 /* HTML's names for U+00A0..U+00FF, in order; other_names has the markup and typographic

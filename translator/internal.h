@@ -16,6 +16,10 @@ struct mt_translator {
 /* html.c. End of the markup starting at s[i] (after any content it keeps from
  * translation: script, style, translate="no" ...), or i when s[i] starts text. */
 size_t mt_html_markup_end(const char *s, size_t len, size_t i);
+/* 1 when the start tag at s[i] says "do not translate": an attribute translate="no" or a
+ * class attribute with the token notranslate (attributes parsed: name, '=', a quoted or
+ * unquoted value; translate="nope" or title="translate=no" do not count). */
+int mt_html_says_no_translate(const char *s, size_t len, size_t i);
 /* s[0, len) with character references decoded (malloc'd, NUL-terminated); NULL: no memory. */
 char *mt_html_unescape(const char *s, size_t len, size_t *out_len);
 /* Writes s with & < > escaped to out (when not NULL); returns the length. */

@@ -2,9 +2,13 @@
  * (markup.h). */
 #include "markup.h"
 
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include "internal.h"
 
 typedef struct {
     size_t open_at, open_len;   /* opening tag (or the whole marker) in the input */
@@ -21,6 +25,8 @@ struct mt_markup {
     char *text;
     node *nodes;
     int n;
+    int n_words;  /* whitespace-separated words of text */
+    size_t steps; /* work done by the split (mt_markup_split_steps) */
 };
 
 static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f'; }
@@ -52,19 +58,6 @@ static size_t tag_end(const char *s, size_t i, size_t n)
         }
     }
     return n;
-}
-
-static int has_translate_no(const char *s, size_t a, size_t b)
-{
-    for (size_t i = a; i + 12 <= b; i++)
-        if (!strncasecmp(s + i, "translate=", 10) && (s[i - 1] == ' ' || s[i - 1] == '\t' || s[i - 1] == '\n')) {
-            const char *v = s + i + 10;
-            if (*v == '"' || *v == '\'')
-                v++;
-            if (!strncasecmp(v, "no", 2))
-                return 1;
-        }
-    return 0;
 }
 
 static int is_void(const char *name)
@@ -132,24 +125,65 @@ static size_t entity(const char *s, size_t i, size_t n, char *out, size_t *olen)
     return 0;
 }
 
+/* Innermost open element of each tag name, so that a closing tag finds the element it
+ * closes without walking the open chain (stray closing tags inside deep nesting). Keys
+ * are node indices (their names), open addressing; entries are never removed. */
+typedef struct {
+    int *key, *open; /* node whose name is the key; innermost open node of that name or -1 */
+    size_t mask;
+} name_map;
+
+static size_t name_hash(const char *name)
+{
+    size_t h = 2166136261u;
+    for (; *name; name++)
+        h = (h ^ (unsigned char)*name) * 16777619u;
+    return h;
+}
+
+/* The slot of `name` (empty: key -1). */
+static size_t name_slot(const name_map *nm, const node *nodes, const char *name, size_t *steps)
+{
+    size_t i = name_hash(name) & nm->mask;
+    while (nm->key[i] >= 0 && strcmp(nodes[nm->key[i]].name, name)) {
+        i = (i + 1) & nm->mask;
+        ++*steps;
+    }
+    return i;
+}
+
 mt_markup *mt_markup_split(const char *html, size_t n)
 {
     mt_markup *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
+    size_t max_nodes = n / 3 + 1; /* a tag is >= 3 bytes */
+    name_map nm = {0};
+    for (nm.mask = 1; nm.mask < 2 * max_nodes; nm.mask <<= 1)
+        ;
     m->html = malloc(n + 1);
     m->text = malloc(n + 1);
-    m->nodes = malloc(sizeof *m->nodes * (n / 3 + 1)); /* a tag is >= 3 bytes */
-    if (!m->html || !m->text || !m->nodes) {
+    m->nodes = malloc(sizeof *m->nodes * max_nodes);
+    nm.key = malloc(sizeof *nm.key * nm.mask);
+    nm.open = malloc(sizeof *nm.open * nm.mask);
+    int *prev_same = malloc(sizeof *prev_same * max_nodes); /* per open node: the next open one of its name */
+    nm.mask--;
+    if (!m->html || !m->text || !m->nodes || !nm.key || !nm.open || !prev_same) {
+        free(nm.key);
+        free(nm.open);
+        free(prev_same);
         mt_markup_free(m);
         return NULL;
     }
+    for (size_t k = 0; k <= nm.mask; k++)
+        nm.key[k] = -1;
     memcpy(m->html, html, n);
     m->html[n] = 0;
     const char *s = m->html;
-    size_t t = 0;
+    size_t t = 0, steps = 0;
     int open = -1; /* innermost open element */
     for (size_t i = 0; i < n;) {
+        steps++;
         if (s[i] == '&') {
             size_t olen = 0, used = entity(s, i, n, m->text + t, &olen);
             if (used) {
@@ -168,22 +202,26 @@ mt_markup *mt_markup_split(const char *html, size_t n)
             const char *e = strstr(s + i + 4, "-->");
             size_t end = e ? (size_t)(e - s) + 3 : n;
             nd->open_len = end - i;
+            steps += end - i;
             m->n++;
             i = end;
             continue;
         }
         size_t end = tag_end(s, i, n);
+        steps += end - i;
         if (s[i + 1] == '/') {
             char name[16];
             tag_name(s, i + 2, n, name, sizeof name);
-            int k = open;
-            while (k >= 0 && strcmp(m->nodes[k].name, name))
-                k = m->nodes[k].parent;
+            size_t slot = name_slot(&nm, m->nodes, name, &steps);
+            int k = nm.key[slot] >= 0 ? nm.open[slot] : -1;
             if (k >= 0) { /* closes k (and any unclosed element inside it) */
                 m->nodes[k].close_at = i;
                 m->nodes[k].close_len = end - i;
-                for (int q = open; q != m->nodes[k].parent; q = m->nodes[q].parent)
+                for (int q = open; q != m->nodes[k].parent; q = m->nodes[q].parent) {
                     m->nodes[q].t1 = t;
+                    nm.open[name_slot(&nm, m->nodes, m->nodes[q].name, &steps)] = prev_same[q];
+                    steps++;
+                }
                 open = m->nodes[k].parent;
             } else { /* stray: kept as a marker */
                 nd->open_len = end - i;
@@ -202,11 +240,12 @@ mt_markup *mt_markup_split(const char *html, size_t n)
             i = end;
             continue;
         }
-        if (!strcmp(nd->name, "script") || !strcmp(nd->name, "style") || has_translate_no(s, i, end)) {
+        if (!strcmp(nd->name, "script") || !strcmp(nd->name, "style") || mt_html_says_no_translate(s, end, i)) {
             /* opaque: through its matching close tag (same-name nesting counted) */
             int depth = 1;
             size_t j = end;
             while (j < n && depth) {
+                steps++;
                 if (s[j] == '<') {
                     char name[16];
                     int closing = j + 1 < n && s[j + 1] == '/';
@@ -214,6 +253,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                     size_t e = tag_end(s, j, n);
                     if (!strcmp(name, nd->name) && !(e >= 2 && s[e - 2] == '/'))
                         depth += closing ? -1 : 1;
+                    steps += e - j;
                     j = e;
                 } else {
                     j++;
@@ -225,36 +265,60 @@ mt_markup *mt_markup_split(const char *html, size_t n)
             continue;
         }
         nd->marker = 0;
+        size_t slot = name_slot(&nm, m->nodes, nd->name, &steps);
+        if (nm.key[slot] < 0) {
+            nm.key[slot] = m->n;
+            nm.open[slot] = -1;
+        }
+        prev_same[m->n] = nm.open[slot];
+        nm.open[slot] = m->n;
         open = m->n++;
         i = end;
     }
     for (int q = open; q >= 0; q = m->nodes[q].parent) /* unclosed at the end */
         m->nodes[q].t1 = t;
     m->text[t] = 0;
-    /* byte ranges -> word ranges */
+    free(nm.key);
+    free(nm.open);
+    free(prev_same);
+    /* byte ranges -> word ranges: starts[b] = words starting in text[0, b); next_ns[b] /
+     * prev_ns[b]: the first non-space byte at or after b / the last one before b (or t) */
+    int *starts = malloc(sizeof *starts * (t + 1)), *next_ns = malloc(sizeof *next_ns * (t + 1)),
+        *prev_ns = malloc(sizeof *prev_ns * (t + 1));
+    if (!starts || !next_ns || !prev_ns) {
+        free(starts);
+        free(next_ns);
+        free(prev_ns);
+        mt_markup_free(m);
+        return NULL;
+    }
+    starts[0] = 0;
+    prev_ns[0] = (int)t;
+    for (size_t b = 0; b < t; b++) {
+        int sp = is_space((unsigned char)m->text[b]);
+        starts[b + 1] = starts[b] + (!sp && (b == 0 || is_space((unsigned char)m->text[b - 1])));
+        prev_ns[b + 1] = sp ? prev_ns[b] : (int)b;
+    }
+    next_ns[t] = (int)t;
+    for (size_t b = t; b-- > 0;)
+        next_ns[b] = is_space((unsigned char)m->text[b]) ? next_ns[b + 1] : (int)b;
+    m->n_words = starts[t];
+    steps += 3 * t;
     for (int k = 0; k < m->n; k++) {
         node *nd = &m->nodes[k];
-        int w = 0, first = -1, last = -1;
-        for (size_t b = 0; b < t; b++) {
-            int starts = !is_space((unsigned char)m->text[b]) && (b == 0 || is_space((unsigned char)m->text[b - 1]));
-            if (starts)
-                w++;
-            if (!is_space((unsigned char)m->text[b]) && b >= nd->t0 && b < nd->t1) {
-                if (first < 0)
-                    first = w - 1;
-                last = w - 1;
-            }
-        }
-        if (nd->marker || first < 0) {
-            int before = 0; /* words starting before t0 */
-            for (size_t b = 0; b < nd->t0 && b < t; b++)
-                before += !is_space((unsigned char)m->text[b]) && (b == 0 || is_space((unsigned char)m->text[b - 1]));
-            nd->w0 = nd->w1 = before;
+        size_t first = (size_t)next_ns[nd->t0], last = (size_t)prev_ns[nd->t1];
+        steps++;
+        if (nd->marker || first >= nd->t1 || last == t || last < nd->t0) {
+            nd->w0 = nd->w1 = starts[nd->t0]; /* words starting before t0 */
         } else {
-            nd->w0 = first;
-            nd->w1 = last + 1;
+            nd->w0 = starts[first + 1] - 1;
+            nd->w1 = starts[last + 1];
         }
     }
+    free(starts);
+    free(next_ns);
+    free(prev_ns);
+    m->steps = steps;
     return m;
 }
 
@@ -270,6 +334,7 @@ void mt_markup_free(mt_markup *m)
 
 const char *mt_markup_text(const mt_markup *m) { return m->text; }
 int mt_markup_count(const mt_markup *m) { return m->n; }
+size_t mt_markup_split_steps(const mt_markup *m) { return m->steps; }
 
 typedef struct {
     const mt_markup *m;
@@ -279,23 +344,38 @@ typedef struct {
     int n_out, next_word;
     int *a0, *a1;    /* per node: output range */
     char *o, *o0;    /* write position, start */
+    size_t tag_end;  /* offset just after the last tag (or marker) written */
+    int tag_closes;  /* ... and whether that ended in a closing tag ("...</b>") */
+    size_t steps;
 } writer;
-
-/* 1 when the output so far ends in a closing tag ("...</b>"). */
-static int after_end_tag(const writer *w)
-{
-    if (w->o == w->o0 || w->o[-1] != '>')
-        return 0;
-    for (const char *p = w->o - 1; p > w->o0; p--)
-        if (*p == '<')
-            return p[1] == '/';
-    return 0;
-}
 
 static void put(writer *w, const char *s, size_t len)
 {
     memcpy(w->o, s, len);
     w->o += len;
+}
+
+/* A tag or marker, remembering whether it ends in a closing tag (its last '<' starts
+ * "</"): scanned once per tag. */
+static void put_tag(writer *w, const char *s, size_t len)
+{
+    size_t at = (size_t)(w->o - w->o0);
+    put(w, s, len);
+    w->tag_end = at + len;
+    w->tag_closes = 0;
+    for (size_t i = len; i-- > 0;) {
+        w->steps++;
+        if (s[i] == '<') {
+            w->tag_closes = at + i > 0 && i + 1 < len && s[i + 1] == '/';
+            break;
+        }
+    }
+}
+
+/* 1 when the output so far ends in a closing tag ("...</b>"). */
+static int after_end_tag(const writer *w)
+{
+    return w->o != w->o0 && (size_t)(w->o - w->o0) == w->tag_end && w->tag_closes;
 }
 
 static void put_escaped(writer *w, const char *s, size_t len)
@@ -331,12 +411,34 @@ static void gap_before(writer *w, int at)
     }
 }
 
-static void emit(writer *w, int parent, int end)
+/* The elements of the block, depth first, each opened before its aligned words and closed
+ * after them. Iterative: the nesting depth is the input's to choose. first_child and
+ * next_sibling link the tree (-1: none); frames holds the open elements. */
+static void emit(writer *w, const int *first_child, const int *next_sibling, int *frame_node, int *frame_next)
 {
     const mt_markup *m = w->m;
-    for (int k = 0; k < m->n; k++) {
-        if (m->nodes[k].parent != parent)
+    int depth = 0;
+    frame_node[0] = -1;
+    frame_next[0] = first_child[0];
+    while (depth >= 0) {
+        w->steps++;
+        int k = frame_next[depth];
+        if (k < 0) { /* the element's children are done: its last words, its closing tag */
+            int p = frame_node[depth--];
+            words_until(w, p < 0 ? w->n_out : w->a1[p]);
+            if (p < 0)
+                break;
+            const node *pn = &m->nodes[p];
+            if (pn->close_len) {
+                put_tag(w, m->html + pn->close_at, pn->close_len);
+            } else {
+                char close[24];
+                size_t l = (size_t)snprintf(close, sizeof close, "</%s>", pn->name);
+                put_tag(w, close, l);
+            }
             continue;
+        }
+        frame_next[depth] = next_sibling[k];
         const node *nd = &m->nodes[k];
         words_until(w, w->a0[k]);
         gap_before(w, w->a0[k]);
@@ -345,7 +447,7 @@ static void emit(writer *w, int parent, int end)
             w->next_word > 0 && w->next_word == w->a0[k] && !is_space((unsigned char)w->o[-1]) &&
             (w->o[-1] != '>' || after_end_tag(w)))
             put(w, " ", 1);
-        put(w, m->html + nd->open_at, nd->open_len);
+        put_tag(w, m->html + nd->open_at, nd->open_len);
         if (nd->marker) {
             /* A marker that stood before whitespace keeps a space before the word that
              * follows it here (else "@bob</span>schaut"), when that word's gap is used. */
@@ -355,32 +457,67 @@ static void emit(writer *w, int parent, int end)
                 put(w, " ", 1);
             continue;
         }
-        emit(w, k, w->a1[k]);
-        if (nd->close_len) {
-            put(w, m->html + nd->close_at, nd->close_len);
-        } else {
-            put(w, "</", 2);
-            put(w, nd->name, strlen(nd->name));
-            put(w, ">", 1);
+        depth++;
+        frame_node[depth] = k;
+        frame_next[depth] = first_child[k + 1];
+    }
+}
+
+/* Minimum and maximum over ranges of source words: a segment tree over the words, leaf s
+ * holding the least and the greatest output word aligned to s (INT_MAX / -1: none). */
+typedef struct {
+    int *lo, *hi;
+    int size;
+} range_tree;
+
+static void range_query(const range_tree *rt, int a, int b, int *lo, int *hi, size_t *steps)
+{
+    *lo = INT_MAX;
+    *hi = -1;
+    for (a += rt->size, b += rt->size; a < b; a >>= 1, b >>= 1) {
+        ++*steps;
+        if (a & 1) {
+            *lo = rt->lo[a] < *lo ? rt->lo[a] : *lo;
+            *hi = rt->hi[a] > *hi ? rt->hi[a] : *hi;
+            a++;
+        }
+        if (b & 1) {
+            b--;
+            *lo = rt->lo[b] < *lo ? rt->lo[b] : *lo;
+            *hi = rt->hi[b] > *hi ? rt->hi[b] : *hi;
         }
     }
-    words_until(w, end);
 }
 
 char *mt_markup_restore(const mt_markup *m, const char *tr, const int (*align)[2], int n_align)
+{
+    return mt_markup_restore_steps(m, tr, align, n_align, NULL);
+}
+
+char *mt_markup_restore_steps(const mt_markup *m, const char *tr, const int (*align)[2], int n_align, size_t *steps)
 {
     size_t tl = strlen(tr);
     writer w = {.m = m, .tr = tr};
     for (size_t i = 0; i < tl; i++)
         w.n_out += !is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1]));
+    w.steps = tl;
+    size_t nn = (size_t)m->n + 1;
+    range_tree rt = {.size = m->n_words + 1};
     w.ws = malloc(sizeof *w.ws * (size_t)(w.n_out + 1));
     w.we = malloc(sizeof *w.we * (size_t)(w.n_out + 1));
     w.gs = malloc(sizeof *w.gs * (size_t)(w.n_out + 1));
-    w.a0 = malloc(sizeof *w.a0 * (size_t)(m->n + 1));
-    w.a1 = malloc(sizeof *w.a1 * (size_t)(m->n + 1));
+    w.a0 = malloc(sizeof *w.a0 * nn);
+    w.a1 = malloc(sizeof *w.a1 * nn);
+    int *last_end = malloc(sizeof *last_end * nn); /* per parent+1: end of the last child */
+    int *first_child = malloc(sizeof *first_child * nn), *last_child = malloc(sizeof *last_child * nn);
+    int *next_sibling = malloc(sizeof *next_sibling * nn);
+    int *frame_node = malloc(sizeof *frame_node * nn), *frame_next = malloc(sizeof *frame_next * nn);
+    rt.lo = malloc(sizeof *rt.lo * 2 * (size_t)rt.size);
+    rt.hi = malloc(sizeof *rt.hi * 2 * (size_t)rt.size);
     size_t cap = 5 * tl + strlen(m->html) + 24 * (size_t)m->n + 16; /* escaping at most x5 */
     char *out = malloc(cap);
-    if (!w.ws || !w.we || !w.gs || !w.a0 || !w.a1 || !out) {
+    if (!w.ws || !w.we || !w.gs || !w.a0 || !w.a1 || !last_end || !first_child || !last_child || !next_sibling ||
+        !frame_node || !frame_next || !rt.lo || !rt.hi || !out) {
         free(out);
         out = NULL;
         goto done;
@@ -393,31 +530,57 @@ char *mt_markup_restore(const mt_markup *m, const char *tr, const int (*align)[2
     }
     for (int k = 0; k < w.n_out; k++)
         w.gs[k] = k ? w.we[k - 1] : 0;
-    /* Output ranges in document order: parents come before their children. */
-    int *last_end = malloc(sizeof *last_end * (size_t)(m->n + 1)); /* per parent+1: end of the last child */
-    if (!last_end) {
-        free(out);
-        out = NULL;
-        goto done;
+    /* Per source word: the output words aligned to it. Pairs naming source word -1 (the
+     * word before the first) only place what stands at the start. */
+    int after_start = -1;
+    for (int s = 0; s < 2 * rt.size; s++) {
+        rt.lo[s] = INT_MAX;
+        rt.hi[s] = -1;
     }
-    for (int k = 0; k <= m->n; k++)
+    for (int a = 0; a < n_align; a++) {
+        int s = align[a][0], t = align[a][1];
+        if (t < 0 || t >= w.n_out)
+            continue;
+        if (s == -1 && t + 1 > after_start)
+            after_start = t + 1;
+        if (s < 0 || s >= m->n_words)
+            continue;
+        int *lo = &rt.lo[rt.size + s], *hi = &rt.hi[rt.size + s];
+        *lo = t < *lo ? t : *lo;
+        *hi = t + 1 > *hi ? t + 1 : *hi;
+    }
+    for (int s = rt.size - 1; s > 0; s--) {
+        rt.lo[s] = rt.lo[2 * s] < rt.lo[2 * s + 1] ? rt.lo[2 * s] : rt.lo[2 * s + 1];
+        rt.hi[s] = rt.hi[2 * s] > rt.hi[2 * s + 1] ? rt.hi[2 * s] : rt.hi[2 * s + 1];
+    }
+    w.steps += (size_t)n_align + 2 * (size_t)rt.size;
+    /* The tree: node k's children in document order (index k + 1; 0 is the block). */
+    for (size_t k = 0; k < nn; k++) {
+        first_child[k] = last_child[k] = next_sibling[k] = -1;
         last_end[k] = 0;
-    last_end[0] = 0;
+    }
+    for (int k = 0; k < m->n; k++) {
+        int p = m->nodes[k].parent + 1;
+        if (last_child[p] < 0)
+            first_child[p] = k;
+        else
+            next_sibling[last_child[p]] = k;
+        last_child[p] = k;
+    }
+    /* Output ranges in document order: parents come before their children. */
     for (int k = 0; k < m->n; k++) {
         const node *nd = &m->nodes[k];
         int p0 = nd->parent < 0 ? 0 : w.a0[nd->parent], p1 = nd->parent < 0 ? w.n_out : w.a1[nd->parent];
         int lo = -1, hi = -1, after = -1;
-        for (int a = 0; a < n_align; a++) {
-            int s = align[a][0], t = align[a][1];
-            if (t < 0 || t >= w.n_out)
-                continue;
-            if (!nd->marker && s >= nd->w0 && s < nd->w1) {
-                lo = lo < 0 || t < lo ? t : lo;
-                hi = t + 1 > hi ? t + 1 : hi;
-            }
-            if (s == nd->w0 - 1 && t + 1 > after)
-                after = t + 1;
+        if (!nd->marker && nd->w1 > nd->w0) {
+            range_query(&rt, nd->w0, nd->w1, &lo, &hi, &w.steps);
+            if (hi < 0)
+                lo = hi = -1;
         }
+        if (nd->w0 == 0)
+            after = after_start;
+        else if (nd->w0 - 1 < m->n_words)
+            after = rt.hi[rt.size + nd->w0 - 1];
         if (lo < 0) { /* a marker or an element with nothing aligned: after the word before */
             lo = hi = after >= 0 ? after : (nd->w0 == 0 ? 0 : p0);
             if (nd->w0 > 0 && after < 0 && n_align == 0)
@@ -429,20 +592,30 @@ char *mt_markup_restore(const mt_markup *m, const char *tr, const int (*align)[2
         w.a0[k] = lo;
         w.a1[k] = hi;
         last_end[nd->parent + 1] = hi;
+        w.steps++;
     }
-    free(last_end);
     w.o = w.o0 = out;
-    emit(&w, -1, w.n_out);
+    emit(&w, first_child, next_sibling, frame_node, frame_next);
     if (w.n_out > 0)
         put_escaped(&w, tr + w.we[w.n_out - 1], tl - w.we[w.n_out - 1]);
     else
         put_escaped(&w, tr, tl);
     *w.o = 0;
+    if (steps)
+        *steps = w.steps;
 done:
     free(w.ws);
     free(w.we);
     free(w.gs);
     free(w.a0);
     free(w.a1);
+    free(last_end);
+    free(first_child);
+    free(last_child);
+    free(next_sibling);
+    free(frame_node);
+    free(frame_next);
+    free(rt.lo);
+    free(rt.hi);
     return out;
 }

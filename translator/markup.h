@@ -8,7 +8,8 @@
  * Split: every element with a closing tag (b, i, em, strong, a, span, code, sub, sup, u,
  * mark, small, abbr, or any other) is taken out and remembers the plain-text words it
  * covered; void elements (br, img, wbr, hr, input), comments, stray closing tags and
- * opaque elements (script, style, and any element with translate="no", content included)
+ * opaque elements (script, style, and any element with translate="no" or
+ * class="notranslate", attributes parsed as html.c does; content included)
  * are kept verbatim as markers between words. Entities in text are decoded (&amp; &lt;
  * &gt; &quot; &apos; &#39; &nbsp; &#N; &#xH;); others stay as written.
  * Restore: given the translation of mt_markup_text() and [src_word, tgt_word] alignment
@@ -17,7 +18,9 @@
  * so the result nests); an element with no aligned word, and each marker, goes to the
  * output position after the word aligned to the source word before it (else the start of
  * its parent). Tags are written byte for byte; an element left unclosed in the input gets
- * a closing tag. Output text is escaped (& < >). The result is well-formed. */
+ * a closing tag. Output text is escaped (& < >). The result is well-formed.
+ * Cost: split and restore are linear in the block, its words and the alignment (restore:
+ * times log(words)); no recursion, whatever the nesting depth. */
 #ifndef MT_MARKUP_H
 #define MT_MARKUP_H
 
@@ -36,5 +39,11 @@ int mt_markup_count(const mt_markup *m);
 
 /* The block's HTML for `translation`; align may be NULL. malloc'd, NULL when out of memory. */
 char *mt_markup_restore(const mt_markup *m, const char *translation, const int (*align)[2], int n_align);
+
+/* For tests of the cost: units of work (bytes scanned, nodes and words visited) of the
+ * split, and of a restore (as mt_markup_restore; *steps set when not NULL). */
+size_t mt_markup_split_steps(const mt_markup *m);
+char *mt_markup_restore_steps(const mt_markup *m, const char *translation, const int (*align)[2], int n_align,
+                              size_t *steps);
 
 #endif
