@@ -1,9 +1,9 @@
 /* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings in its
  * shape (charLimit is [limits] max_text_chars, the limit /translate enforces per text, so
  * the web page's counter and the server agree), /spec (web/openapi.json) and the web page
- * at / (index.html, app.js, style.css). Files are served from a fixed table of names, so
- * no request path ever reaches the file system: no traversal is possible. Routed from
- * handler.c as "other" endpoints (the metrics count them under "other"). */
+ * at / (index.html, app.js, style.css, favicon.svg). Files are served from a fixed table
+ * of names, so no request path ever reaches the file system: no traversal is possible.
+ * Routed from handler.c as "other" endpoints (the metrics count them under "other"). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -22,6 +22,9 @@ static const static_file FILES[] = {
     {"/app.js", "app.js", "text/javascript; charset=utf-8"},
     {"/style.css", "style.css", "text/css; charset=utf-8"},
     {"/spec", "openapi.json", "application/json"},
+    /* The page links favicon.svg; /favicon.ico is what browsers ask for by default. */
+    {"/favicon.svg", "favicon.svg", "image/svg+xml"},
+    {"/favicon.ico", "favicon.svg", "image/svg+xml"},
 };
 #define N_FILES (sizeof FILES / sizeof FILES[0])
 

@@ -5,9 +5,17 @@ Debian's chromium, headless, driven by python3-selenium through chromium-driver:
 loads the languages, a sentence is typed, source and target are picked, the debounced
 translation and its alternatives appear, the character counter follows the limit from
 /frontend/settings, the swap button swaps, a file is uploaded and its translation offered
-for download; with keys required the API key field appears and the key is sent.
-Screenshots at desktop (1280x900) and phone (390x844) widths are written to
-$MT_WEB_TEST_OUT (default: $MT_BUILD_DIR/tests/web-screenshots).
+for download (also when dropped on the page, and under names such as "50% off.txt" or
+non-ASCII ones); with keys required the API key field appears and the key is sent.
+Errors show next to what caused them (the text pane, the file box) and every visible text
+reads at WCAG AA: the test computes the contrast of the rendered colours (4.5:1), in the
+light and the dark (prefers-color-scheme) scheme. Alternatives are buttons reached with
+Tab and start collapsed for a long text; "suggest a better translation" appears only when
+/frontend/settings says suggestions and POSTs /suggest; the detected language is shown,
+with a warning when it is the target; the API link opens /spec; the favicon is served
+(no 404 in the server's access log). Screenshots at desktop (1280x900) and phone
+(390x844) widths, light and dark, are written to $MT_WEB_TEST_OUT (default:
+$MT_BUILD_DIR/tests/web-screenshots).
 
 Server: $MT_WEB_TEST_SERVER (a running mt-server with the page and every endpoint); else
 the real mt-server of this build, started on the bundled en-de and de-en models: text,
@@ -83,14 +91,15 @@ class StandIn:
     """Serves web/ and fakes /frontend/settings, /languages, /translate, /translate_file
     and /download_file/<id> in LibreTranslate's shapes. Records the /translate bodies."""
 
-    def __init__(self, key_required=False, char_limit=200, disposition="raw"):
+    def __init__(self, key_required=False, char_limit=200, disposition="raw", suggestions=False):
         self.settings = {"charLimit": char_limit, "frontendTimeout": 300, "keyRequired": key_required,
-                         "suggestions": False, "filesTranslation": True,
+                         "suggestions": suggestions, "filesTranslation": True,
                          "supportedFilesFormat": [".txt", ".html", ".srt", ".docx", ".odt"],
                          "language": {"source": {"code": "auto", "name": "Auto Detect"},
                                       "target": {"code": "de", "name": "German"}}}
         self.disposition = disposition  # "raw": UTF-8 bytes in filename="..." as mt-server; "star": RFC 6266
-        self.requests, self.files, self.lock = [], {}, threading.Lock()
+        self.requests, self.files, self.suggestions, self.lock = [], {}, [], threading.Lock()
+        self.dead = False  # True: every request is answered by closing the connection
         stand_in = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -112,14 +121,18 @@ class StandIn:
                 self.send(status, json.dumps(obj).encode(), "application/json")
 
             def do_GET(self):
+                if stand_in.dead:
+                    self.close_connection = True
+                    return
                 path = self.path.split("?")[0]
                 static = {"/": "index.html", "/index.html": "index.html", "/app.js": "app.js",
-                          "/style.css": "style.css"}
+                          "/style.css": "style.css", "/favicon.svg": "favicon.svg", "/favicon.ico": "favicon.svg"}
                 if path in static:
                     name = static[path]
-                    ctype = {"html": "text/html", "js": "text/javascript", "css": "text/css"}[name.rsplit(".", 1)[1]]
+                    ctype = {"html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8",
+                             "css": "text/css; charset=utf-8", "svg": "image/svg+xml"}[name.rsplit(".", 1)[1]]
                     with open(os.path.join(WEB, name), "rb") as f:
-                        return self.send(200, f.read(), ctype + "; charset=utf-8")
+                        return self.send(200, f.read(), ctype)
                 if path == "/frontend/settings":
                     return self.json(200, stand_in.settings)
                 if path == "/languages":
@@ -143,6 +156,9 @@ class StandIn:
                 self.json(404, {"error": "not found"})
 
             def do_POST(self):
+                if stand_in.dead:
+                    self.close_connection = True
+                    return
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 path = self.path.split("?")[0]
                 if path == "/translate":
@@ -157,8 +173,16 @@ class StandIn:
                     answer = {"translatedText": fake_translate(req["q"], t),
                               "alternatives": ["alt %d: %s" % (i, req["q"]) for i in (1, 2)]}
                     if req.get("source") == "auto":
-                        answer["detectedLanguage"] = {"language": "en", "confidence": 90.0}
+                        lang = "de" if req["q"].startswith("Hallo") else "en"
+                        answer["detectedLanguage"] = {"language": lang, "confidence": 90.0}
                     return self.json(200, answer)
+                if path == "/suggest":
+                    req = json.loads(body)
+                    if not stand_in.settings["suggestions"]:
+                        return self.json(403, {"error": "Suggestions are disabled on this server."})
+                    with stand_in.lock:
+                        stand_in.suggestions.append(req)
+                    return self.json(200, {"success": True})
                 if path == "/translate_file":
                     msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
                         b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + body)
@@ -202,19 +226,23 @@ class StandIn:
 
 # ------------------------------------------------------------------ real server
 
-def real_server():
-    """(url, process or None) of a real mt-server to test, or (None, None)."""
+def real_server(tmp):
+    """(url, process or None, log path or None) of a real mt-server to test, or (None, None, None).
+    The server started here stores suggestions and logs every request to tmp/server.log."""
     url = os.environ.get("MT_WEB_TEST_SERVER")
     if url:
-        return url.rstrip("/") + "/", None
+        return url.rstrip("/") + "/", None, None
     exe = os.path.join(BUILD, "server", "mt-server")
     if not os.access(exe, os.X_OK):
-        return None, None
+        return None, None, None
     port = free_port()
-    proc = subprocess.Popen([exe, "--model", os.path.join(SOURCE, "models", "en-de"),
-                             "--model", os.path.join(SOURCE, "models", "de-en"), "--web-root", WEB,
-                             "--workers", "1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = os.path.join(tmp, "server.log")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([exe, "--model", os.path.join(SOURCE, "models", "en-de"),
+                                 "--model", os.path.join(SOURCE, "models", "de-en"), "--web-root", WEB,
+                                 "--suggestions-db", os.path.join(tmp, "suggestions.db"),
+                                 "--workers", "1", "--port", str(port)],
+                                stdout=out, stderr=subprocess.STDOUT)
     url = "http://127.0.0.1:%d/" % port
     deadline = time.monotonic() + 120
     import urllib.request
@@ -228,7 +256,7 @@ def real_server():
                 if not settings.get("filesTranslation"):
                     proc.kill()
                     raise RuntimeError("mt-server reports no file translation: %s" % settings)
-                return url, proc
+                return url, proc, log
         except OSError:
             time.sleep(0.5)
     proc.kill()
@@ -246,6 +274,53 @@ def api(url, path, body):
         return json.loads(r.read())
 
 
+# Contrast (WCAG 2.x) of every visible text on the page, from the rendered colours: the
+# element's colour against its background, the backgrounds of its ancestors composited.
+CONTRAST_JS = r"""
+function rgba(c) {
+  const m = /rgba?\(([^)]*)\)/.exec(c);
+  if (!m) return [0, 0, 0, 0];
+  const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(Number);
+  return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+}
+function over(top, base) {
+  const a = top[3];
+  return [0, 1, 2].map((i) => top[i] * a + base[i] * (1 - a)).concat([1]);
+}
+function background(el) {
+  const layers = [];
+  for (let n = el; n; n = n.parentElement) {
+    const c = rgba(getComputedStyle(n).backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] >= 1) break;
+  }
+  let base = [255, 255, 255, 1];
+  for (const c of layers.reverse()) base = over(c, base);
+  return base;
+}
+function lum(c) {
+  const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+  return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+}
+const out = [];
+for (const el of document.querySelectorAll("body *")) {
+  if (["SCRIPT", "STYLE", "OPTION"].includes(el.tagName)) continue;
+  const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+  const control = ["SELECT", "TEXTAREA", "INPUT"].includes(el.tagName) && el.type !== "file";
+  if (!own && !control) continue;
+  if (!el.getClientRects().length || getComputedStyle(el).visibility === "hidden") continue;
+  if (el.closest(":disabled")) continue; // WCAG exempts inactive controls
+  const bg = background(el);
+  const fg = over(rgba(getComputedStyle(el).color), bg);
+  const l1 = lum(fg), l2 = lum(bg);
+  out.push({id: el.id || el.tagName.toLowerCase() + "." + el.className, text: (el.innerText || el.value || "").slice(0, 40),
+            ratio: (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05),
+            fg: getComputedStyle(el).color, bg: "rgb(" + bg.slice(0, 3).map(Math.round).join(", ") + ")"});
+}
+return out;
+"""
+
+
 def browser(user_data_dir):
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
@@ -261,7 +336,7 @@ class WebPage(unittest.TestCase):
     def setUpClass(cls):
         os.makedirs(OUT, exist_ok=True)
         cls.tmp = tempfile.mkdtemp(prefix="test_web.")
-        cls.real_url, cls.real_proc = real_server()
+        cls.real_url, cls.real_proc, cls.real_log = real_server(cls.tmp)
         cls.driver = browser(os.path.join(cls.tmp, "profile"))
         cls.driver.set_script_timeout(30)
 
@@ -279,11 +354,24 @@ class WebPage(unittest.TestCase):
     def el(self, id_):
         return self.driver.find_element(By.ID, id_)
 
-    def open(self, url):
+    def open(self, url, dark=False):
+        self.driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [
+            {"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
         self.driver.set_window_size(1280, 900)
         self.driver.get(url)
         self.wait(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1", "page setup")
-        self.assertFalse(self.el("status").get_attribute("class") == "error", self.el("status").text)
+        self.assertTrue(self.el("lang-error").get_property("hidden"), self.el("lang-error").text)
+
+    def assert_contrast(self, where, must_see=()):
+        """Every visible text reads at WCAG AA (4.5:1); the ids in must_see are among them."""
+        found = self.driver.execute_script(CONTRAST_JS)
+        low = ["%s %r: %.2f (%s on %s)" % (f["id"], f["text"], f["ratio"], f["fg"], f["bg"])
+               for f in found if f["ratio"] < 4.5]
+        self.assertFalse(low, "%s: text below 4.5:1 contrast:\n  %s" % (where, "\n  ".join(low)))
+        ids = {f["id"] for f in found}
+        for i in must_see:
+            self.assertIn(i, ids, "%s: #%s is not visible" % (where, i))
+        return {f["id"]: f["ratio"] for f in found}
 
     def screenshot(self, name):
         path = os.path.join(OUT, name)
@@ -320,6 +408,7 @@ class WebPage(unittest.TestCase):
         self.assertFalse(self.el("copy").get_property("disabled"))
         counter = self.el("char-count").text
         self.assertTrue(counter.startswith("%d" % len(sentence)), counter)
+        self.assert_contrast("desktop", ["translation", "spec-link", "char-count"])
         self.screenshot(("stand-in-" if fake else "") + "desktop.png")
         d.set_window_size(390, 844)
         # Phone width: the panes stack (the translation is below the text box).
@@ -442,8 +531,194 @@ class WebPage(unittest.TestCase):
             n = len(s.requests)
             self.el("source-text").send_keys(" and a lot more text")
             self.wait(lambda d: "over" in self.el("char-count").get_attribute("class"), "the over-limit mark")
-            self.wait(lambda d: "limit" in self.el("status").text, "the limit message")
+            self.wait(lambda d: self.el("text-error").is_displayed(), "the limit message")
+            self.assertIn("at most 20", self.el("text-error").text)
             self.assertEqual(len(s.requests), n, "text over the limit was sent")
+
+    def in_pane(self, id_):
+        """The section or pane an element is shown in (errors go next to their cause)."""
+        return self.driver.execute_script(
+            "const p = document.getElementById(arguments[0]).closest('.pane, .files, .bar, header, main');"
+            "return p.id || p.className || p.tagName;", id_)
+
+    def test_errors_next_to_cause_and_readable(self):
+        for dark in (False, True):
+            with StandIn(char_limit=20) as s:
+                self.open(s.url, dark=dark)
+                self.el("source-text").send_keys("Far too long for this server's limit")
+                self.wait(lambda d: self.el("text-error").is_displayed(), "the limit message")
+                self.assertEqual(self.in_pane("text-error"), "pane")
+                self.assertEqual(self.el("status").text, "", "an error went to the header")
+                ratios = self.assert_contrast("limit error, dark=%s" % dark, ["text-error", "char-count"])
+                print("contrast (dark=%s): text-error %.2f, char-count %.2f" %
+                      (dark, ratios["text-error"], ratios["char-count"]))
+                Select(self.el("source-lang")).select_by_value("en")
+                self.el("source-text").clear()
+                # The server is gone: both the text and the file say so where they are.
+                s.dead = True
+                self.el("source-text").send_keys("Hello")
+                self.wait(lambda d: "Cannot reach the server" in self.el("text-error").text, "the network error")
+                path = os.path.join(self.tmp, "gone.txt")
+                with open(path, "w") as f:
+                    f.write("Hello.\n")
+                self.el("file").send_keys(path)
+                self.el("translate-file").click()
+                self.wait(lambda d: "error" in self.el("file-status").get_attribute("class"), "the file error")
+                self.assertIn("Cannot reach the server", self.el("file-status").text)
+                self.assertEqual(self.in_pane("file-status"), "files")
+                self.assert_contrast("network errors, dark=%s" % dark, ["text-error", "file-status"])
+                self.screenshot("stand-in-errors%s.png" % ("-dark" if dark else ""))
+
+    def test_long_text_alternatives_collapsed_and_keyboard(self):
+        text = ("Two young people sit on a bench in the park and read a newspaper together. " * 50)[:3720]
+        with StandIn(char_limit=5000) as s:
+            self.open(s.url)
+            Select(self.el("source-lang")).select_by_value("en")
+            self.driver.execute_script("const t = document.getElementById('source-text'); t.value = arguments[0];"
+                                       "t.dispatchEvent(new Event('input'));", text)
+            self.wait(lambda d: self.el("translation").text.startswith("[de]"), "the translation")
+            self.assertFalse(self.el("alt-box").get_property("open"), "alternatives of a long text are open")
+            self.assertEqual(self.el("alt-summary").text, "2 alternatives")
+            height = self.driver.execute_script("return document.documentElement.scrollHeight")
+            print("page height with a 3,720-character text: %d px" % height)
+            self.assertLess(height, 1500)
+            self.screenshot("stand-in-long.png")
+            # Keyboard only: from the translation, Tab reaches the alternatives, Enter opens
+            # them, Tab reaches the first, Enter takes it.
+            from selenium.webdriver.common.keys import Keys
+            self.el("translation").click()
+            active = lambda: self.driver.switch_to.active_element.get_attribute("id") or \
+                self.driver.switch_to.active_element.text[:20]
+            self.driver.switch_to.active_element.send_keys(Keys.TAB)
+            self.assertEqual(active(), "alt-summary")
+            self.driver.switch_to.active_element.send_keys(Keys.ENTER)
+            self.wait(lambda d: self.el("alt-box").get_property("open"), "the alternatives opened")
+            self.driver.switch_to.active_element.send_keys(Keys.TAB)
+            self.assertEqual(self.driver.switch_to.active_element.get_attribute("class"), "alt")
+            before = self.el("translation").text
+            self.driver.switch_to.active_element.send_keys(Keys.ENTER)
+            self.wait(lambda d: self.el("translation").text.startswith("alt 1:"), "the picked alternative")
+            buttons = self.driver.find_elements(By.CSS_SELECTOR, "#alternatives button")
+            self.assertEqual(buttons[0].get_attribute("title"), "Use this alternative")
+            self.assertEqual(self.driver.execute_script(
+                "return document.querySelector('#alternatives button').textContent"), before)
+            self.assertEqual(self.driver.switch_to.active_element.get_attribute("class"), "alt")
+        with StandIn() as s:  # a short text shows them open
+            self.open(s.url)
+            self.el("source-text").send_keys("Hi")
+            self.wait(lambda d: self.el("alt-box").is_displayed(), "the alternatives")
+            self.assertTrue(self.el("alt-box").get_property("open"))
+
+    DROP_JS = """
+        const dt = new DataTransfer();
+        dt.items.add(new File([arguments[1]], arguments[0], {type: "text/plain"}));
+        const zone = document.getElementById(arguments[2]);
+        const ev = (t) => zone.dispatchEvent(new DragEvent(t, {bubbles: true, cancelable: true, dataTransfer: dt}));
+        ev("dragenter"); ev("dragover");
+        const shown = document.getElementById("files").classList.contains("dragging");
+        const accepted = !ev("drop");  // the page took the drop (preventDefault)
+        return [shown, accepted];
+    """
+
+    def test_drop_file(self):
+        with StandIn() as s:
+            self.open(s.url)
+            Select(self.el("source-lang")).select_by_value("en")
+            shown, accepted = self.driver.execute_script(self.DROP_JS, "dropped.txt", "Hello drop.\n", "source-text")
+            self.assertTrue(shown, "no drop highlight on the file box")
+            self.assertTrue(accepted, "the drop was left to the browser (it would open the file)")
+            link = self.wait(lambda d: (not self.el("download").get_property("hidden")) and self.el("download"),
+                             "the download link")
+            self.assertEqual(link.get_attribute("download"), "dropped.de.txt")
+            self.assertNotIn("dragging", self.el("files").get_attribute("class"))
+            text = self.driver.execute_async_script(
+                "const done = arguments[0]; fetch(document.getElementById('download').href)"
+                ".then(r => r.text()).then(done, e => done('ERROR ' + e));")
+            self.assertEqual(text, fake_translate("Hello drop.\n", "de"))
+
+    def test_detected_language_warning(self):
+        with StandIn() as s:
+            self.open(s.url)
+            Select(self.el("target-lang")).select_by_value("de")
+            self.el("source-text").send_keys("Hallo Welt")
+            self.wait(lambda d: "German" in self.el("detected").text, "the detected language")
+            self.wait(lambda d: self.el("detected-warning").is_displayed(), "the same-language warning")
+            self.assertIn("already in German", self.el("detected-warning").text)
+            self.assert_contrast("warning", ["detected-warning", "detected"])
+            self.screenshot("stand-in-warning.png")
+            Select(self.el("target-lang")).select_by_value("en")
+            self.wait(lambda d: not self.el("detected-warning").is_displayed(), "the warning gone")
+
+    def suggest_flow(self, better):
+        self.wait(lambda d: self.el("suggest").is_displayed(), "the suggest button")
+        self.el("suggest").click()
+        box = self.el("suggest-text")
+        self.assertTrue(box.is_displayed())
+        self.assertEqual(box.get_property("value"), self.el("translation").text)
+        self.assertEqual(self.driver.switch_to.active_element.get_attribute("id"), "suggest-text")
+        box.clear()
+        box.send_keys(better)
+        self.el("suggest-send").click()
+        self.wait(lambda d: self.el("suggest-status").is_displayed(), "the suggestion's answer")
+        return self.el("suggest-status").text
+
+    def test_suggest(self):
+        with StandIn() as s:  # the server takes none: no button
+            self.open(s.url)
+            self.el("source-text").send_keys("Hi")
+            self.wait(lambda d: self.el("translation").text.strip() or False, "the translation")
+            self.assertFalse(self.el("suggest").is_displayed())
+        with StandIn(suggestions=True) as s:
+            self.open(s.url)
+            self.el("source-text").send_keys("Hello")
+            self.wait(lambda d: self.el("translation").text.strip() or False, "the translation")
+            self.assertIn("Thank you", self.suggest_flow("Hallo!"))
+            self.assertEqual(s.suggestions[-1], {"q": "Hello", "s": "Hallo!", "source": "en", "target": "de"})
+            self.assertTrue(self.el("suggest").is_displayed(), "no second suggestion possible")
+            self.assert_contrast("suggestion sent", ["suggest-status"])
+        if self.real_url and self.real_log:
+            self.open(self.real_url)
+            Select(self.el("source-lang")).select_by_value("en")
+            Select(self.el("target-lang")).select_by_value("de")
+            self.el("source-text").send_keys("Two dogs play in the snow.")
+            self.wait(lambda d: self.el("translation").text.strip() or False, "the translation")
+            self.assertIn("Thank you", self.suggest_flow("Zwei Hunde spielen im Schnee."))
+            self.wait(lambda d: "path=/suggest status=200" in open(self.real_log).read(), "/suggest in the log")
+
+    def test_spec_link_favicon_dark(self):
+        if not self.real_url:
+            self.skipTest("no real server")
+        self.open(self.real_url)
+        link = self.el("spec-link")
+        self.assertEqual(link.get_attribute("href"), self.real_url + "spec")
+        spec = self.driver.execute_async_script(
+            "const done = arguments[0]; fetch(document.getElementById('spec-link').href)"
+            ".then(r => r.json()).then(j => done(j.openapi || 'none'), e => done('ERROR ' + e));")
+        self.assertTrue(spec.startswith("3."), spec)
+        icon = self.driver.execute_async_script(
+            "const done = arguments[0]; const href = document.querySelector('link[rel=icon]').href;"
+            "Promise.all([fetch(href), fetch('/favicon.ico')]).then(rs => done(rs.map(r => r.status + ' ' +"
+            " r.headers.get('Content-Type'))), e => done(['ERROR ' + e]));")
+        self.assertEqual(icon, ["200 image/svg+xml"] * 2)
+        # Dark: the page follows prefers-color-scheme.
+        self.open(self.real_url, dark=True)
+        Select(self.el("source-lang")).select_by_value("en")
+        Select(self.el("target-lang")).select_by_value("de")
+        self.el("source-text").send_keys("A man is riding a bicycle.")
+        self.wait(lambda d: self.el("translation").text.strip() or False, "the translation")
+        self.wait(lambda d: self.el("alt-box").is_displayed(), "the alternatives")
+        bg = self.driver.execute_script("return getComputedStyle(document.body).backgroundColor")
+        self.assertEqual(bg, "rgb(18, 20, 23)", "no dark background")
+        self.assert_contrast("dark", ["translation", "spec-link", "alt-summary"])
+        self.screenshot("dark.png")
+        self.driver.set_window_size(390, 844)
+        self.assert_contrast("dark phone")
+        self.screenshot("dark-phone.png")
+        self.open(self.real_url)
+        if self.real_log:  # every request the browser made was served: no 404 (favicon included)
+            with open(self.real_log) as f:
+                missing = [line for line in f if "event=access" in line and "status=404" in line]
+            self.assertFalse(missing, "".join(missing))
 
     def test_api_key_field(self):
         with StandIn() as s:
