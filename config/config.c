@@ -48,7 +48,12 @@ static const setting SETTINGS[] = {
      OFF(max_connections), 1, 1000000, "concurrent client connections; beyond: 503 and closed"},
     {"server", "max_connections_per_ip", "--max-connections-per-ip", NULL, "MT_MAX_CONNECTIONS_PER_IP", "N",
      K_INT, OFF(max_connections_per_ip), 0, 1000000,
-     "concurrent connections from one client address; beyond: 503 and closed (0: no limit; behind a proxy every client has its address)"},
+     "concurrent connections from one client address; beyond: 503 and closed (0: no limit; behind a proxy, set trusted_proxies)"},
+    {"server", "trusted_proxies", "--trusted-proxies", NULL, "MT_TRUSTED_PROXIES", "CIDRS", K_STR,
+     OFF(trusted_proxies), 0, 0,
+     "comma-separated addresses or CIDRs of proxies whose X-Forwarded-For / Forwarded name the client (for the per-address limit, rate limits and the access log); ignored from anyone else"},
+    {"server", "public_url", "--public-url", NULL, "MT_PUBLIC_URL", "URL", K_STR, OFF(public_url), 0, 0,
+     "the server's address as clients reach it (https://mt.example.org), for the download links of /translate_file (unset: links relative to the server)"},
     {"server", "receive_timeout", "--receive-timeout", NULL, "MT_RECEIVE_TIMEOUT", "SEC", K_FLOAT,
      OFF(receive_timeout), 0, 86400,
      "seconds a client has to send a whole request, header and body, from connecting or from the previous answer; then 408 and closed (0: no limit)"},
@@ -105,6 +110,9 @@ static const setting SETTINGS[] = {
      OFF(max_file_bytes), 0, 1073741824.0, "largest file /translate_file accepts (0: file translation off); beyond: 413"},
     {"limits", "file_ttl", "--file-ttl", NULL, "MT_FILE_TTL", "SEC", K_FLOAT, OFF(file_ttl), 1, 31536000,
      "seconds a translated file stays downloadable"},
+    {"limits", "max_file_jobs_per_client", "--max-file-jobs-per-client", NULL, "MT_MAX_FILE_JOBS_PER_CLIENT", "N",
+     K_INT, OFF(max_file_jobs_per_client), 0, 100000,
+     "translated files one client (API key, else address) may hold at once (0: no limit below max_file_jobs); beyond: 429"},
     {"limits", "max_file_jobs", "--max-file-jobs", NULL, "MT_MAX_FILE_JOBS", "N", K_INT,
      OFF(max_file_jobs), 1, 100000, "translated files kept at once (running and finished); beyond: 503"},
     {"decoding", "beam_size", "--beam", "--beam-size", "MT_BEAM_SIZE", "N", K_INT,
@@ -157,6 +165,7 @@ void mt_config_init(mt_config *cfg)
     cfg->drain_timeout = 30;
     cfg->workers = 0;
     cfg->threads_per_worker = 1;
+    cfg->max_connections_per_ip = 64;
     cfg->queue_capacity = 256;
     cfg->sentence_cache_mb = 64;
     cfg->batch_max_sentences = 32;
@@ -175,6 +184,7 @@ void mt_config_init(mt_config *cfg)
     cfg->sampling_topk = 1;
     cfg->sampling_topp = 1;
     cfg->sampling_temperature = 1;
+    cfg->max_file_jobs_per_client = 8;
     cfg->seed = 0;
     cfg->no_repeat_ngram_size = 0;
     cfg->repetition_penalty = 1;

@@ -38,6 +38,8 @@ typedef struct {
     int max_connections;    /* concurrent connections accepted */
     int max_connections_per_ip; /* concurrent connections from one address (0: no limit) */
     double receive_timeout; /* seconds to receive a whole request (header and body) */
+    char trusted_proxies[256]; /* CIDRs whose X-Forwarded-For / Forwarded are believed */
+    char public_url[256];   /* base of download links (empty: relative links) */
     double idle_timeout;    /* seconds an idle keep-alive connection is kept */
     double request_timeout; /* seconds a translation may take from arrival; 0 = none */
     double drain_timeout;   /* seconds to finish in-flight requests on SIGTERM/SIGINT */
@@ -51,6 +53,7 @@ typedef struct {
     long max_file_bytes;    /* largest file /translate_file accepts; beyond: 413 */
     double file_ttl;        /* seconds a translated file stays downloadable */
     int max_file_jobs;      /* files in the spool at once (running and finished); beyond: 503 */
+    int max_file_jobs_per_client; /* of them, held by one client (key or address); 0: no limit */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */

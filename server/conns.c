@@ -1,15 +1,26 @@
 /* conns.c: limits libmicrohttpd 0.9.75 does not have, kept per connection (its socket
  * context): a deadline for receiving each request whole (a slowloris client that sends a
  * byte now and then never trips an idle timeout), at most max_connections_per_ip
- * connections from one address, and a 503 rather than silence for a connection over the
- * limits.
+ * connections from one address, a 503 rather than silence for a connection over the
+ * limits, and the client's address behind a trusted proxy.
  *
  * A connection waits for a request from its accept, and again after each answer; once
  * the request is whole (srv_conn_received) the clock stops until the answer has gone.
  * The watcher calls srv_conns_expire: a connection still receiving after receive_timeout
  * gets a 408 (if it never had an answer; an idle keep-alive one is just closed) and is
  * shut down (shutdown(2), never close: the descriptor stays
- * libmicrohttpd's, which then sees the end of the stream and cleans up). */
+ * libmicrohttpd's, which then sees the end of the stream and cleans up).
+ *
+ * A full table does not lock newcomers out: before one is refused, the connection that
+ * has waited longest for a request header (one that has sent none, or only part of one,
+ * or an idle keep-alive one) is reclaimed the same way. Connections whose header is in
+ * are never reclaimed: they are being served.
+ *
+ * Behind a proxy every client has the proxy's address: connections from an address in
+ * server.trusted_proxies are not counted per address at accept; once a request's header
+ * is in, its client is the address X-Forwarded-For / Forwarded name (walking from the
+ * right over trusted hops), and that address is what the per-address limit, the rate
+ * limits and the access log see. Those headers from anyone else are ignored. */
 #include "internal.h"
 
 #include <arpa/inet.h>
@@ -17,17 +28,220 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 
 struct srv_conn {
     int fd;
-    char addr[64];
+    char peer[64];    /* the socket's address */
+    char addr[64];    /* the client's: peer, or what a trusted proxy says */
+    int trusted_peer; /* peer is a trusted proxy */
     double t_wait;    /* when the current request started to be awaited */
     int receiving;    /* 1 until the request is whole */
-    int refused;      /* answered 503 at accept: its request is not served */
+    int header_in;    /* the current request's header has arrived */
+    int refused;      /* answered 503 at accept, reclaimed or expired: not served */
     int kept_alive;   /* it has had an answer: waiting now may be plain keep-alive idling */
     srv_conn *prev, *next;
 };
+
+struct srv_cidr {
+    int family;            /* AF_INET or AF_INET6 */
+    unsigned char net[16]; /* network bytes (4 used for AF_INET) */
+    int bits;
+};
+
+/* ---------------------------------------------------------------- addresses */
+
+/* Parses an address ("1.2.3.4", "::1", an IPv4-mapped IPv6 one is taken as IPv4) into
+ * family and bytes; 0, or -1 when it is none. */
+static int parse_ip(const char *s, int *family, unsigned char out[16])
+{
+    struct in6_addr a6;
+    if (inet_pton(AF_INET, s, out) == 1) {
+        *family = AF_INET;
+        return 0;
+    }
+    if (inet_pton(AF_INET6, s, &a6) != 1) return -1;
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    if (memcmp(a6.s6_addr, mapped, 12) == 0) {
+        memcpy(out, a6.s6_addr + 12, 4);
+        *family = AF_INET;
+    } else {
+        memcpy(out, a6.s6_addr, 16);
+        *family = AF_INET6;
+    }
+    return 0;
+}
+
+int srv_cidrs_parse(const char *list, srv_cidr **out, int *n, char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    if (!list || !*list) return 0;
+    srv_cidr *v = NULL;
+    int count = 0;
+    const char *p = list;
+    while (*p) {
+        while (*p == ',' || *p == ' ' || *p == '\t') p++;
+        if (!*p) break;
+        size_t len = strcspn(p, ", \t");
+        char item[80];
+        if (len >= sizeof item) {
+            snprintf(err, errlen, "server.trusted_proxies: '%.40s...' is not an address or CIDR", p);
+            free(v);
+            return -1;
+        }
+        memcpy(item, p, len);
+        item[len] = '\0';
+        p += len;
+        srv_cidr c = {0};
+        char *slash = strchr(item, '/');
+        if (slash) *slash = '\0';
+        int ok = parse_ip(item, &c.family, c.net) == 0;
+        int maxbits = c.family == AF_INET ? 32 : 128;
+        c.bits = maxbits;
+        if (ok && slash) {
+            char *end;
+            long b = strtol(slash + 1, &end, 10);
+            /* an IPv4-mapped network given in IPv6 bits ("::ffff:10.0.0.0/104") */
+            if (c.family == AF_INET && strchr(item, ':') && b >= 96) b -= 96;
+            ok = *(slash + 1) && !*end && b >= 0 && b <= maxbits;
+            c.bits = (int)b;
+        }
+        if (!ok) {
+            if (slash) *slash = '/';
+            snprintf(err, errlen, "server.trusted_proxies: '%s' is not an address or CIDR "
+                     "(e.g. 10.0.0.0/8, 127.0.0.1, fd00::/8)", item);
+            free(v);
+            return -1;
+        }
+        srv_cidr *nv = realloc(v, (size_t)(count + 1) * sizeof *nv);
+        if (!nv) {
+            free(v);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        v = nv;
+        v[count++] = c;
+    }
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+/* Is the address text in one of the networks? */
+static int in_cidrs(const srv_cidr *v, int n, const char *addr)
+{
+    int family;
+    unsigned char a[16];
+    if (n <= 0 || parse_ip(addr, &family, a)) return 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i].family != family) continue;
+        int full = v[i].bits / 8, rest = v[i].bits % 8;
+        if (memcmp(a, v[i].net, (size_t)full) != 0) continue;
+        if (rest && ((a[full] ^ v[i].net[full]) & (0xff << (8 - rest)) & 0xff)) continue;
+        return 1;
+    }
+    return 0;
+}
+
+int srv_is_trusted_proxy(const mt_server *s, const char *addr)
+{
+    return in_cidrs(s->proxies, s->n_proxies, addr);
+}
+
+/* Writes the canonical text of an address (IPv4-mapped shown as IPv4); 0 or -1. */
+static int canonical_ip(const char *s, char *out, size_t cap)
+{
+    int family;
+    unsigned char a[16];
+    if (parse_ip(s, &family, a)) return -1;
+    return inet_ntop(family, a, out, (socklen_t)cap) ? 0 : -1;
+}
+
+typedef struct {
+    char hops[32][64]; /* addresses in header order, leftmost first ("" for an unparsable one) */
+    int n, forwarded;  /* forwarded: they came from Forwarded headers */
+} hop_list;
+
+static void add_hop(hop_list *h, const char *s, size_t len)
+{
+    while (len && (*s == ' ' || *s == '\t')) s++, len--;
+    while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+    if (len >= 2 && s[0] == '"' && s[len - 1] == '"') s++, len -= 2;
+    char tmp[80] = "";
+    if (len < sizeof tmp) {
+        memcpy(tmp, s, len);
+        tmp[len] = '\0';
+    }
+    char *a = tmp;
+    if (*a == '[') { /* "[2001:db8::1]:4711" */
+        a++;
+        char *e = strchr(a, ']');
+        if (e) *e = '\0';
+    } else if (strchr(a, '.') && strchr(a, ':')) { /* "1.2.3.4:80" */
+        *strchr(a, ':') = '\0';
+    }
+    if (h->n == 32) { /* keep the rightmost hops: those nearest to us */
+        memmove(h->hops[0], h->hops[1], sizeof h->hops[0] * 31);
+        h->n = 31;
+    }
+    if (canonical_ip(a, h->hops[h->n], sizeof h->hops[0])) h->hops[h->n][0] = '\0';
+    h->n++;
+}
+
+static enum MHD_Result collect_hops(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    (void)kind;
+    hop_list *h = cls;
+    if (!value) return MHD_YES;
+    int fwd = strcasecmp(key, "Forwarded") == 0;
+    if (!fwd && strcasecmp(key, "X-Forwarded-For") != 0) return MHD_YES;
+    if (fwd && !h->forwarded) h->n = 0, h->forwarded = 1; /* Forwarded wins over X-Forwarded-For */
+    if (!fwd && h->forwarded) return MHD_YES;
+    for (const char *p = value; *p;) {
+        size_t len = strcspn(p, ",");
+        if (!fwd) {
+            add_hop(h, p, len);
+        } else {
+            /* an element: pairs "for=...;proto=..."; only for= names a hop */
+            int found = 0;
+            for (const char *q = p; q < p + len;) {
+                size_t plen = strcspn(q, ";,");
+                if (plen > (size_t)(p + len - q)) plen = (size_t)(p + len - q);
+                const char *k = q;
+                while (k < q + plen && (*k == ' ' || *k == '\t')) k++;
+                if (q + plen - k > 4 && strncasecmp(k, "for=", 4) == 0) {
+                    add_hop(h, k + 4, (size_t)(q + plen - k - 4));
+                    found = 1;
+                }
+                q += plen + (q + plen < p + len);
+            }
+            if (!found) add_hop(h, "", 0);
+        }
+        p += len + (p[len] == ',');
+    }
+    return MHD_YES;
+}
+
+/* The client of a request that came through the trusted peer: stepping left over the
+ * hops while the address reached so far is a trusted proxy. */
+static void client_behind_proxy(mt_server *s, struct MHD_Connection *conn, const char *peer, char *out,
+                                size_t cap)
+{
+    hop_list h;
+    h.n = 0;
+    h.forwarded = 0;
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, collect_hops, &h);
+    const char *addr = peer;
+    for (int i = h.n - 1; i >= 0 && srv_is_trusted_proxy(s, addr); i--) {
+        if (!h.hops[i][0]) break; /* unparsable ("unknown", garbage): the proxy is the client */
+        addr = h.hops[i];
+    }
+    snprintf(out, cap, "%s", addr);
+}
+
+/* ---------------------------------------------------------------- the table */
 
 /* Writes a complete minimal answer straight to the socket; only while libmicrohttpd has
  * nothing to send on it (before a request is whole). */
@@ -50,6 +264,43 @@ static void unlink_conn(mt_server *s, srv_conn *k)
     else s->conns = k->next;
     if (k->next) k->next->prev = k->prev;
     s->n_conns--;
+    if (k->refused) s->n_refused--;
+}
+
+/* Not served any more (it no longer counts against the limits); conns_mu held. */
+static void mark_refused_locked(mt_server *s, srv_conn *k)
+{
+    if (k->refused) return;
+    k->refused = 1;
+    s->n_refused++;
+}
+
+/* Connections of addr that count against the per-address limit (k excluded). */
+static int count_addr_locked(mt_server *s, const srv_conn *k, const char *addr)
+{
+    int same = 0;
+    for (srv_conn *o = s->conns; o; o = o->next)
+        same += o != k && !o->refused && !(o->trusted_peer && !o->header_in) && strcmp(o->addr, addr) == 0;
+    return same;
+}
+
+/* The table is full: reclaims the connection that has waited longest for a request
+ * header; 1 when one was. */
+static int reclaim_locked(mt_server *s, const srv_conn *except, char *who, size_t cap)
+{
+    srv_conn *victim = NULL;
+    for (srv_conn *o = s->conns; o; o = o->next) {
+        if (o == except || o->refused || o->header_in || !o->receiving || o->fd < 0) continue;
+        if (!victim || o->t_wait < victim->t_wait) victim = o;
+    }
+    if (!victim) return 0;
+    if (!victim->kept_alive)
+        send_raw(victim->fd, 408, "request header not received: connection reclaimed for another client", "");
+    shutdown(victim->fd, SHUT_RDWR);
+    victim->receiving = 0;
+    mark_refused_locked(s, victim);
+    snprintf(who, cap, "%s", victim->addr);
+    return 1;
 }
 
 void srv_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
@@ -71,34 +322,41 @@ void srv_on_connection(void *cls, struct MHD_Connection *conn, void **socket_con
     const union MHD_ConnectionInfo *fi = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     k->fd = fi ? fi->connect_fd : -1;
-    snprintf(k->addr, sizeof k->addr, "-");
+    snprintf(k->peer, sizeof k->peer, "-");
     if (ai && ai->client_addr) {
         const struct sockaddr *sa = ai->client_addr;
         socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-        if (getnameinfo(sa, len, k->addr, sizeof k->addr, NULL, 0, NI_NUMERICHOST) != 0)
-            snprintf(k->addr, sizeof k->addr, "-");
+        char raw[64];
+        if (getnameinfo(sa, len, raw, sizeof raw, NULL, 0, NI_NUMERICHOST) != 0 ||
+            canonical_ip(raw, k->peer, sizeof k->peer) != 0)
+            snprintf(k->peer, sizeof k->peer, "-");
     }
+    snprintf(k->addr, sizeof k->addr, "%s", k->peer);
+    k->trusted_peer = srv_is_trusted_proxy(s, k->peer);
     k->t_wait = mt_now();
     k->receiving = 1;
     const mt_config *cfg = s->cfg;
+    char reclaimed[64] = "";
     pthread_mutex_lock(&s->conns_mu);
-    int same = 0;
-    for (srv_conn *o = s->conns; o; o = o->next) same += !o->refused && strcmp(o->addr, k->addr) == 0;
-    int over_all = s->n_conns - s->n_refused >= cfg->max_connections;
-    int over_ip = cfg->max_connections_per_ip > 0 && same >= cfg->max_connections_per_ip;
+    /* a trusted proxy's connections are counted per client once their header is in */
+    int over_ip = !k->trusted_peer && cfg->max_connections_per_ip > 0 &&
+                  count_addr_locked(s, k, k->addr) >= cfg->max_connections_per_ip;
+    int over_all = !over_ip && s->n_conns - s->n_refused >= cfg->max_connections &&
+                   !reclaim_locked(s, k, reclaimed, sizeof reclaimed);
     k->next = s->conns;
     if (s->conns) s->conns->prev = k;
     s->conns = k;
     s->n_conns++;
     if ((over_all || over_ip) && k->fd >= 0) {
-        k->refused = 1;
-        s->n_refused++;
+        mark_refused_locked(s, k);
         send_raw(k->fd, 503, over_ip ? "too many connections from this address" : "too many connections",
                  "Retry-After: 1\r\n");
         shutdown(k->fd, SHUT_WR);
     }
     pthread_mutex_unlock(&s->conns_mu);
     *socket_context = k;
+    if (reclaimed[0])
+        mt_log_write(s->log, MT_LOG_WARN, "connection_reclaimed", "remote=%s reason=no_request_header", reclaimed);
     if (k->refused) mt_log_write(s->log, MT_LOG_WARN, "connection_refused", "remote=%s reason=%s", k->addr,
                                  over_ip ? "per_ip_limit" : "max_connections");
 }
@@ -114,10 +372,53 @@ int srv_conn_refused(mt_server *s, struct MHD_Connection *conn)
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     srv_conn *k = ci ? ci->socket_context : NULL;
     if (!k) return 0;
+    char client[64] = "";
+    if (k->trusted_peer) client_behind_proxy(s, conn, k->peer, client, sizeof client);
     pthread_mutex_lock(&s->conns_mu);
-    int refused = k->refused;
+    int refused = k->refused, over_ip = 0;
+    k->header_in = 1; /* being served: never reclaimed */
+    if (!refused && k->trusted_peer) {
+        snprintf(k->addr, sizeof k->addr, "%s", client);
+        over_ip = s->cfg->max_connections_per_ip > 0 && strcmp(k->addr, k->peer) != 0 &&
+                  count_addr_locked(s, k, k->addr) >= s->cfg->max_connections_per_ip;
+        if (over_ip && k->fd >= 0) {
+            mark_refused_locked(s, k);
+            send_raw(k->fd, 503, "too many connections from this address", "Retry-After: 1\r\n");
+            shutdown(k->fd, SHUT_WR);
+            refused = 1;
+        }
+    }
     pthread_mutex_unlock(&s->conns_mu);
+    if (over_ip)
+        mt_log_write(s->log, MT_LOG_WARN, "connection_refused", "remote=%s via=%s reason=per_ip_limit",
+                     client, k->peer);
     return refused;
+}
+
+void srv_conn_client(mt_server *s, struct MHD_Connection *conn, char *out, size_t cap)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    srv_conn *k = ci ? ci->socket_context : NULL;
+    snprintf(out, cap, "-");
+    if (k) {
+        pthread_mutex_lock(&s->conns_mu);
+        snprintf(out, cap, "%s", k->addr);
+        pthread_mutex_unlock(&s->conns_mu);
+        return;
+    }
+    const union MHD_ConnectionInfo *ai = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ai || !ai->client_addr) return;
+    const struct sockaddr *sa = ai->client_addr;
+    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    char raw[64];
+    if (getnameinfo(sa, len, raw, sizeof raw, NULL, 0, NI_NUMERICHOST) == 0 &&
+        canonical_ip(raw, out, cap) != 0)
+        snprintf(out, cap, "%s", raw);
+    if (srv_is_trusted_proxy(s, out)) {
+        char peer[64];
+        snprintf(peer, sizeof peer, "%s", out);
+        client_behind_proxy(s, conn, peer, out, cap);
+    }
 }
 
 void srv_conn_received(req_ctx *c)
@@ -136,6 +437,7 @@ void srv_conn_answered(mt_server *s, struct MHD_Connection *conn)
     if (!k) return;
     pthread_mutex_lock(&s->conns_mu);
     k->receiving = 1; /* keep-alive: the next request's clock starts now */
+    k->header_in = 0;
     k->kept_alive = 1;
     k->t_wait = mt_now();
     pthread_mutex_unlock(&s->conns_mu);
@@ -153,8 +455,8 @@ void srv_conns_expire(mt_server *s)
          * just closed (a 408 there could cross a request the client is sending). */
         if (!k->refused && !k->kept_alive) send_raw(k->fd, 408, "request not received in time", "");
         shutdown(k->fd, SHUT_RDWR);
-        k->receiving = 0; /* once */
-        k->refused = 1;   /* whatever arrives after this is not served */
+        k->receiving = 0;         /* once */
+        mark_refused_locked(s, k); /* whatever arrives after this is not served */
     }
     pthread_mutex_unlock(&s->conns_mu);
 }

@@ -23,18 +23,6 @@ static mt_endpoint endpoint_of(const char *url)
     return MT_EP_OTHER;
 }
 
-static void note_remote(req_ctx *c)
-{
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    snprintf(c->remote, sizeof c->remote, "-");
-    if (!ci || !ci->client_addr) return;
-    const struct sockaddr *sa = ci->client_addr;
-    socklen_t len = sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    if (getnameinfo(sa, len, c->remote, sizeof c->remote, NULL, 0, NI_NUMERICHOST) != 0)
-        snprintf(c->remote, sizeof c->remote, "-");
-}
-
 /* First call for a request: route it; answer at once or start reading the body. */
 /* Answers after the (empty or ignored) body has been read: MHD keeps the connection
  * alive only for answers queued once the request is complete. */
@@ -228,7 +216,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         c->body_limit = (size_t)s->cfg->max_body_bytes;
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%s", url);
-        note_remote(c);
+        srv_conn_client(s, conn, c->remote, sizeof c->remote); /* behind a trusted proxy: its client */
         *con_cls = c;
         atomic_fetch_add(&s->in_flight, 1);
         int answered;

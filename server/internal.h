@@ -31,6 +31,7 @@ typedef struct mt_spool mt_spool;
 
 typedef struct req_ctx req_ctx;
 typedef struct srv_conn srv_conn;
+typedef struct srv_cidr srv_cidr;
 
 struct mt_server {
     const mt_config *cfg;
@@ -71,6 +72,8 @@ struct mt_server {
     pthread_mutex_t conns_mu;
     srv_conn *conns;
     int n_conns, n_refused;
+    srv_cidr *proxies;        /* server.trusted_proxies */
+    int n_proxies;
 };
 
 /* POST endpoints of lt_*.c whose body handler.c reads (req_ctx.lt_post). */
@@ -203,7 +206,9 @@ void srv_on_mhd_log(void *cls, const char *fmt, va_list ap);
 /* conns.c: per-connection limits. MHD_OPTION_NOTIFY_CONNECTION callback (cls: the server). */
 void srv_on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
                        enum MHD_ConnectionNotificationCode code);
-/* 1 when the connection was answered 503 at accept (its request is dropped). */
+/* A request's header is in (first callback): 1 when the connection was refused (503 at
+ * accept, or its client behind a trusted proxy is over the per-address limit: answered
+ * 503 now), so the request is dropped. */
 int srv_conn_refused(mt_server *s, struct MHD_Connection *conn);
 /* The request is whole: its receive deadline stops. */
 void srv_conn_received(req_ctx *c);
@@ -211,5 +216,13 @@ void srv_conn_received(req_ctx *c);
 void srv_conn_answered(mt_server *s, struct MHD_Connection *conn);
 /* Watcher: 408 and shutdown for connections past server.receive_timeout. */
 void srv_conns_expire(mt_server *s);
+/* Parses a comma-separated list of addresses and CIDRs (server.trusted_proxies) into
+ * *out (malloc'd, *n entries; NULL and 0 for an empty list); 0 or -1 with a message. */
+int srv_cidrs_parse(const char *list, srv_cidr **out, int *n, char *err, size_t errlen);
+/* 1 when addr (numeric) is in server.trusted_proxies. */
+int srv_is_trusted_proxy(const mt_server *s, const char *addr);
+/* The client's address: the peer's, or behind a trusted proxy the one its
+ * X-Forwarded-For / Forwarded names (for limits and the access log). */
+void srv_conn_client(mt_server *s, struct MHD_Connection *conn, char *out, size_t cap);
 
 #endif

@@ -30,6 +30,10 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&s->watch_cond, &ca);
     pthread_condattr_destroy(&ca);
+    if (srv_cidrs_parse(cfg->trusted_proxies, &s->proxies, &s->n_proxies, err, errlen)) {
+        mt_server_free(s);
+        return NULL;
+    }
     /* ---- LibreTranslate parity (issue 14) ---- */
     if (srv_lt_init(s, err, errlen)) {
         mt_server_free(s);
@@ -260,3 +264,4 @@ void mt_server_free(mt_server *s)
     pthread_mutex_destroy(&s->conns_mu);
     free(s);
 }
+    free(s->proxies);

@@ -55,12 +55,91 @@ def exchange(port, data, timeout=10.0):
     return out, closed
 
 
+def exchange_from(src, port, data, timeout=10.0):
+    """exchange() from a chosen loopback source address (all of 127/8 is loopback on
+    Linux): per-address limits see another client."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    out = b""
+    try:
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", port))
+        s.sendall(data)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            s.settimeout(max(0.05, deadline - time.time()))
+            try:
+                chunk = s.recv(65536)
+            except socket.timeout:
+                break
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            out += chunk
+    finally:
+        s.close()
+    return out
+
+
+class Tricklers:
+    """n connections (from the given source addresses, round robin) that each send a
+    request header one byte per `pace` seconds and never finish it; `answers` collects
+    what the server wrote to each (a 408 when it reclaimed or expired one)."""
+
+    HEADER = b"POST /translate HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 4000
+
+    def __init__(self, port, n, sources=("127.0.0.1",), pace=0.5):
+        self.stop = threading.Event()
+        self.socks, self.answers, self.pos = [], {}, {}
+        for i in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((sources[i % len(sources)], 0))
+            s.settimeout(10)
+            s.connect(("127.0.0.1", port))
+            s.setblocking(False)
+            self.socks.append(s)
+            self.answers[s] = b""
+            self.pos[s] = 0
+        self.pace = pace
+        self.thread = threading.Thread(target=self.run)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop.is_set():
+            for s in self.socks:
+                try:
+                    chunk = s.recv(4096)
+                    self.answers[s] += chunk
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    pass
+                if self.pos[s] < len(self.HEADER):
+                    try:
+                        s.send(self.HEADER[self.pos[s]:self.pos[s] + 1])
+                        self.pos[s] += 1
+                    except OSError:
+                        self.pos[s] = len(self.HEADER)
+            self.stop.wait(self.pace)  # the trickle's pace, not a wait for a condition
+
+    def count(self, fragment):
+        return sum(1 for a in list(self.answers.values()) if fragment in a)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(timeout=60)
+        for s in self.socks:
+            s.close()
+
+
 def statuses(raw):
     return [int(line.split()[1]) for line in raw.split(b"\r\n") if line.startswith(b"HTTP/1.")]
 
 
 BODY = json.dumps({"text": "a b c"}).encode()
 GET_HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+GET_HEALTH_CLOSE = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
 
 
 class TestSmuggling(unittest.TestCase):
@@ -261,56 +340,55 @@ class TestMetricsAccess(unittest.TestCase):
 
 class TestSlowClients(unittest.TestCase):
     """Slowloris: connections that trickle one header byte at a time cannot lock others out.
-    Over --max-connections (or --max-connections-per-ip) a connection gets 503 at once and
-    is closed; a request not received whole within --receive-timeout gets 408 and is closed;
-    then a normal client is served."""
-
-    def trickle(self, port, stop, opened):
-        s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        opened.append(s)
-        try:
-            for b in b"POST /translate HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 200:
-                if stop.is_set():
-                    break
-                s.send(bytes([b]))
-                time.sleep(0.2)
-        except OSError:
-            pass
+    A full table reclaims the connection that has waited longest for its header (408);
+    with none to reclaim, or over --max-connections-per-ip, a connection gets 503 at once
+    and is closed; a request not received whole within --receive-timeout gets 408 and is
+    closed."""
 
     def test_tricklers_are_cut_and_others_served(self):
-        srv = ts.Server(["--model", MODEL, "--max-connections", "8", "--receive-timeout", "6"], name="slow")
-        stop = threading.Event()
-        opened = []
-        threads = [threading.Thread(target=self.trickle, args=(srv.port, stop, opened)) for _ in range(12)]
+        srv = ts.Server(["--model", MODEL, "--max-connections", "8", "--max-connections-per-ip", "0",
+                         "--receive-timeout", "6"], name="slow")
+        tr = None
         try:
-            for t in threads:
-                t.start()
-            # over the limit: 503 at once, closed (not a silent hang); polled, since under
-            # load the server may take a moment to accept all twelve
+            tr = Tricklers(srv.port, 12, pace=0.2)
+            # over the limit, each newcomer takes the slot of the trickler that has waited
+            # longest for its header (408), so a normal client is served at once
+            self.assertTrue(ts.wait_until(lambda: tr.count(b"reclaimed") >= 4, timeout=30, step=0.1))
+            raw = exchange_from("127.0.0.1", srv.port, GET_HEALTH_CLOSE, timeout=10)
+            self.assertEqual(statuses(raw), [200], raw[:300])
+            # the rest are cut after receive_timeout (408)
+            self.assertTrue(ts.wait_until(lambda: tr.count(b"408") == 12, timeout=60, step=0.2),
+                            sorted(set(tr.answers.values()))[:4])
+            self.assertEqual(tr.count(b" 503 "), 0)
+        finally:
+            if tr:
+                tr.close()
+            self.assertEqual(srv.stop(), 0)
+
+    def test_full_of_requests_being_read_is_503(self):
+        """Connections whose header is in are being served and never reclaimed: with all
+        slots held by them a newcomer gets 503 with Retry-After, closed at once."""
+        srv = ts.Server(["--model", MODEL, "--max-connections", "4", "--max-connections-per-ip", "0"],
+                        name="full-busy")
+        held = []
+        try:
+            for _ in range(4):
+                s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+                s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 100\r\n\r\n{")
+                held.append(s)
             probes = []
-            ts.wait_until(lambda: probes.append(exchange(srv.port, GET_HEALTH, timeout=5)) or
-                          statuses(probes[-1][0]) == [503], timeout=5, step=0.1)
+            ok = ts.wait_until(lambda: probes.append(exchange(srv.port, GET_HEALTH_CLOSE, timeout=5)) or
+                               statuses(probes[-1][0]) == [503], timeout=30, step=0.1)
             raw, closed = probes[-1]
-            self.assertEqual(statuses(raw), [503], raw[:300])
+            self.assertTrue(ok, raw[:300])
             self.assertIn(b"Retry-After", raw)
             self.assertTrue(closed)
-            # the tricklers are cut after receive_timeout (408), then a normal client is served
-            ok = ts.wait_until(lambda: srv.request("GET", "/health", timeout=5)[0] == 200, timeout=20, step=0.5)
-            self.assertTrue(ok, "a normal client was not served after the receive timeout")
-            got = b""
-            for s in opened:
-                try:
-                    s.settimeout(2)
-                    got += s.recv(4096)
-                except OSError:
-                    pass
-            self.assertIn(b"408", got)
-            self.assertIn(b"503", got)  # the tricklers over the limit were refused too
+            for s in held:
+                s.close()
+            self.assertTrue(ts.wait_until(lambda: srv.request("GET", "/health", timeout=5)[0] == 200, timeout=20))
         finally:
-            stop.set()
-            for t in threads:
-                t.join(timeout=60)
-            for s in opened:
+            for s in held:
                 s.close()
             self.assertEqual(srv.stop(), 0)
 
@@ -343,6 +421,119 @@ class TestSlowClients(unittest.TestCase):
             for s in socks:
                 s.close()
             self.assertEqual(srv.stop(), 0)
+
+
+class TestTableFull(unittest.TestCase):
+    """70 connections trickling a request header from one address against
+    --max-connections 64 used to get every other client a 503 for as long as they stayed
+    (the per-address limit was off by default and slots were never reclaimed from
+    connections without a whole header). Now the per-address limit is on by default, and
+    a full table reclaims the connection that has waited longest for its header (408)
+    before it refuses anyone."""
+
+    def test_one_address_cannot_lock_others_out(self):
+        srv = ts.Server(["--model", MODEL, "--max-connections", "64", "--receive-timeout", "300"],
+                        name="table-one-addr")
+        tr = None
+        try:
+            tr = Tricklers(srv.port, 70)
+            # the tricklers' address is full once a probe from it is refused
+            probes = []
+            self.assertTrue(ts.wait_until(lambda: probes.append(exchange_from("127.0.0.1", srv.port, GET_HEALTH_CLOSE, 5))
+                                          or statuses(probes[-1]) == [503], timeout=60, step=0.2))
+            for src in ("127.0.0.2", "127.0.0.3"):
+                raw = exchange_from(src, srv.port, GET_HEALTH_CLOSE, timeout=10)
+                self.assertEqual(statuses(raw), [200], (src, raw[:300], probes[-1][:300]))
+        finally:
+            if tr:
+                tr.close()
+            self.assertEqual(srv.stop(), 0)
+
+    def test_full_table_reclaims_header_waiters(self):
+        # no per-address limit, as before: the table itself fills with tricklers
+        srv = ts.Server(["--model", MODEL, "--max-connections", "64", "--max-connections-per-ip", "0",
+                         "--receive-timeout", "300"], name="table-full")
+        tr = None
+        try:
+            tr = Tricklers(srv.port, 70)
+            # the 65th..70th trickler each took the slot of the oldest one (408)
+            ok = ts.wait_until(lambda: tr.count(b"reclaimed") >= 6, timeout=60, step=0.2)
+            self.assertTrue(ok, "no trickler was reclaimed: %r" % sorted(set(tr.answers.values()))[:5])
+            self.assertEqual(tr.count(b" 503 "), 0)
+            for src in ("127.0.0.2", "127.0.0.1"):
+                raw = exchange_from(src, srv.port, GET_HEALTH_CLOSE, timeout=10)
+                self.assertEqual(statuses(raw), [200], raw[:300])
+            # the first newcomer took a trickler's slot; the second found the first's free
+            self.assertTrue(ts.wait_until(lambda: tr.count(b"reclaimed") >= 7, timeout=30))
+            self.assertIn("connection_reclaimed", srv.log())
+        finally:
+            if tr:
+                tr.close()
+            self.assertEqual(srv.stop(), 0)
+
+
+class TestTrustedProxies(unittest.TestCase):
+    """server.trusted_proxies: X-Forwarded-For / Forwarded from a listed proxy name the
+    client for the rate limits, the per-address limit and the access log; the same
+    headers from anyone else are ignored."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = ts.Server(["--model", MODEL, "--trusted-proxies", "127.0.0.2/32, ::1",
+                             "--req-limit", "3", "--max-connections-per-ip", "2"], name="proxies")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def post(self, src, headers=b""):
+        body = json.dumps({"q": "a b", "source": "en", "target": "de"}).encode()
+        raw = exchange_from(src, self.srv.port, b"POST /translate HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                            b"Content-Type: application/json\r\n" + headers +
+                            b"Content-Length: %d\r\n\r\n" % len(body) + body, timeout=30)
+        st = statuses(raw)
+        self.assertEqual(len(st), 1, raw[:300])
+        return st[0]
+
+    def test_rate_limit_by_forwarded_client(self):
+        xff = b"X-Forwarded-For: 203.0.113.7, 10.0.0.1\r\n"  # 10.0.0.1: the client (nearest untrusted)
+        self.assertEqual([self.post("127.0.0.2", xff) for _ in range(4)], [200, 200, 200, 429])
+        self.assertEqual(self.post("127.0.0.2", b"X-Forwarded-For: 10.0.0.2\r\n"), 200)
+        self.assertEqual(self.post("127.0.0.2", b'Forwarded: for="10.0.0.3:5555";proto=http\r\n'), 200)
+        self.assertEqual(self.post("127.0.0.2", b"Forwarded: for=10.0.0.1\r\n"), 429)  # same client
+        self.assertTrue(ts.wait_until(lambda: "remote=10.0.0.1 " in self.srv.log(), timeout=10))
+        self.assertIn("remote=10.0.0.3 ", self.srv.log())
+
+    def test_headers_from_others_are_ignored(self):
+        got = [self.post("127.0.0.4", b"X-Forwarded-For: 10.9.9.%d\r\n" % i) for i in range(4)]
+        self.assertEqual(got, [200, 200, 200, 429])
+        self.assertNotIn("remote=10.9.9.", self.srv.log())
+
+    def test_per_address_limit_behind_the_proxy(self):
+        # two connections of one forwarded client, header in, body pending
+        held = []
+        try:
+            for _ in range(2):
+                s = socket.socket()
+                s.bind(("127.0.0.2", 0))
+                s.settimeout(10)
+                s.connect(("127.0.0.1", self.srv.port))
+                s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.1.1\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+                held.append(s)
+            answers = []
+            ok = ts.wait_until(lambda: answers.append(exchange_from(
+                "127.0.0.2", self.srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.1.1\r\nConnection: close\r\n\r\n",
+                timeout=5)) or statuses(answers[-1]) == [503], timeout=20, step=0.2)
+            self.assertTrue(ok, answers[-1][:300])
+            self.assertIn(b"this address", answers[-1])
+            # the proxy's other clients, and the proxy's own address, are not held back
+            raw = exchange_from("127.0.0.2", self.srv.port,
+                                b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.1.2\r\nConnection: close\r\n\r\n", timeout=10)
+            self.assertEqual(statuses(raw), [200], raw[:300])
+        finally:
+            for s in held:
+                s.close()
 
 
 class TestHalfClose(unittest.TestCase):
