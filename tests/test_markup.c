@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "markup.h"
+#include "protect.h"
 
 /* Splits html, checks the plain text, restores `translation` with the alignment. */
 static char *round_trip(const char *html, const char *want_text, const char *translation,
@@ -294,6 +296,83 @@ START_TEST(notranslate_attributes_are_parsed)
 }
 END_TEST
 
+/* The service's path for one HTML block: protected spans wrapped, markup taken out; the
+ * plain text the model would see. */
+static char *model_text_of(const char *block)
+{
+    char *wrapped = mt_html_wrap_protected(block, strlen(block), MT_PROTECT_ALL | MT_PROTECT_LONG_WORD);
+    ck_assert_ptr_nonnull(wrapped);
+    mt_markup *m = mt_markup_split(wrapped, strlen(wrapped));
+    ck_assert_ptr_nonnull(m);
+    char *text = strdup(mt_markup_text(m));
+    mt_markup_free(m);
+    free(wrapped);
+    return text;
+}
+
+START_TEST(notranslate_links_are_kept_whole)
+{
+    /* <a class="notranslate"> / <a translate="no">: the link's end was computed from the
+     * whole element's end, a negative size (malloc(2^64-3)); now the element is kept. */
+    const char *cases[] = {
+        "See <a class=\"notranslate\" href=\"/x\">the Home page</a> now.",
+        "See <a translate=\"no\" href=\"/x\">the Home page</a> now.",
+        "See <a href=\"/x\" translate=no>the Home page</a> now.",
+        "See <span class=\"menu notranslate\">the Home page</span> now.",
+        "See <A CLASS='notranslate'>the <b>Home</b> page</A> now.",
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        const char *in = cases[k];
+        char *wrapped = mt_html_wrap_protected(in, strlen(in), MT_PROTECT_ALL | MT_PROTECT_LONG_WORD);
+        ck_assert_ptr_nonnull(wrapped);
+        const char *start = strchr(in, '<'), *end = strstr(in, " now.");
+        char want[512];
+        snprintf(want, sizeof want, "See %s%.*s%s now.", MT_HTML_KEEP_OPEN, (int)(end - start), start,
+                 MT_HTML_KEEP_CLOSE);
+        ck_assert_str_eq(wrapped, want);
+        mt_html_unwrap_protected(wrapped);
+        ck_assert_str_eq(wrapped, in);
+        free(wrapped);
+        char *text = model_text_of(in);
+        ck_assert_msg(!strstr(text, "Home"), "'%s' sent for %s", text, in);
+        free(text);
+    }
+}
+END_TEST
+
+START_TEST(translate_attribute_values_are_read_exactly)
+{
+    /* translate="nope", translate=no inside another attribute's value, a class that only
+     * contains the word: translated */
+    const char *cases[] = {
+        "See <a translate=\"nope\" href=\"/x\">the Home page</a> now.",
+        "See <a title=\"translate=no\" href=\"/x\">the Home page</a> now.",
+        "See <a title='a translate=\"no\" b'>the Home page</a> now.",
+        "See <span data-x=\" translate=no\">the Home page</span> now.",
+        "See <span class=\"notranslated\">the Home page</span> now.",
+        "See <span data-class=\"notranslate\">the Home page</span> now.",
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char *text = model_text_of(cases[k]);
+        ck_assert_msg(strstr(text, "the Home page"), "'%s' sent for %s", text, cases[k]);
+        free(text);
+    }
+}
+END_TEST
+
+START_TEST(nested_links_are_linear)
+{
+    /* 20,000 nested <a> (unclosed inner ones): each used to scan to the first </a> and
+     * decode everything up to it. The wrapped block is the input byte for byte. */
+    char *html = nested(20000, "<a href=x>", "</a>", "Hello world");
+    char *wrapped = mt_html_wrap_protected(html, strlen(html), MT_PROTECT_ALL | MT_PROTECT_LONG_WORD);
+    ck_assert_ptr_nonnull(wrapped);
+    ck_assert_str_eq(wrapped, html);
+    free(wrapped);
+    free(html);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("markup");
@@ -309,6 +388,9 @@ int main(void)
     tcase_add_test(tc, work_is_linear_in_siblings);
     tcase_add_test(tc, work_is_linear_in_depth_and_stray_tags);
     tcase_add_test(tc, notranslate_attributes_are_parsed);
+    tcase_add_test(tc, notranslate_links_are_kept_whole);
+    tcase_add_test(tc, translate_attribute_values_are_read_exactly);
+    tcase_add_test(tc, nested_links_are_linear);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));

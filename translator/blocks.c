@@ -125,12 +125,19 @@ static char *element_text(const char *s, size_t len)
     return text;
 }
 
-/* End of the <a> element starting at s[i] (after "</a>"), or 0 when it is not closed. */
-static size_t anchor_end(const char *s, size_t len, size_t i)
+/* End of the <a> element whose start tag ends at `from` (just after its "</a>"), or 0 when
+ * it is not closed or holds another <a> start tag (links do not nest; looking no further
+ * keeps the scans of successive anchors apart, so the work stays linear). */
+static size_t anchor_end(const char *s, size_t len, size_t from)
 {
-    for (size_t k = i + 2; k + 3 < len; k++)
-        if (s[k] == '<' && s[k + 1] == '/' && (s[k + 2] == 'a' || s[k + 2] == 'A') && s[k + 3] == '>')
+    for (size_t k = from; k + 1 < len; k++) {
+        if (s[k] != '<')
+            continue;
+        if (k + 3 < len && s[k + 1] == '/' && (s[k + 2] == 'a' || s[k + 2] == 'A') && s[k + 3] == '>')
             return k + 4;
+        if ((s[k + 1] == 'a' || s[k + 1] == 'A') && (k + 2 == len || strchr(" \t\r\n\f/>", s[k + 2])))
+            return 0;
+    }
     return 0;
 }
 
@@ -256,8 +263,15 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
         if (end <= i)
             end = i + 1;
         size_t nl = tag_name(s, len, i, &ns);
+        if (s[i + 1] != '/' && mt_html_says_no_translate(s, len, i)) {
+            /* translate="no" / class="notranslate": the element with its content, kept */
+            if (put_kept(&b, s + i, end - i))
+                goto nomem;
+            i = run = end;
+            continue;
+        }
         if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/') {
-            size_t ae = anchor_end(s, len, i);
+            size_t ae = anchor_end(s, len, end);
             char *text = ae ? element_text(s + end, ae - 4 - end) : NULL;
             int whole = text && wholly_protected(text, kinds);
             free(text);
