@@ -18,9 +18,19 @@
  * place with libzip, so every other entry, their order and their compressed bytes stay
  * as they were (the .odt "mimetype" entry first and stored).
  *
+ * Hostile documents are refused before they cost memory or time: zips whose entries are
+ * too many, too large, too compressed (bombs), encrypted, duplicated or named with ".."
+ * or an absolute path; XML parts that declare a DTD or entities (XXE, entity expansion),
+ * nest too deeply, hold too many nodes or too long attributes; a <w:p> inside a <w:t>.
+ * No recursion whose depth the input controls, no work quadratic in the input.
+ *
+ * Ownership: the input buffer is borrowed: read, never written or freed, and no longer
+ * referenced once the call returns; the caller frees it. The output is the caller's.
+ *
  * Thread-safety: calls share no state and may run in several threads at once, provided
  * the process called mt_format_global_init() (libxml2's own initialisation) before
- * starting threads. Errors: -1 with a message saying what and where (part, line).
+ * starting threads. Errors: an mt_format_status below zero with a message saying what
+ * and where (part, line).
  */
 #ifndef MT_FORMATS_H
 #define MT_FORMATS_H
@@ -45,17 +55,42 @@ typedef int (*mt_format_translate_fn)(void *user, const char *const *texts,
 /* Reports that `done` of `total` units are translated (first call: done = 0). */
 typedef void (*mt_format_progress_fn)(void *user, long done, long total);
 
+/* Results of mt_format_translate: 0, or one of these with a message in err. A caller
+ * that answers over HTTP maps INVALID to 422, TOO_LARGE to 413, REFUSED to 429 (or what
+ * the extracted callback's refusal means) and FAILED to 500. */
+typedef enum {
+    MT_FORMAT_OK = 0,
+    MT_FORMAT_FAILED = -1,    /* our side: out of memory, the translate callback failed */
+    MT_FORMAT_INVALID = -2,   /* the document is malformed, unsupported or hostile */
+    MT_FORMAT_TOO_LARGE = -3, /* the document is over a size, count or ratio limit */
+    MT_FORMAT_REFUSED = -4,   /* the extracted callback refused the document */
+} mt_format_status;
+
+/* Called once after the text is extracted and before the first translate call: `units`
+ * units holding `chars` characters (code points) in all, e.g. for a characters-per-
+ * minute limit that counts what is really translated rather than the compressed file.
+ * Non-zero refuses the document (MT_FORMAT_REFUSED) with the message put in err. */
+typedef int (*mt_format_extracted_fn)(void *user, long units, long long chars, char *err,
+                                      size_t errlen);
+
 typedef struct {
     size_t max_input_bytes;        /* largest file accepted */
-    size_t max_part_bytes;         /* largest uncompressed XML part read from a zip */
+    size_t max_part_bytes;         /* largest uncompressed XML part read from a zip; also
+                                    * the limit on all XML parts read from one zip */
     size_t max_total_uncompressed; /* sum of a zip's declared entry sizes (zip bombs) */
     long max_entries;              /* entries in a zip */
+    int max_ratio;                 /* uncompressed:compressed ratio of a part over 1 MiB */
+    long max_nodes;                /* XML nodes (elements, texts, comments) of one file */
+    int max_depth;                 /* element nesting depth in an XML part */
+    size_t max_attr_bytes;         /* longest XML attribute value */
     long max_units;                /* units (lines, cues, paragraphs) in one file */
     int batch_units;               /* units per translate call */
+    mt_format_extracted_fn extracted; /* may be NULL; gets the `user` of the call */
 } mt_format_options;
 
-/* Defaults: 10 MiB files, 64 MiB parts, 256 MiB unpacked, 10000 entries, 100000
- * units, 32 units per call. */
+/* Defaults: 10 MiB files, 32 MiB of XML parts, 256 MiB unpacked, 10000 entries, ratio
+ * 100, 1000000 nodes, depth 128, 1 MiB attributes, 100000 units, 32 units per call,
+ * no extracted callback. */
 mt_format_options mt_format_options_default(void);
 
 /* Initialises libxml2; call once before threads use this module. */
@@ -68,7 +103,8 @@ const char *mt_format_mime(mt_file_format fmt);      /* Content-Type of such a f
 /* Comma-separated extensions handled (".txt,.html,...") for /frontend/settings. */
 const char *mt_format_extensions(void);
 
-/* Translates data[0..len) of format fmt into *out (malloc'd, *out_len bytes). */
+/* Translates data[0..len) of format fmt into *out (malloc'd, *out_len bytes): 0, or an
+ * mt_format_status below zero with *out NULL. data is borrowed (see Ownership above). */
 int mt_format_translate(mt_file_format fmt, const unsigned char *data, size_t len,
                         const mt_format_options *opt, mt_format_translate_fn translate,
                         mt_format_progress_fn progress, void *user, unsigned char **out,
