@@ -86,7 +86,62 @@ class TestKubernetes(unittest.TestCase):
 
     def test_drain_fits_in_the_grace_period(self):
         grace = self.pod["spec"]["terminationGracePeriodSeconds"]
-        self.assertGreater(grace, float(self.env["MT_DRAIN_TIMEOUT"]))
+        self.assertGreater(grace, float(self.env["MT_DRAIN_TIMEOUT"]) + self.prestop_seconds())
+
+    def prestop_seconds(self):
+        """The preStop hook's sleep: `sleep: {seconds: N}` or an exec of `sleep N`."""
+        pre = self.ctr.get("lifecycle", {}).get("preStop")
+        self.assertTrue(pre, "no preStop: the server closes its listener on SIGTERM while the "
+                             "Service still routes new connections to the pod")
+        if "sleep" in pre:
+            return float(pre["sleep"]["seconds"])
+        cmd = pre["exec"]["command"]
+        self.assertEqual(cmd[0].rsplit("/", 1)[-1], "sleep", cmd)
+        return float(cmd[1])
+
+    def test_prestop_outlasts_endpoint_propagation(self):
+        """Endpoint removal reaches kube-proxy and ingress controllers a few seconds after the
+        pod turns Terminating; the sleep must outlast that (5 s at least), and the image must
+        have the sleep it execs."""
+        self.assertGreaterEqual(self.prestop_seconds(), 5)
+        pre = self.ctr["lifecycle"]["preStop"]
+        if "exec" in pre:  # debian:12-slim's coreutils: /bin/sleep, on the read-only root
+            with open(os.path.join(ts.SRC, "docker", "Dockerfile")) as f:
+                self.assertRegex(f.read(), r"(?m)^FROM debian:(12|bookworm)-slim\s*$")
+
+    def test_image_tag_and_pull_policy(self):
+        image = self.ctr["image"]
+        name, _, tag = image.rpartition(":")
+        self.assertTrue(name and "/" not in tag, "no tag: %s means :latest" % image)
+        self.assertNotEqual(tag, "latest")
+        with open(os.path.join(ts.SRC, "meson.build")) as f:
+            version = re.search(r"version\s*:\s*'([^']+)'", f.read()).group(1)
+        self.assertEqual(tag, version, "the image tag is the version built")
+        self.assertIn(self.ctr.get("imagePullPolicy"), ("IfNotPresent", "Always"))
+        with open(os.path.join(DEPLOY, "kubernetes", "kustomization.yaml")) as f:
+            for img in yaml.safe_load(f).get("images", []):
+                self.assertNotEqual(str(img.get("newTag")), "latest")
+
+    def test_tmp_holds_the_spool(self):
+        """The /tmp emptyDir holds the file spool: MT_MAX_FILE_JOBS files of at most
+        4 x MT_MAX_FILE_BYTES + 1 MiB (server/lt_files.c). A pod whose emptyDir outgrows its
+        sizeLimit is evicted, so the limit must hold a full spool (it was 256 Mi)."""
+        r = subprocess.run([ts.SERVER, "--print-config", "--model", ts.BUNDLED], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, **self.env))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        conf = r.stdout
+        file_bytes = int(re.search(r"(?m)^max_file_bytes = (\d+)", conf).group(1))
+        jobs = int(re.search(r"(?m)^max_file_jobs = (\d+)", conf).group(1))
+        spool = jobs * (4 * file_bytes + (1 << 20))
+        vol = {v["name"]: v for v in self.pod["spec"]["volumes"]}
+        tmp = [m["name"] for m in self.ctr["volumeMounts"] if m["mountPath"] == "/tmp"][0]
+        limit = vol[tmp]["emptyDir"]["sizeLimit"]
+        m = re.fullmatch(r"(\d+)(Ki|Mi|Gi)", str(limit))
+        self.assertTrue(m, limit)
+        size = int(m.group(1)) << {"Ki": 10, "Mi": 20, "Gi": 30}[m.group(2)]
+        self.assertGreaterEqual(size, spool, "emptyDir %s < spool bound %d MiB (%d jobs x %d bytes)"
+                                % (limit, spool >> 20, jobs, file_bytes))
+        self.assertNotIn("MT_SPOOL_DIR", self.env)  # the spool is in $TMPDIR, i.e. /tmp
 
     def test_non_root_read_only_with_resources(self):
         sc, csc = self.pod["spec"]["securityContext"], self.ctr["securityContext"]
@@ -132,6 +187,38 @@ class TestSystemd(unittest.TestCase):
                            env=dict(os.environ, **env))
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("drain_timeout = 30", r.stdout)
+
+    def test_system_call_filter_allows_what_the_server_calls(self):
+        """OpenBLAS and oneDNN call mbind / set_mempolicy / sched_setaffinity, the document
+        reader's child sets rlimits: `~@resources` killed the server with SIGSYS at start
+        under systemd 252 (scripts/docker-selftest.sh systemd runs the unit for real)."""
+        needed = {"mbind", "set_mempolicy", "sched_setaffinity", "setrlimit", "prlimit64", "madvise",
+                  "clone3", "clone", "mmap", "mprotect", "sched_getaffinity"}
+        allow, deny = set(), set()
+        for v in self.keys["SystemCallFilter"]:
+            target = deny if v.startswith("~") else allow
+            target.update(v.lstrip("~").split())
+        self.assertNotIn("@resources", deny)
+        tool = shutil.which("systemd-analyze")
+        if not tool:
+            self.assertFalse(needed & deny)
+            return
+
+        def expand(names):
+            out = set()
+            for n in names:
+                if not n.startswith("@"):
+                    out.add(n)
+                    continue
+                r = subprocess.run([tool, "syscall-filter", n], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                for line in r.stdout.splitlines()[1:]:
+                    w = line.strip()
+                    if w and not w.startswith("#"):
+                        out |= expand([w]) if w.startswith("@") else {w}
+            return out
+        allowed = expand(allow) - expand(deny)
+        self.assertFalse(needed - allowed, "the filter denies %s" % sorted(needed - allowed))
 
     def test_sandboxed(self):
         for k, v in (("DynamicUser", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"),
