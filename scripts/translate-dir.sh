@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# translate-dir.sh: translates every *.txt file of a directory through a running mt-server,
-# one file after another (each with translate-file.sh's parallel requests).
+# translate-dir.sh: translates every file of a directory tree, in every format mt-server
+# takes, through a running mt-server, one file after another (each with translate-file.sh:
+# plain text in parallel requests, other formats through /translate_file).
 #
 #   scripts/translate-dir.sh -s en -t de [-o OUTDIR] [-f] [translate-file options] INDIR
 #
-# INDIR/NAME.txt becomes OUTDIR/NAME.txt (default OUTDIR: INDIR's path with ".TGT" added,
-# e.g. docs -> docs.de). Outputs newer than their input are skipped unless -f; a file is
-# written under a temporary name and renamed when complete, so an interrupted run never
-# leaves a partial translation behind. Stops at the first file that fails.
+# INDIR/PATH/NAME.EXT becomes OUTDIR/PATH/NAME.EXT: the same names, in a target directory
+# (default OUTDIR: INDIR's path with ".TGT" added, e.g. docs -> docs.de). Hidden files and
+# directories are left out; files in a format the server does not take are reported by name
+# and skipped. The server and the language pair are checked before anything is created, so
+# a wrong pair or a dead server leaves no empty OUTDIR. Outputs newer than their input are
+# skipped unless -f. Each file is written under a temporary name and renamed when
+# complete; an error or Ctrl-C (exit 130) leaves the finished files, no partial one, and
+# removes the directories this run created that stayed empty. Stops at the first file
+# that fails.
 set -euo pipefail
 
 prog=translate-dir
@@ -16,22 +22,29 @@ here=$(cd "$(dirname "$0")" && pwd)
 usage() {
   cat <<'EOF'
 usage: translate-dir.sh -s SRC -t TGT [options] INDIR
-  -o OUTDIR  where the translations go (default: INDIR.TGT, e.g. docs.de)
+  -o OUTDIR  where the translations go, under their own names and subdirectories
+             (default: INDIR.TGT, e.g. docs -> docs.de)
   -f         translate again even when an output is newer than its input
-  -s, -t, -u URL, -j JOBS, -b LINES, -r N, -T SEC, -k KEY, -q: as translate-file.sh
-Exit status: 0 done, 1 a file failed, 2 usage error.
+  -s, -t, -u URL, -j JOBS, -b LINES, -r N, -W SEC, -T SEC, -k KEY, -q: as translate-file.sh
+Every file under INDIR in a format the server takes (.txt through /translate; .html, .htm,
+.srt, .docx, .odt or whatever its /frontend/settings lists through /translate_file) is
+translated; others are listed as skipped. Hidden files and directories are left out.
+Exit status: 0 done, 1 a file failed, 2 usage error or a language pair the server does
+not serve, 130 interrupted.
 EOF
 }
 
 die_usage() {
   printf '%s: %s\n' "$prog" "$1" >&2
-  usage >&2
+  printf "try '%s -h'\n" "${0##*/}" >&2
   exit 2
 }
 
+msg() { printf '%s: %s\n' "$prog" "$*" >&2; }
+
 src='' tgt='' outdir='' force=0 quiet=0
 pass=() # options handed to translate-file.sh
-while getopts ':s:t:u:j:b:r:T:k:o:fqh' opt; do
+while getopts ':s:t:u:j:b:r:W:T:k:o:fqh' opt; do
   case $opt in
     o) outdir=$OPTARG ;;
     f) force=1 ;;
@@ -39,7 +52,7 @@ while getopts ':s:t:u:j:b:r:T:k:o:fqh' opt; do
     h) usage; exit 0 ;;
     s) src=$OPTARG; pass+=(-s "$OPTARG") ;;
     t) tgt=$OPTARG; pass+=(-t "$OPTARG") ;;
-    u | j | b | r | T | k) pass+=("-$opt" "$OPTARG") ;;
+    u | j | b | r | W | T | k) pass+=("-$opt" "$OPTARG") ;;
     :) die_usage "option -$OPTARG needs a value" ;;
     *) die_usage "unknown option -$OPTARG" ;;
   esac
@@ -48,44 +61,100 @@ shift $((OPTIND - 1))
 [ $# -eq 1 ] || die_usage "give exactly one INDIR"
 [ -n "$src" ] || die_usage "missing -s SRC (source language)"
 [ -n "$tgt" ] || die_usage "missing -t TGT (target language)"
-[ -d "$1" ] || { printf '%s: %s is not a directory\n' "$prog" "$1" >&2; exit 2; }
+[ -d "$1" ] || { msg "$1 is not a directory"; exit 2; }
 indir=$(cd "$1" && pwd)
 [ -n "$outdir" ] || outdir=$indir.$tgt
-mkdir -p -- "$outdir"
-outdir=$(cd "$outdir" && pwd)
+case $outdir in /*) ;; *) outdir=$PWD/$outdir ;; esac
+outdir=${outdir%/}
 [ "$outdir" != "$indir" ] || die_usage "OUTDIR must differ from INDIR (the inputs would be overwritten)"
-
-shopt -s nullglob
-files=("$indir"/*.txt)
-if [ "${#files[@]}" -eq 0 ]; then
-  printf '%s: no *.txt files in %s\n' "$prog" "$indir" >&2
-  exit 0
+if [ -e "$outdir" ] && [ ! -d "$outdir" ]; then
+  msg "$outdir exists and is not a directory"
+  exit 2
 fi
 
-part=''
-trap '[ -z "$part" ] || rm -f -- "$part"' EXIT
+child='' created=() # translate-file.sh running now; directories this run made
+cleanup() {
+  local i
+  trap '' INT TERM
+  if [ -n "$child" ]; then
+    kill -TERM "$child" 2>/dev/null || true
+    wait "$child" 2>/dev/null || true
+  fi
+  # deepest first; only those left empty
+  for ((i = ${#created[@]} - 1; i >= 0; i--)); do rmdir -- "${created[i]}" 2>/dev/null || true; done
+}
+trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-k=0 done_files=0 skipped=0
-for f in "${files[@]}"; do
-  k=$((k + 1))
+# Server, pair and formats, before anything is created (translate-file.sh -C writes nothing).
+check=("$here/translate-file.sh" "${pass[@]}" -C)
+exts=$("${check[@]}") || exit $?
+declare -A takes=()
+while IFS= read -r e; do [ -z "$e" ] || takes[$e]=1; done <<<"$exts"
+
+# Every file under INDIR but hidden ones and OUTDIR itself (when it lies inside INDIR).
+files=() skipped=()
+while IFS= read -r -d '' f; do
+  rel=${f#"$indir"/}
   name=${f##*/}
-  out=$outdir/$name
+  ext=''
+  if [[ $name == ?*.* ]]; then ext=${name##*.}; ext=${ext,,}; fi
+  if [ -z "$ext" ] || [ -n "${takes[$ext]:-}" ]; then
+    files+=("$rel")
+  else
+    skipped+=("$rel")
+  fi
+done < <(find "$indir" -mindepth 1 \( -name '.*' -o -path "$outdir" \) -prune -o -type f -print0 | sort -z)
+
+for rel in "${skipped[@]}"; do
+  ext=${rel##*.}
+  msg "skipped $rel: .${ext,,} is not a format the server translates"
+done
+if [ "${#files[@]}" -eq 0 ]; then
+  msg "no files to translate in $indir (the server takes: $(printf '.%s ' "${!takes[@]}"))"
+  exit 0
+fi
+
+# mkdirs DIR: creates DIR and its missing parents, remembering each for the cleanup.
+mkdirs() {
+  local d=$1 missing=()
+  while [ ! -d "$d" ]; do
+    missing+=("$d")
+    d=$(dirname -- "$d")
+  done
+  local i
+  for ((i = ${#missing[@]} - 1; i >= 0; i--)); do
+    mkdir -- "${missing[i]}"
+    created+=("${missing[i]}")
+  done
+}
+
+k=0 done_files=0 fresh=0 n=${#files[@]}
+for rel in "${files[@]}"; do
+  k=$((k + 1))
+  f=$indir/$rel
+  out=$outdir/$rel
   if [ "$force" -eq 0 ] && [ -f "$out" ] && [ "$out" -nt "$f" ]; then
-    [ "$quiet" -eq 1 ] || printf '%s: [%d/%d] %s: up to date, skipped\n' "$prog" "$k" "${#files[@]}" "$name" >&2
-    skipped=$((skipped + 1))
+    [ "$quiet" -eq 1 ] || msg "[$k/$n] $rel: up to date, skipped"
+    fresh=$((fresh + 1))
     continue
   fi
-  [ "$quiet" -eq 1 ] || printf '%s: [%d/%d] %s -> %s\n' "$prog" "$k" "${#files[@]}" "$name" "$out" >&2
-  part=$(mktemp "$outdir/.$name.XXXXXX")
-  if ! "$here/translate-file.sh" "${pass[@]}" -- "$f" >"$part"; then
-    printf '%s: %s failed; stopping (%d of %d files translated)\n' "$prog" "$name" "$done_files" "${#files[@]}" >&2
+  [ "$quiet" -eq 1 ] || msg "[$k/$n] $rel -> $out"
+  mkdirs "$(dirname -- "$out")"
+  # In the background and waited for, so that Ctrl-C reaches the trap at once.
+  "$here/translate-file.sh" "${pass[@]}" -o "$out" -- "$f" &
+  child=$!
+  status=0
+  wait "$child" || status=$?
+  child=''
+  if [ "$status" -ne 0 ]; then
+    msg "$rel failed; stopping ($done_files of $n files translated)"
     exit 1
   fi
-  chmod 644 -- "$part"
-  mv -f -- "$part" "$out"
-  part=''
   done_files=$((done_files + 1))
 done
-[ "$quiet" -eq 1 ] || printf '%s: %d translated, %d up to date, in %s\n' "$prog" "$done_files" "$skipped" "$outdir" >&2
+created=() # a complete run keeps its directories
+if [ "$quiet" -eq 0 ]; then
+  msg "$done_files translated, $fresh up to date, ${#skipped[@]} skipped, in $outdir"
+fi

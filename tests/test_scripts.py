@@ -8,17 +8,33 @@ timeouts are retried through; a refused connection (nothing listening), a 502 or
 stops the script at once with a non-zero exit and the server's message; exhausted retries
 and the retry time bound (-W) stop it too.
 
+Every format (BatchFormats, against the stand-in, which also answers /languages,
+/frontend/settings, /translate_file and /download_file): a directory of mixed files (text
+with and without extension, HTML, SRT, DOCX, ODT in subdirectories, a PNG and a .md that
+are reported as skipped by name, hidden files left out) comes out under the same names,
+text through /translate with -b lines per request, the rest through /translate_file, the
+API key on every request; translate-file.sh writes NAME.TGT.EXT, -o FILE/DIR/-, -n; a
+wrong pair and a dead server create nothing; a server that dies mid-directory leaves no
+partial file or empty directory; Ctrl-C typed on a pty (Python's pty module; the
+terminal sends SIGINT to the foreground group) exits 130 and leaves no partial output,
+no temporary directory (TMPDIR is checked empty) and no process behind, three times in a
+row.
+
 Against the real mt-server (a random model from tools/make_test_model.py): a few hundred
-lines translate identically to mt-translate.
+lines translate identically to mt-translate; a mixed directory keeps the HTML link, the
+SRT timings and the DOCX paragraphs, and a pair the model does not serve is refused.
 
 Also holds the helpers test_docker.py and test_quickstart.py use (free ports, servers,
 HTTP). Env: MT_BUILD_DIR, MT_SOURCE_DIR, MT_SHARED_DIR. Prints "N passed, M failed";
 exits non-zero on any failure.
 """
+import email.parser
+import email.policy
 import gzip
 import http.server
 import json
 import os
+import pty
 import shutil
 import signal
 import socket
@@ -30,6 +46,7 @@ import time
 import unittest
 import urllib.error
 import urllib.request
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.abspath(os.environ.get("MT_SOURCE_DIR", os.path.join(HERE, "..")))
@@ -198,15 +215,31 @@ def sample_lines(n, seed=1):
 
 # ------------------------------------------------------------------ stand-in server
 
+STUB_LANGUAGES = [{"code": "en", "name": "English", "targets": ["de", "fr"]},
+                  {"code": "de", "name": "German", "targets": ["en"]}]
+STUB_FORMATS = [".txt", ".html", ".htm", ".srt", ".docx", ".odt"]
+
+
+def stub_file_translation(data, target):
+    """What the stand-in's /translate_file makes of a file."""
+    return ("[%s]" % target).encode() + data
+
+
 class Stub:
     """A loopback HTTP server standing in for mt-server. Answers POST /translate with
     "[" + text + "]" for every text; `fail_first` requests get 503 + Retry-After: 1;
     `reject(req)` may return a message to answer 400 with; the first `slow_first`
-    requests are answered after `slow_seconds`."""
+    requests are answered after `slow_seconds`. GET /languages and /frontend/settings
+    answer in LibreTranslate's shapes; POST /translate_file takes a multipart upload
+    (recorded in `uploads`) and GET /download_file/ID answers 202 once, then
+    stub_file_translation(). `hold` (a threading.Event): /translate and /download_file
+    wait for it to be set, answering nothing meanwhile (202 for downloads)."""
 
     def __init__(self, port=None, fail_first=0, always_503=False, reject=None, status=400,
-                 slow_first=0, slow_seconds=0):
+                 slow_first=0, slow_seconds=0, hold=None, hold_text=b"BLOCK"):
         self.port = port or free_port()
+        self.hold, self.hold_text = hold, hold_text
+        self.uploads, self.files, self.gets = [], {}, []
         self.slow_first, self.slow_seconds = slow_first, slow_seconds
         self.fail_first, self.always_503, self.reject, self.status = fail_first, always_503, reject, status
         self.requests = []  # (headers, body) of every POST
@@ -233,13 +266,62 @@ class Stub:
                     pass  # the client gave up (its -T timeout): expected in test_retries_timeouts
 
             def do_GET(self):
+                path = self.path.split("?")[0]
+                with stub.lock:
+                    stub.gets.append((dict(self.headers), path))
+                if path == "/languages":
+                    return self.answer(200, STUB_LANGUAGES)
+                if path == "/frontend/settings":
+                    return self.answer(200, {"charLimit": 5000, "filesTranslation": True,
+                                             "supportedFilesFormat": STUB_FORMATS})
+                if path.startswith("/download_file/"):
+                    with stub.lock:
+                        entry = stub.files.get(path.rsplit("/", 1)[1])
+                        if entry is not None:
+                            entry["polls"] += 1
+                    if entry is None:
+                        return self.answer(404, {"error": "no such file"})
+                    if entry["polls"] == 1 or (stub.hold is not None and not stub.hold.is_set()):
+                        return self.answer(202, {"status": "running", "done": 0, "total": 2},
+                                           [("Retry-After", "1")])
+                    data = stub_file_translation(entry["data"], entry["target"])
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/octet-stream")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 self.answer(200, {"status": "ok"})
+
+            def translate_file(self, body):
+                msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                    b"Content-Type: " + self.headers["Content-Type"].encode() + b"\r\n\r\n" + body)
+                fields, upload = {}, None
+                for part in msg.iter_parts():
+                    if part.get_filename():
+                        upload = (part.get_filename(), part.get_payload(decode=True))
+                    else:
+                        fields[part.get_param("name", header="content-disposition")] = part.get_content()
+                with stub.lock:
+                    stub.uploads.append({"headers": dict(self.headers), "fields": fields,
+                                         "filename": upload and upload[0], "data": upload and upload[1]})
+                if not upload:
+                    return self.answer(400, {"error": "Invalid request: missing file parameter"})
+                fid = uuid.uuid4().hex
+                with stub.lock:
+                    stub.files[fid] = {"data": upload[1], "target": fields.get("target"), "polls": 0}
+                # the Host the client used: the script must not depend on it
+                self.answer(200, {"translatedFileUrl": "http://elsewhere.invalid/download_file/" + fid})
 
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path.split("?")[0] == "/translate_file":
+                    return self.translate_file(body)
                 with stub.lock:
                     stub.requests.append((dict(self.headers), body))
                     count = len(stub.requests)
+                if stub.hold is not None and stub.hold_text in body:
+                    stub.hold.wait()
                 if count <= stub.slow_first:
                     time.sleep(stub.slow_seconds)  # longer than the client's -T
                 if stub.always_503 or count <= stub.fail_first:
@@ -377,7 +459,7 @@ class TranslateFileStub(unittest.TestCase):
                         "-b", "4", src], timeout=60)
         err = r.stderr.decode()
         self.assertEqual(r.returncode, 1, err)
-        self.assertIn("nothing listens at http://127.0.0.1:%d/translate" % port, err)
+        self.assertIn("nothing listens at http://127.0.0.1:%d" % port, err)
         self.assertNotIn("retry", err)
         self.assertEqual(r.stdout, b"")
 
@@ -440,11 +522,12 @@ class TranslateFileStub(unittest.TestCase):
     def test_4xx_on_every_chunk_stops_fast(self):
         src = self.path("lang.txt")
         write_lines(src, ["a", "b", "c"] * 30)
-        with Stub(reject=lambda req: "no model translates en -> xx" if req["target"] == "xx" else None) as stub:
-            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "xx", "-u", stub.url, "-j", "3", "-b", "3", src],
+        # /languages lists en->fr, /translate refuses it: the first refusal stops the run
+        with Stub(reject=lambda req: "no model translates en -> fr" if req["target"] == "fr" else None) as stub:
+            r = run_script([TRANSLATE_FILE, "-s", "en", "-t", "fr", "-u", stub.url, "-j", "3", "-b", "3", src],
                            timeout=60)
         self.assertEqual(r.returncode, 1)
-        self.assertIn(b"no model translates en -> xx", r.stderr)
+        self.assertIn(b"no model translates en -> fr", r.stderr)
         self.assertLessEqual(len(stub.requests), 3)
 
     def test_413_hint(self):
@@ -510,8 +593,383 @@ class TranslateFileStub(unittest.TestCase):
         self.assertEqual(os.listdir(d + ".de"), ["1.txt"], "partial or later outputs left behind")
 
 
+def leftover_processes(needle):
+    """Processes whose command line contains needle (e.g. a stand-in's port)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if needle.encode() in cmd:
+            found.append("%s: %s" % (pid, cmd.decode("utf-8", "replace")))
+    return found
+
+
+def wait_for(cond, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+def run_interrupted(args, env, ready, timeout=60):
+    """Runs `bash args` on a new pty (its own session, the pty its controlling terminal, as
+    in a terminal window); once ready() holds, types Ctrl-C, which the terminal sends to
+    the foreground process group as SIGINT. Returns (exit code, output)."""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: nothing but exec
+        try:
+            os.execve("/bin/bash", ["bash"] + args, env)
+        finally:
+            os._exit(127)
+    out = bytearray()
+
+    def drain():
+        while True:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return
+            if not data:
+                return
+            out.extend(data)
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    status = None
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+                raise AssertionError("exited (%s) before it could be interrupted:\n%s"
+                                     % (os.waitstatus_to_exitcode(st), out.decode("utf-8", "replace")))
+            if time.monotonic() > deadline:
+                raise AssertionError("not ready to interrupt after %ds:\n%s" % (timeout, out.decode("utf-8", "replace")))
+            time.sleep(0.05)
+        os.write(fd, b"\x03")
+        deadline = time.monotonic() + 30
+        while status is None:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = st
+            elif time.monotonic() > deadline:
+                raise AssertionError("still running 30 s after Ctrl-C:\n" + out.decode("utf-8", "replace"))
+            else:
+                time.sleep(0.05)
+    finally:
+        if status is None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+        reader.join(10)
+        os.close(fd)
+    return os.waitstatus_to_exitcode(status), bytes(out).decode("utf-8", "replace")
+
+
+class BatchFormats(unittest.TestCase):
+    """translate-file.sh and translate-dir.sh on every format, against the stand-in."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="test_batch.")
+        self.scratch = os.path.join(self.tmp, "scratch")  # the scripts' TMPDIR: must end empty
+        os.mkdir(self.scratch)
+        self.env = dict(os.environ, TMPDIR=self.scratch, MT_URL="http://127.0.0.1:1")
+        self.env.pop("MT_API_KEY", None)
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def run_ok(self, args, code=0):
+        r = run_script(args, env=self.env, timeout=120)
+        self.assertEqual(r.returncode, code, r.stderr.decode("utf-8", "replace")[-3000:])
+        return r
+
+    def assert_clean(self, stub_url=None):
+        self.assertEqual(os.listdir(self.scratch), [], "temporary files left behind")
+        if stub_url:
+            self.assertEqual(leftover_processes(stub_url), [], "processes left behind")
+
+    def mixed_dir(self):
+        d = self.path("docs")
+        files = {
+            "a.txt": b"one\n\ntwo\nthree\nfour\n",
+            "50% off \u2013 Gr\u00fc\u00dfe.txt": b"Hello.\n",
+            "noext": b"plain\n",
+            "sub/page.html": b"<p>Our <a href=\"https://example.org\">website</a></p>\n",
+            "sub/deeper/film.srt": b"1\n00:00:01,000 --> 00:00:02,000\nHello.\n\n",
+            "report.DOCX": b"PK\x03\x04 not really a docx, the stand-in does not care \x00\xff",
+            "book.odt": b"PK\x03\x04 odt \x00\x01",
+            "picture.png": b"\x89PNG",
+            "notes.md": b"# not a format the server takes\n",
+            ".hidden.txt": b"secret\n",
+            ".git/config.txt": b"not this either\n",
+        }
+        for rel, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, rel)), exist_ok=True)
+            with open(os.path.join(d, rel), "wb") as f:
+                f.write(data)
+        return d, files
+
+    def test_mixed_directory(self):
+        d, files = self.mixed_dir()
+        with Stub() as stub:
+            r = self.run_ok([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, "-j", "3", "-b", "2",
+                             "-W", "30", "-T", "60", "-k", "s3cret", d])
+            err = r.stderr.decode("utf-8", "replace")
+            out = d + ".de"
+            got = sorted(os.path.relpath(os.path.join(root, f), out) for root, _, fs in os.walk(out) for f in fs)
+            want = sorted(k for k in files if not k.startswith(".") and not k.endswith((".png", ".md")))
+            self.assertEqual(got, want, err)
+            for rel in want:
+                with open(os.path.join(out, rel), "rb") as f:
+                    data = f.read()
+                if rel.endswith(".txt") or rel == "noext":  # through /translate, line by line
+                    lines = files[rel].decode().split("\n")[:-1]
+                    self.assertEqual(data, "".join("[%s]\n" % x for x in lines).encode(), rel)
+                else:  # whole, through /translate_file
+                    self.assertEqual(data, stub_file_translation(files[rel], "de"), rel)
+            for rel in ("picture.png", "notes.md"):
+                self.assertIn("skipped %s" % rel, err)
+            self.assertNotIn("hidden", err)
+            self.assertNotIn("config", err)
+            # /translate: -b 2 lines per request, the key as a header; /translate_file: one
+            # upload per file with source, target and the key, never the local name.
+            texts = [json.loads(b)["text"] for _, b in stub.requests]
+            self.assertTrue(all(len(t) <= 2 for t in texts), texts)
+            self.assertIn(["one", ""], texts)
+            self.assertTrue(all(h.get("Authorization") == "Bearer s3cret" for h, _ in stub.requests))
+            self.assertEqual(sorted(u["filename"] for u in stub.uploads),
+                             ["upload.docx", "upload.html", "upload.odt", "upload.srt"])
+            for u in stub.uploads:
+                self.assertEqual((u["fields"].get("source"), u["fields"].get("target")), ("en", "de"))
+                self.assertEqual(u["headers"].get("Authorization"), "Bearer s3cret")
+            self.assertTrue(all(h.get("Authorization") == "Bearer s3cret" for h, _ in stub.gets))
+            # again: everything is up to date
+            n, m = len(stub.requests), len(stub.uploads)
+            r = self.run_ok([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, d])
+            self.assertEqual((len(stub.requests), len(stub.uploads)), (n, m))
+            self.assertIn(b"0 translated, 7 up to date, 2 skipped", r.stderr)
+            self.assert_clean(stub.url)
+
+    def test_translate_file_names(self):
+        d, files = self.mixed_dir()
+        with Stub() as stub:
+            u = ["-s", "en", "-t", "de", "-u", stub.url, "-q"]
+            # other formats: NAME.TGT.EXT beside the input
+            self.run_ok([TRANSLATE_FILE] + u + [os.path.join(d, "sub", "page.html")])
+            with open(os.path.join(d, "sub", "page.de.html"), "rb") as f:
+                self.assertEqual(f.read(), stub_file_translation(files["sub/page.html"], "de"))
+            # -o -: stdout; -o DIR: the same name inside it; -o FILE
+            r = self.run_ok([TRANSLATE_FILE] + u + ["-o", "-", os.path.join(d, "book.odt")])
+            self.assertEqual(r.stdout, stub_file_translation(files["book.odt"], "de"))
+            os.mkdir(self.path("out"))
+            self.run_ok([TRANSLATE_FILE] + u + ["-o", self.path("out"), os.path.join(d, "report.DOCX")])
+            self.run_ok([TRANSLATE_FILE] + u + ["-o", self.path("out", "x.srt"), os.path.join(d, "sub/deeper/film.srt")])
+            self.assertEqual(sorted(os.listdir(self.path("out"))), ["report.DOCX", "x.srt"])
+            # plain text: stdout by default (INPUT > OUTPUT), -n beside the input
+            r = self.run_ok([TRANSLATE_FILE] + u + [os.path.join(d, "a.txt")])
+            self.assertEqual(r.stdout, b"[one]\n[]\n[two]\n[three]\n[four]\n")
+            self.run_ok([TRANSLATE_FILE] + u + ["-n", os.path.join(d, "a.txt")])
+            with open(os.path.join(d, "a.de.txt"), "rb") as f:
+                self.assertEqual(f.read(), r.stdout)
+            # a format the server does not take: refused, nothing written
+            before = sorted(os.listdir(d))
+            r = self.run_ok([TRANSLATE_FILE] + u + [os.path.join(d, "picture.png")], code=2)
+            self.assertIn(b".png is not a format", r.stderr)
+            self.assertEqual(sorted(os.listdir(d)), before)
+            self.assert_clean(stub.url)
+
+    def test_wrong_pair_creates_nothing(self):
+        d, _ = self.mixed_dir()
+        with Stub() as stub:
+            for src, tgt, words in (("en", "xx", b"from 'en' into 'xx'"), ("xx", "de", b"no model from 'xx'"),
+                                    ("auto", "xx", b"no model into 'xx'")):
+                r = self.run_ok([TRANSLATE_DIR, "-s", src, "-t", tgt, "-u", stub.url, d], code=2)
+                self.assertIn(words, r.stderr)
+                self.assertIn(b"en->de en->fr de->en", r.stderr)
+                self.assertFalse(os.path.exists(d + "." + tgt), "an empty output directory was created")
+                r = self.run_ok([TRANSLATE_FILE, "-s", src, "-t", tgt, "-u", stub.url, "-o", self.path("x.docx"),
+                                 os.path.join(d, "report.DOCX")], code=2)
+                self.assertFalse(os.path.exists(self.path("x.docx")))
+            self.assertEqual((stub.requests, stub.uploads), ([], []), "something was sent to translate")
+            self.assert_clean(stub.url)
+
+    def test_dead_server(self):
+        d, _ = self.mixed_dir()
+        dead = "http://127.0.0.1:%d" % free_port()
+        r = self.run_ok([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", dead, d], code=1)
+        self.assertIn(b"nothing listens at " + dead.encode(), r.stderr)
+        self.assertFalse(os.path.exists(d + ".de"))
+        r = self.run_ok([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", dead, os.path.join(d, "book.odt")], code=1)
+        self.assertIn(b"nothing listens", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "book.de.odt")))
+        self.assert_clean()
+
+    def test_server_dies_mid_directory(self):
+        """The server goes away after the first file: stop, keep the finished file, leave
+        no partial one and no directory this run made empty."""
+        d, _ = self.mixed_dir()
+        with Stub() as stub:
+            port = stub.port
+            stop_after = threading.Event()
+            orig = stub.server.RequestHandlerClass.do_POST
+
+            def do_post(handler):
+                if stop_after.is_set():
+                    handler.close_connection = True
+                    handler.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                orig(handler)
+                if handler.path == "/translate_file":
+                    stop_after.set()  # the first file upload is the last answered request
+            stub.server.RequestHandlerClass.do_POST = do_post
+            r = self.run_ok([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, d], code=1)
+        err = r.stderr.decode("utf-8", "replace")
+        self.assertIn("failed; stopping", err)
+        out = d + ".de"
+        left = sorted(os.path.relpath(os.path.join(root, f), out) for root, _, fs in os.walk(out) for f in fs)
+        self.assertFalse([x for x in left if os.path.basename(x).startswith(".")], left)
+        dirs = sorted(os.path.relpath(os.path.join(root, x), out) for root, ds, _ in os.walk(out) for x in ds)
+        for x in dirs:
+            self.assertTrue(os.listdir(os.path.join(out, x)), "empty directory %s left behind" % x)
+        self.assert_clean("127.0.0.1:%d" % port)
+
+    def interrupt(self, args, stub, ready):
+        code, out = run_interrupted(args, self.env, ready)
+        self.assertEqual(code, 130, out)
+        self.assert_clean(stub.url)
+        return out
+
+    def test_interrupt_text(self):
+        d = self.path("t")
+        os.makedirs(d)
+        write_lines(os.path.join(d, "1.txt"), ["first"])
+        write_lines(os.path.join(d, "2.txt"), ["x%d" % i for i in range(20)] + ["BLOCK"])
+        for attempt in range(3):  # it once exited 1 and left its directory in one of three tries
+            hold = threading.Event()
+            with Stub(hold=hold) as stub:
+                try:
+                    self.interrupt([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, "-j", "4", "-b", "3", d],
+                                   stub, lambda: any(b"BLOCK" in b for _, b in stub.requests))
+                finally:
+                    hold.set()
+            self.assertEqual(sorted(os.listdir(d + ".de")), ["1.txt"], "a partial file was left")
+            shutil.rmtree(d + ".de")
+        hold = threading.Event()
+        with Stub(hold=hold) as stub:
+            try:
+                self.interrupt([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-b", "2", "-o",
+                                self.path("out.txt"), os.path.join(d, "2.txt")],
+                               stub, lambda: any(b"BLOCK" in b for _, b in stub.requests))
+            finally:
+                hold.set()
+        self.assertEqual(sorted(os.listdir(self.tmp)), ["scratch", "t"], "a partial output was left")
+
+    def test_interrupt_file(self):
+        d = self.path("f")
+        os.makedirs(os.path.join(d, "sub"))
+        write_lines(os.path.join(d, "1.txt"), ["first"])
+        with open(os.path.join(d, "sub", "2.docx"), "wb") as f:
+            f.write(b"PK not really")
+        hold = threading.Event()
+        with Stub(hold=hold) as stub:
+            def polling():
+                with stub.lock:
+                    return any(e["polls"] >= 2 for e in stub.files.values())
+            try:
+                self.interrupt([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", stub.url, d], stub, polling)
+            finally:
+                hold.set()
+        self.assertEqual(os.listdir(d + ".de"), ["1.txt"], "a partial file or an empty directory was left")
+
+    def test_options_and_help(self):
+        for script in (TRANSLATE_FILE, TRANSLATE_DIR):
+            r = run_script([script, "-h"], timeout=30)
+            self.assertEqual(r.returncode, 0)
+            for opt in (b"-W SEC", b"-k KEY", b"-j JOBS", b"-T SEC"):
+                self.assertIn(opt.split()[0], r.stdout, (script, opt))
+        r = run_script([TRANSLATE_DIR, "-s", "en", "-t", "de", "-W"], timeout=30)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(b"-W needs a value", r.stderr)
+
+
+def small_docx(paragraphs):
+    """A minimal .docx with one paragraph per string."""
+    import io
+    import zipfile
+    body = "".join("<w:p><w:r><w:t>%s</w:t></w:r></w:p>" % p for p in paragraphs)
+    doc = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="http://schemas.'
+           'openxmlformats.org/wordprocessingml/2006/main"><w:body>%s</w:body></w:document>' % body)
+    ct = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/'
+          '2006/content-types"><Override PartName="/word/document.xml" ContentType="application/'
+          'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", ct)
+        z.writestr("word/document.xml", doc)
+    return buf.getvalue()
+
+
 class TranslateFileRealServer(unittest.TestCase):
-    """translate-file.sh through mt-server gives exactly mt-translate's output."""
+    """translate-file.sh through mt-server gives exactly mt-translate's output; a directory
+    of mixed formats goes through mt-server's /translate_file with its markup kept."""
+
+    def test_mixed_dir(self):
+        require_server()
+        import zipfile
+        tmp = tempfile.mkdtemp(prefix="test_scripts_dir.")
+        proc = None
+        try:
+            model = test_model(tmp)
+            port = free_port()
+            log = os.path.join(tmp, "server.log")
+            proc = start_server(model, port, log)
+            d = os.path.join(tmp, "docs")
+            os.makedirs(os.path.join(d, "sub"))
+            with open(os.path.join(d, "a.txt"), "w") as f:
+                f.write("A man is riding a bike.\nTwo dogs play.\n")
+            with open(os.path.join(d, "sub", "page.html"), "w") as f:
+                f.write('<html><body><p>Our <a href="https://example.org">website</a> is new.</p></body></html>\n')
+            with open(os.path.join(d, "film.srt"), "w") as f:
+                f.write("1\n00:00:01,000 --> 00:00:02,000\nHello there.\n\n2\n00:00:03,000 --> 00:00:04,000\nBye.\n")
+            with open(os.path.join(d, "report.docx"), "wb") as f:
+                f.write(small_docx(["A girl eats an apple.", "The band plays."]))
+            url = "http://127.0.0.1:%d" % port
+            r = run_script([TRANSLATE_DIR, "-s", "en", "-t", "de", "-u", url, d], timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr.decode("utf-8", "replace")[-3000:] + log_tail(log))
+            out = d + ".de"
+            with open(os.path.join(out, "a.txt"), "rb") as f:
+                self.assertEqual(f.read(), cli_translate(model, b"A man is riding a bike.\nTwo dogs play.\n"))
+            with open(os.path.join(out, "sub", "page.html")) as f:
+                html = f.read()
+            self.assertIn('<a href="https://example.org">', html)
+            self.assertIn("</a>", html)
+            with open(os.path.join(out, "film.srt")) as f:
+                srt = f.read()
+            self.assertIn("00:00:01,000 --> 00:00:02,000", srt)
+            self.assertIn("00:00:03,000 --> 00:00:04,000", srt)
+            with zipfile.ZipFile(os.path.join(out, "report.docx")) as z:
+                self.assertIn("word/document.xml", z.namelist())
+                self.assertEqual(z.read("word/document.xml").count(b"<w:p>"), 2)
+            # a pair the server does not serve: refused before anything is created
+            r = run_script([TRANSLATE_DIR, "-s", "en", "-t", "fr", "-u", url, d], timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(b"it translates: en->de", r.stderr)
+            self.assertFalse(os.path.exists(d + ".fr"))
+        finally:
+            stop(proc)
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def test_identical_to_cli(self):
         require_server()
