@@ -16,6 +16,7 @@ packages=(
   check valgrind
   # fuzzing (libFuzzer) in the test suite
   clang libclang-rt-14-dev
+  python3-docx python3-odf  # write the document fuzzers' seeds (tests/fuzz/make_document_seeds.py)
   # tools: training, reference implementation, tokenizer training, conversion
   python3 python3-torch python3-numpy python3-sentencepiece python3-yaml sentencepiece libjemalloc2
   # scripts and their tests
