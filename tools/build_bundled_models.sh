@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The bundled en<->de models, from the corpus files in ../shared/data to models/en-de and
-# models/de-en, in one command (models/README.md explains the recipe):
-#   1. tools/prepare_corpus.py: the Multi30k x3 + Tatoeba x2 + debian-l10n mixture, a
-#      1,500-pair selection set and the joint 16k SentencePiece vocabulary (runs/data/);
+# The bundled models of one language pair (en<->de or en<->fr), from the corpus files in
+# ../shared/data to models/<pair>, in one command (models/README.md explains the recipe):
+#   1. tools/prepare_corpus.py: the Multi30k + Tatoeba + debian-l10n mixture, a selection
+#      set and the joint 16k SentencePiece vocabulary (runs/data/ for en-de, runs/data-fr/
+#      for en-fr: byte fallback, no Multi30k);
 #   2. tools/train.py twice at once, one thread each (two cores: two directions), with
 #      bf16 autocast, a checkpoint every 12 minutes and selection by validation NLL;
 #   3. tools/eval_models.py: the quality table (old models from git, if given, and new).
@@ -15,20 +16,25 @@
 #                   yet reached the quality of the shipped models is committed)
 #   --out DIR       write DIR/<pair> instead of models/<pair>
 #   --seed N        corpus shuffling, vocabulary sample and initialisation (default 1)
-#   --pairs "en-de de-en"   which directions
-#   --multi30k-times N   copies of Multi30k in the mixture (default 3); a continued run
-#                   may weigh the captions more to win back their test BLEU (runs/data-m30kN)
-#   --tatoeba-times N    copies of Tatoeba in the mixture (default 2); a continued run may
-#                   weigh everyday sentences more (the data directory's name says so)
+#   --pairs "en-de de-en"   which directions, all of one language pair: "en-de de-en"
+#                   (default), "en-fr fr-en" or one of them
+#   --multi30k-times N   copies of Multi30k in the mixture (default 3 for en-de, as the
+#                   shipped en-de models were trained; 0 for en-fr: Multi30k's terms are
+#                   non-commercial, so it is an evaluation set there); a continued run may
+#                   weigh the captions more to win back their test BLEU (runs/data-m30kN)
+#   --tatoeba-times N    copies of Tatoeba in the mixture (default 2 for en-de, 3 for
+#                   en-fr); a continued run may weigh everyday sentences more (the data
+#                   directory's name says so)
 #   --threads N     threads of each direction's trainer (default 1; 2 when training one
 #                   direction on two cores)
+#   --run-dir DIR   checkpoints and logs in DIR/<pair> (default runs)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
 # runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
 # is rewritten at every checkpoint; rerun with the same options plus RESUME=1 to resume
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k=3 tat=2 threads=1
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -40,29 +46,50 @@ while [ $# -gt 0 ]; do
     --multi30k-times) m30k=$2; shift 2 ;;
     --tatoeba-times) tat=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
-    *) sed -n '2,27p' "$0" >&2; exit 2 ;;
+    --run-dir) runs=$2; shift 2 ;;
+    *) sed -n '2,36p' "$0" >&2; exit 2 ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
-data=runs/data
-[ "$m30k" = 3 ] || data=$data-m30k$m30k
-[ "$tat" = 2 ] || data=$data-tatoeba$tat
+lang=
+for pair in $pairs; do
+  case $pair in
+    en-de|de-en) l=de ;;
+    en-fr|fr-en) l=fr ;;
+    *) echo "unknown pair $pair (en-de, de-en, en-fr, fr-en)" >&2; exit 2 ;;
+  esac
+  [ -z "$lang" ] || [ "$lang" = "$l" ] || { echo "--pairs: one language pair at a time" >&2; exit 2; }
+  lang=$l
+done
+if [ "$lang" = de ]; then
+  : "${m30k:=3}" "${tat:=2}"
+  data=runs/data
+  [ "$m30k" = 3 ] || data=$data-m30k$m30k
+  [ "$tat" = 2 ] || data=$data-tatoeba$tat
+  vocab_opts=(--no-byte-fallback)  # the shipped en-de vocabulary's settings
+else
+  : "${m30k:=0}" "${tat:=3}"
+  data=runs/data-$lang
+  [ "$m30k" = 0 ] || data=$data-m30k$m30k
+  [ "$tat" = 3 ] || data=$data-tatoeba$tat
+  vocab_opts=()
+fi
 if [ "$cont" = 1 ]; then
   # A continued run tokenizes with its model's own vocabulary: no new one is trained.
   if [ ! -f "$data/train.en.gz" ]; then
     /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-        --multi30k-times "$m30k" --tatoeba-times "$tat" --skip-vocab
+        --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" --skip-vocab
   fi
 elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
   /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-      --multi30k-times "$m30k" --tatoeba-times "$tat"
+      --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${vocab_opts[@]}"
 fi
 export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
        MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
 pids=()
 for pair in $pairs; do
   src=${pair%-*} tgt=${pair#*-}
-  mkdir -p "runs/$pair"
+  mkdir -p "$runs/$pair"
   extra=(--spm "$data/spm.model" --warmup 1000)
   if [ "$cont" = 1 ]; then
     extra=(--init-from "$from/$pair" --warmup 300)
@@ -71,15 +98,15 @@ for pair in $pairs; do
   /usr/bin/python3 tools/train.py --src-lang "$src" --tgt-lang "$tgt" \
       --train-src "$data/train.$src.gz" --train-tgt "$data/train.$tgt.gz" \
       --valid-src "$data/valid.$src.gz" --valid-tgt "$data/valid.$tgt.gz" \
-      --out "$out/$pair" --run-dir "runs/$pair" "${extra[@]}" \
+      --out "$out/$pair" --run-dir "$runs/$pair" "${extra[@]}" \
       --d-model 256 --layers 3 --heads 4 --ffn 1024 --max-tokens 4096 --lr 1e-3 \
       --epochs 100 --time-budget-min "$minutes" --checkpoint-min 12 --average 4 --keep 3 \
-      --threads "$threads" --bf16 --seed "$seed" --log-every 100 >> "runs/$pair/train.log" 2>&1 &
+      --threads "$threads" --bf16 --seed "$seed" --log-every 100 >> "$runs/$pair/train.log" 2>&1 &
   pids+=($!)
 done
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-[ "$status" = 0 ] || { echo "training failed: see runs/*/train.log" >&2; exit 1; }
+[ "$status" = 0 ] || { echo "training failed: see $runs/*/train.log" >&2; exit 1; }
 args=()
 for pair in $pairs; do args+=("$pair=$out/$pair"); done
 /usr/bin/python3 tools/eval_models.py "${args[@]}" --show-examples

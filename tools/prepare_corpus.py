@@ -1,38 +1,162 @@
 #!/usr/bin/python3
-"""Build the training mixture for the bundled en<->de models from ../shared/data.
+"""Build the training mixture for a bundled English<->X model pair from ../shared/data.
 
-Writes, into OUT_DIR, gzip text files with one sentence a line, line-aligned:
-  train.en.gz / train.de.gz   the mixture, shuffled with --seed
-  valid.en.gz / valid.de.gz   the selection set (checkpoint choice during training)
-  spm.txt                     each distinct training sentence once (vocabulary training)
+Writes, into OUT_DIR, gzip text files with one sentence a line, line-aligned (X is
+--lang, de or fr):
+  train.en.gz / train.X.gz    the mixture, shuffled with --seed
+  valid.en.gz / valid.X.gz    the selection set (checkpoint choice during training)
+  spm.txt                     a sample of the distinct training sentences (vocabulary)
   mixture.json                counts per corpus, so a model card can quote them
   spm.model                   the joint SentencePiece unigram vocabulary (--vocab-size
                               pieces, Marian ids </s>=0 <unk>=1), trained on spm.txt
 
 The mixture (why: see models/README.md):
-  Multi30k train     x3  image captions; keeps the test_2016_flickr quality
-  Tatoeba train      x2  everyday conversational sentences, the language newcomers try
+  Multi30k train     xN  image captions (--multi30k-times; 3 for the en-de models trained
+                         so far, 0 for a model free of Multi30k's non-commercial terms)
+  Tatoeba train      xN  everyday conversational sentences, the language newcomers try
   debian-l10n train  x1  software messages, help text, package descriptions, Ding
-The selection set takes a seeded sample of Multi30k val, Tatoeba dev and debian-l10n
-dev (--valid-per-corpus pairs each). Both directions use the same files, swapped.
+Training pairs with a side that also occurs in an evaluation set (Multi30k val/test,
+Tatoeba dev, debian-l10n dev; compared case- and space-insensitively) are dropped.
+Every sentence is NFC-normalised and its space characters (no-break, narrow no-break,
+thin, tabs) become plain spaces, as the vocabulary's normaliser does at translation time.
+The selection set takes a seeded sample of the dev splits (--valid-per-corpus pairs
+each; Multi30k val only when Multi30k is trained on). Both directions use the same
+files, swapped.
+
+The vocabulary has byte fallback: a character it lacks (an emoji, a rare symbol) is
+spelled as its UTF-8 bytes (<0xE2> <0x82> <0xAC> for the euro sign) instead of <unk>,
+so the model can copy it. Its normaliser composes NFC and maps space characters to a
+space but, unlike SentencePiece's default NFKC, leaves symbols as they are (™, ½, ²,
+… would otherwise become TM, 1⁄2, 2, ...). Digits are split into single pieces, so
+numbers are copied digit by digit.
 """
 import argparse
 import gzip
 import json
 import os
 import random
+import re
+import unicodedata
 
 import sentencepiece as spm
 
+# Space characters the normaliser maps to U+0020 (Python's str.isspace() set, less
+# the line breaks a one-line sentence cannot hold anyway).
+SPACES = [0x09, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x85, 0xA0, 0x1680] + \
+    list(range(0x2000, 0x200B)) + [0x2028, 0x2029, 0x202F, 0x205F, 0x3000]
+# Removed from training text (the shared corpora already removed them from theirs).
+INVISIBLE = re.compile("[\u00ad\u200b\u200c\u200d\u2060\ufeff]")
+SPACE_RUN = re.compile("[" + "".join(chr(c) for c in SPACES) + " ]+")
+
+
+def clean(text):
+    """NFC, invisible characters removed, every run of spaces one plain space."""
+    text = unicodedata.normalize("NFC", INVISIBLE.sub("", text))
+    return SPACE_RUN.sub(" ", text).strip()
+
+
+def eval_key(text):
+    return " ".join(clean(text).casefold().split())
+
+
+# Symbols for the copy examples: a sample of every emoji block (so every byte value of
+# their UTF-8 reaches training) and common symbols, some with variation selector 16.
+EMOJI_RANGES = [(0x1F300, 0x1F5FF), (0x1F600, 0x1F64F), (0x1F680, 0x1F6FF),
+                (0x1F900, 0x1F9FF), (0x1FA70, 0x1FAFF), (0x2600, 0x26FF), (0x2700, 0x27BF)]
+SYMBOLS = list("€£¥$¢©®™°±×÷½¼¾²³µ§¶†‡•→←↑↓⇒✓✔✗✘★☆♥♪♫☺☹☀☁☂☕⚠∞≈≠≤≥√∑πΩ…‰′″")
+WORD = re.compile(r"^[A-Z0-9][\w.,:-]*$")
+
+
+def random_symbol(rng):
+    if rng.random() < 0.35:
+        return rng.choice(SYMBOLS)
+    while True:
+        lo, hi = rng.choice(EMOJI_RANGES)
+        c = chr(rng.randint(lo, hi))
+        if unicodedata.category(c) == "So":
+            return c + ("\ufe0f" if lo < 0x2800 and rng.random() < 0.3 else "")
+
+
+def with_symbol(en, x, rng):
+    """The pair with one symbol or emoji copied into both sides at the same place: at
+    the end, at the start, after a word both sides share (a name or a number), or in
+    place of it. None when the pair offers no shared word for the last two."""
+    sym = random_symbol(rng)
+    mode = rng.random()
+    if mode < 0.4:
+        return f"{en} {sym}", f"{x} {sym}"
+    if mode < 0.55:
+        return f"{sym} {en}", f"{sym} {x}"
+    a, b = en.split(" "), x.split(" ")
+    shared = [w for w in set(a) & set(b) if WORD.match(w) and a.count(w) == 1 and b.count(w) == 1]
+    if not shared:
+        return None
+    w = rng.choice(sorted(shared))
+    i, j = a.index(w), b.index(w)
+    if mode < 0.8:
+        a.insert(i + 1, sym)
+        b.insert(j + 1, sym)
+    else:
+        a[i] = b[j] = sym
+    return " ".join(a), " ".join(b)
+
+
+def symbol_pairs(pairs, n, rng):
+    """n copy examples made from a seeded sample of pairs of two or more words."""
+    out = []
+    pool = [p for p in pairs if " " in p[0]]
+    while len(out) < n and pool:
+        got = with_symbol(*rng.choice(pool), rng)
+        if got is not None:
+            out.append(got)
+    return out
+
+
+def train_vocabulary(text_path, prefix, vocab_size, byte_fallback, hard_limit=True):
+    """PREFIX.model: a unigram vocabulary with Marian's ids (</s> 0, <unk> 1, no bos or
+    pad), with byte fallback, NFC normaliser and split digits unless byte_fallback is
+    false (the shipped en-de models' vocabulary: NFKC, every character a piece)."""
+    opts = dict(input=text_path, model_prefix=prefix, vocab_size=vocab_size,
+                model_type="unigram", bos_id=-1, eos_id=0, unk_id=1, pad_id=-1,
+                input_sentence_size=0, minloglevel=1, num_threads=2,
+                hard_vocab_limit=hard_limit)
+    if byte_fallback:
+        rules = prefix + ".normalization.tsv"
+        write_normalization_rules(rules)
+        # Characters outside 99.99 % coverage are left to the byte pieces.
+        opts.update(character_coverage=0.9999, byte_fallback=True, split_digits=True,
+                    normalization_rule_tsv=rules)
+    else:
+        opts.update(character_coverage=1.0)
+    spm.SentencePieceTrainer.train(**opts)
+
+
+def write_normalization_rules(path):
+    """SentencePiece rules (hex code points, TAB, hex code points): NFC composition of
+    every decomposed sequence, and space characters to U+0020. NFKC's compatibility
+    mappings are left out on purpose."""
+    with open(path, "w", encoding="utf-8") as f:
+        for cp in range(0x110000):
+            if 0xD800 <= cp < 0xE000:
+                continue
+            c = chr(cp)
+            d = unicodedata.normalize("NFD", c)
+            if d != c and unicodedata.normalize("NFC", d) == c:
+                f.write(" ".join(f"{ord(x):X}" for x in d) + f"\t{cp:X}\n")
+        for cp in SPACES:
+            f.write(f"{cp:X}\t20\n")
+
 
 def read_pairs_tsv(path):
-    """(en, de) pairs of a shared TSV file (en, de, source...)."""
+    """(en, X) pairs of a shared TSV file (en, X, source...)."""
     pairs = []
     with gzip.open(path, "rt", encoding="utf-8") as f:
         for line in f:
             cols = line.rstrip("\n").split("\t")
-            if len(cols) >= 2 and cols[0].strip() and cols[1].strip():
-                pairs.append((cols[0].strip(), cols[1].strip()))
+            if len(cols) >= 2:
+                e, x = clean(cols[0]), clean(cols[1])
+                if e and x:
+                    pairs.append((e, x))
     return pairs
 
 
@@ -42,7 +166,8 @@ def read_pairs_parallel(src, tgt):
         de = [x.rstrip("\n") for x in b]
     if len(en) != len(de):
         raise SystemExit(f"{src} and {tgt} differ in line count ({len(en)} vs {len(de)})")
-    return [(e.strip(), d.strip()) for e, d in zip(en, de) if e.strip() and d.strip()]
+    pairs = [(clean(e), clean(d)) for e, d in zip(en, de)]
+    return [(e, d) for e, d in pairs if e and d]
 
 
 def write_lines(path, lines):
@@ -56,6 +181,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--shared", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared"))
     p.add_argument("--out", required=True)
+    p.add_argument("--lang", default="de", choices=["de", "fr"],
+                   help="the language paired with English")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--multi30k-times", type=int, default=3)
     p.add_argument("--tatoeba-times", type=int, default=2)
@@ -64,43 +191,69 @@ def main():
     p.add_argument("--vocab-size", type=int, default=16000)
     p.add_argument("--spm-sentences", type=int, default=1500000,
                    help="distinct sentences sampled (seeded) for vocabulary training")
+    p.add_argument("--symbol-pairs", type=int, default=20000,
+                   help="copy examples (an emoji or symbol on both sides) made from each of "
+                        "Tatoeba and debian-l10n; 0 with --no-byte-fallback")
+    p.add_argument("--no-byte-fallback", action="store_true",
+                   help="the vocabulary of the en-de models trained so far: NFKC, "
+                        "no byte fallback, digits not split")
     p.add_argument("--skip-vocab", action="store_true",
                    help="write no vocabulary (a continued run keeps its model's own)")
     args = p.parse_args()
     data = os.path.join(args.shared, "data")
     rng = random.Random(args.seed)
+    sym_rng = random.Random(args.seed + 1000)
+
+    x = args.lang
+    dev = {
+        "multi30k val": read_pairs_parallel(f"{data}/multi30k/val.en.gz", f"{data}/multi30k/val.{x}.gz"),
+        "tatoeba dev": read_pairs_tsv(f"{data}/tatoeba/dev.en-{x}.tsv.gz"),
+        "debian-l10n dev": read_pairs_tsv(f"{data}/debian-l10n/dev.en-{x}.tsv.gz"),
+    }
+    # Every evaluation sentence, either language: no training pair may contain one.
+    held = [read_pairs_parallel(f"{data}/multi30k/test_2016_flickr.en.gz",
+                                f"{data}/multi30k/test_2016_flickr.{x}.gz")] + list(dev.values())
+    held_keys = {eval_key(t) for pairs in held for pair in pairs for t in pair}
 
     corpora = {
-        "multi30k": (read_pairs_parallel(f"{data}/multi30k/train.en.gz", f"{data}/multi30k/train.de.gz"),
+        "multi30k": (f"{data}/multi30k/train.en.gz", f"{data}/multi30k/train.{x}.gz",
                      args.multi30k_times),
-        "tatoeba": (read_pairs_tsv(f"{data}/tatoeba/train.en-de.tsv.gz"), args.tatoeba_times),
-        "debian-l10n": (read_pairs_tsv(f"{data}/debian-l10n/train.en-de.tsv.gz"), args.debian_times),
+        "tatoeba": (f"{data}/tatoeba/train.en-{x}.tsv.gz", None, args.tatoeba_times),
+        "debian-l10n": (f"{data}/debian-l10n/train.en-{x}.tsv.gz", None, args.debian_times),
     }
     mixture, distinct, counts = [], set(), {}
-    for name, (pairs, times) in corpora.items():
-        mixture.extend(pairs * times)
-        distinct.update(pairs)
-        counts[name] = {"pairs": len(pairs), "times": times,
-                        "en_words": sum(len(e.split()) for e, _ in pairs),
-                        "de_words": sum(len(d.split()) for _, d in pairs)}
+    for name, (path, path_x, times) in corpora.items():
+        if times == 0:
+            continue
+        pairs = read_pairs_parallel(path, path_x) if path_x else read_pairs_tsv(path)
+        kept = [(e, t) for e, t in pairs if eval_key(e) not in held_keys
+                and eval_key(t) not in held_keys]
+        mixture.extend(kept * times)
+        distinct.update(kept)
+        if name != "multi30k" and not args.no_byte_fallback and args.symbol_pairs:
+            # Byte pieces the model never saw it cannot copy: emoji and symbols are
+            # almost absent from the corpora, so a few examples teach the copying.
+            extra = symbol_pairs(kept, args.symbol_pairs, sym_rng)
+            mixture.extend(extra)
+            counts[f"{name} symbol copies"] = {"pairs": len(extra), "times": 1}
+        counts[name] = {"pairs": len(kept), "dropped_as_eval_sentences": len(pairs) - len(kept),
+                        "times": times, "en_words": sum(len(e.split()) for e, _ in kept),
+                        f"{x}_words": sum(len(t.split()) for _, t in kept)}
     rng.shuffle(mixture)
 
-    dev = {
-        "multi30k val": read_pairs_parallel(f"{data}/multi30k/val.en.gz", f"{data}/multi30k/val.de.gz"),
-        "tatoeba dev": read_pairs_tsv(f"{data}/tatoeba/dev.en-de.tsv.gz"),
-        "debian-l10n dev": read_pairs_tsv(f"{data}/debian-l10n/dev.en-de.tsv.gz"),
-    }
+    if args.multi30k_times == 0:
+        del dev["multi30k val"]
     valid = []
     for name, pairs in dev.items():
         valid.extend(rng.sample(pairs, min(args.valid_per_corpus, len(pairs))))
 
     os.makedirs(args.out, exist_ok=True)
     write_lines(os.path.join(args.out, "train.en.gz"), [e for e, _ in mixture])
-    write_lines(os.path.join(args.out, "train.de.gz"), [d for _, d in mixture])
+    write_lines(os.path.join(args.out, f"train.{x}.gz"), [t for _, t in mixture])
     write_lines(os.path.join(args.out, "valid.en.gz"), [e for e, _ in valid])
-    write_lines(os.path.join(args.out, "valid.de.gz"), [d for _, d in valid])
+    write_lines(os.path.join(args.out, f"valid.{x}.gz"), [t for _, t in valid])
     # Vocabulary text: a seeded sample of the distinct sentences, so that
-    # upsampling does not skew the piece inventory towards captions.
+    # upsampling does not skew the piece inventory towards one corpus.
     texts = sorted({t for pair in distinct for t in pair})
     rng.shuffle(texts)
     texts = texts[: args.spm_sentences]
@@ -108,17 +261,18 @@ def main():
         for t in texts:
             f.write(t + "\n")
     os.replace(os.path.join(args.out, "spm.txt.tmp"), os.path.join(args.out, "spm.txt"))
+    byte_fallback = not args.no_byte_fallback
     with open(os.path.join(args.out, "mixture.json"), "w", encoding="utf-8") as f:
-        json.dump({"seed": args.seed, "corpora": counts, "train_pairs": len(mixture),
-                   "valid_pairs": len(valid), "spm_sentences": len(texts)}, f, indent=2)
+        json.dump({"seed": args.seed, "pair": f"en-{x}", "corpora": counts,
+                   "train_pairs": len(mixture), "valid_pairs": len(valid),
+                   "valid_sets": list(dev), "spm_sentences": len(texts),
+                   "byte_fallback": byte_fallback}, f, indent=2)
         f.write("\n")
     if args.skip_vocab:
         print(json.dumps(counts), len(mixture), "pairs;", len(valid), "valid; no vocabulary")
         return
-    spm.SentencePieceTrainer.train(
-        input=os.path.join(args.out, "spm.txt"), model_prefix=os.path.join(args.out, "spm"),
-        vocab_size=args.vocab_size, model_type="unigram", character_coverage=1.0, bos_id=-1,
-        eos_id=0, unk_id=1, pad_id=-1, input_sentence_size=0, minloglevel=1, num_threads=2)
+    train_vocabulary(os.path.join(args.out, "spm.txt"), os.path.join(args.out, "spm"),
+                     args.vocab_size, byte_fallback)
     print(json.dumps(counts), len(mixture), "pairs;", len(valid), "valid;", len(texts), "spm lines")
 
 
