@@ -352,6 +352,113 @@ class EvalModelsTool(unittest.TestCase):
         self.assertEqual(proc.stdout, "", "nothing is translated before the sets are known")
 
 
+class ByteFallbackVocabulary(unittest.TestCase):
+    """The vocabulary tools/prepare_corpus.py trains for new models (byte fallback, NFC
+    normaliser, split digits): emoji and symbols it has no piece for are spelt as UTF-8
+    byte pieces, which the C tokenizer must map to ids exactly as python3-sentencepiece
+    does and decode back to the characters; tools/mtref agrees."""
+    LINES = ["I love it 🙂", "I ❤️ Berlin", "It costs €5.", "Das Ticket kostet 12,50 €.",
+             "™ ½ x² … ⚠ 👍🏽 👨\u200d👩\u200d👧 🇫🇷", "Prix\u202f: 12 €", "e\u0301te\u0301 2024"]
+
+    @classmethod
+    def setUpClass(cls):
+        import prepare_corpus
+        import train
+        cls.tmp = tempfile.mkdtemp()
+        text = os.path.join(cls.tmp, "spm.txt")
+        with open(text, "w", encoding="utf-8") as f:
+            for i in range(300):
+                f.write(f"the cat number {i} sat on the mat. le chat numéro {i} dort.\n")
+        prefix = os.path.join(cls.tmp, "spm")
+        prepare_corpus.train_vocabulary(text, prefix, 400, True, hard_limit=False)
+        cls.sp = sentencepiece.SentencePieceProcessor(model_file=prefix + ".model")
+        pad = cls.sp.get_piece_size()
+        args = train.argparse.Namespace(d_model=8, layers=1, heads=2, ffn=16, dropout=0.1,
+                                        max_positions=64, src_lang="en", tgt_lang="fr")
+        cls.model = os.path.join(cls.tmp, "model")
+        train.write_model_dir(cls.model, train.build_model(args, pad + 1, pad), args,
+                              prefix + ".model", cls.sp)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def tool(self, mode, lines):
+        proc = subprocess.run([program("tests/tokenize-tool"), self.model, mode],
+                              input="\n".join(lines) + "\n", capture_output=True, text=True,
+                              timeout=RUN_TIMEOUT)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return [json.loads(l) for l in proc.stdout.splitlines()]
+
+    def test_c_tokenizer_round_trips_byte_pieces(self):
+        want_text = [self.sp.decode(self.sp.encode(l)) for l in self.LINES]
+        self.assertEqual(want_text[0], "I love it 🙂")
+        self.assertEqual(want_text[5], "Prix : 12 €", "narrow no-break space -> space")
+        self.assertEqual(want_text[6], "été 2024", "NFC")
+        self.assertIn("™ ½ x² …", want_text[4], "no NFKC folding of symbols")
+        encoded = self.tool("encode", self.LINES)
+        for line, ids in zip(self.LINES, encoded):
+            self.assertEqual(ids, self.sp.encode(line) + [0], line)
+            self.assertNotIn(1, ids, f"<unk> in {line!r}")
+        self.assertIn(self.sp.piece_to_id("<0xF0>"), encoded[0], "the emoji is spelt in bytes")
+        decoded = self.tool("decode", [" ".join(map(str, ids[:-1])) for ids in encoded])
+        self.assertEqual(decoded, want_text)
+
+    def test_mtref_round_trips_byte_pieces(self):
+        from mtref.config import load_config
+        from mtref.tokenizer import MarianTokenizer
+        tok = MarianTokenizer(self.model, load_config(self.model))
+        for line in self.LINES:
+            ids = tok.encode(line)
+            self.assertEqual(ids, self.sp.encode(line) + [0], line)
+            self.assertEqual(tok.decode(ids), self.sp.decode(self.sp.encode(line)))
+
+
+class CorpusAndChecks(unittest.TestCase):
+    """prepare_corpus.py's cleaning and symbol-copy pairs; eval_models.py's numbers and
+    emoji checks."""
+
+    def test_clean(self):
+        import prepare_corpus
+        self.assertEqual(prepare_corpus.clean(" Bonjour\u202f!\u00a0\tça va\u00ad ? "),
+                         "Bonjour ! ça va ?")
+        self.assertEqual(prepare_corpus.clean("e\u0301te\u0301"), "été")
+
+    def test_symbol_pairs_copy_the_same_symbol_into_both_sides(self):
+        import random
+        import prepare_corpus
+        import eval_models
+        pairs = [("Tom is in Paris.", "Tom est à Paris."), ("Save the file", "Enregistrer le fichier")]
+        got = prepare_corpus.symbol_pairs(pairs, 200, random.Random(1))
+        self.assertEqual(len(got), 200)
+        modes = set()
+        for en, fr in got:
+            orig_en, orig_fr = pairs[0] if "Save" not in en and "file" not in en else pairs[1]
+            added = [w for w in en.split() if w not in orig_en.split()]
+            self.assertEqual(len(added), 1, en)
+            self.assertEqual(added, [w for w in fr.split() if w not in orig_fr.split()], (en, fr))
+            words = en.split()
+            at = words.index(added[0])
+            modes.add("replace" if len(words) == len(orig_en.split()) else
+                      "end" if at == len(words) - 1 else "start" if at == 0 else "middle")
+        self.assertEqual(modes, {"end", "start", "middle", "replace"})
+
+    def test_numbers_check(self):
+        import eval_models
+        refs = ["Le train part à 7 h 45.", "Cela coûte 12,50 euros."]
+        self.assertEqual(eval_models.numbers_kept(["Le train part à 7 h 45.", "Cela coûte 12.50 €."], refs),
+                         (4, 4, 2))
+        self.assertEqual(eval_models.numbers_kept(["Le train part à sept heures 45.", "12,5 euros"], refs),
+                         (2, 4, 0))
+
+    def test_emoji_check(self):
+        import eval_models
+        self.assertEqual(eval_models.symbols("J'❤️ 👍🏽 👨\u200d👩\u200d👧 🇫🇷 12 € ok"),
+                         ["❤", "👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", "€"])
+        self.assertEqual(eval_models.symbols_kept(["I ❤ it 🙂", "5 €"], ["J'❤️ ça", "5 €"]),
+                         (2, 3, 1))
+
+
 class EnDe(BundledModel, unittest.TestCase):
     PAIR = "en-de"
 

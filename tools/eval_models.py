@@ -1,14 +1,35 @@
 #!/usr/bin/python3
-"""One quality table for en<->de models: BLEU and chrF on Multi30k test_2016_flickr,
-the debian-l10n and Tatoeba dev splits, and our everyday-sentences set (all of it, and
-"everyday-unseen": the pairs neither of whose sentences occurs in a training corpus;
-common short sentences such as "I don't know." are also Tatoeba or debian-l10n lines).
+"""One quality table for English<->German and English<->French models: BLEU and chrF on
+Multi30k test_2016_flickr, the debian-l10n and Tatoeba dev splits and our everyday
+sentences (all of them, and "everyday-unseen": the pairs neither of whose sentences
+occurs in a training corpus; common short sentences such as "I don't know." are also
+Tatoeba or debian-l10n lines); the numbers check, the emoji check, and the scores by
+sentence length.
 
   tools/eval_models.py NAME=DIR [NAME=DIR ...] [--beam 4] [--threads 2] [--sets ...]
-                       [--show-examples]
+                       [--show-examples] [--no-buckets]
 
-Each DIR is a model directory whose tokenizer_config.json names its pair (en-de or
-de-en); every set is read in the matching direction. Translation is done by the C
+Each DIR is a model directory whose tokenizer_config.json names its pair (en-de, de-en,
+en-fr or fr-en); every set is read in the matching direction. Sets (--sets, comma-
+separated; a set a language lacks shows "n/a"):
+
+  multi30k-test    Multi30k test_2016_flickr, 1,000 image captions (out of domain for
+                   models that do not train on Multi30k)
+  debian-dev       debian-l10n dev, 2,000 software and help sentences
+  tatoeba-dev      Tatoeba dev, everyday sentences
+  everyday         tools/data/everyday.en-X.tsv, written for this evaluation
+  everyday-unseen  its pairs neither of whose sentences is a training line
+  numbers          tools/data/numbers.en-X.tsv: sentences with numbers, prices, times
+                   and dates; the cell gives the share of the reference's numbers (each
+                   maximal run of digits) that the output has, and the sentences with all
+                   of them; the issue asks >= 98 %
+  emoji            tools/data/emoji.en-X.tsv: sentences with emoji and symbols; the share
+                   of the source's symbols (characters of Unicode category S*, emoji
+                   sequences whole, variation selector 16 ignored) that come back, and
+                   the sentences with all of them; the issue asks 100 %
+
+The length table pools the BLEU sets evaluated (not numbers and emoji) and splits their
+sentences by source words: 1-10, 11-25, 26-50, over 50. Translation is done by the C
 engine (`mt-translate` in $MT_BUILD_DIR, default build/); scores by tools/bleu.py
 (sacreBLEU-compatible 13a BLEU and chrF). Example, old against new:
 
@@ -20,9 +41,12 @@ import argparse
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import unicodedata
+from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -31,7 +55,15 @@ import bleu  # noqa: E402
 SHARED = os.environ.get("MT_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
 # The sentences a newcomer types first; each must come out exactly right.
 MUST_BE_RIGHT = ["I love you.", "How much does this cost?", "Where is the train station?"]
-EVERYDAY = os.path.join(HERE, "data", "everyday.en-de.tsv")
+DATA = os.path.join(HERE, "data")
+EVERYDAY = os.path.join(DATA, "everyday.en-de.tsv")
+LANGS = ("de", "fr")
+BUCKETS = [(1, 10), (11, 25), (26, 50), (51, None)]
+# Training corpora per language (Multi30k only where a model was trained on it: the
+# en-de models so far).
+TRAINING = {"de": ("multi30k", "tatoeba", "debian-l10n"), "fr": ("tatoeba", "debian-l10n")}
+DIGITS = re.compile(r"\d+")
+ZWJ, VS16 = "\u200d", "\ufe0f"
 
 
 def read_gz(path):
@@ -46,36 +78,47 @@ def read_tsv(path):
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def training_sentences(d):
-    """The English and the German sentences of the three training corpora, as sets."""
-    en = set(read_gz(f"{d}/multi30k/train.en.gz"))
-    de = set(read_gz(f"{d}/multi30k/train.de.gz"))
-    for corpus in ("tatoeba", "debian-l10n"):
-        e, g = read_tsv(f"{d}/{corpus}/train.en-de.tsv.gz")
+def training_sentences(d, x):
+    """The English and the X sentences of the training corpora, as sets."""
+    en, other = set(), set()
+    for corpus in TRAINING[x]:
+        if corpus == "multi30k":
+            e, g = read_gz(f"{d}/multi30k/train.en.gz"), read_gz(f"{d}/multi30k/train.{x}.gz")
+        else:
+            e, g = read_tsv(f"{d}/{corpus}/train.en-{x}.tsv.gz")
         en.update(e)
-        de.update(g)
-    return en, de
+        other.update(g)
+    return en, other
 
 
-def load_sets(names):
-    """{name: (english lines, german lines)} for the sets named."""
+SET_NAMES = ("multi30k-test", "debian-dev", "tatoeba-dev", "everyday", "everyday-unseen",
+             "numbers", "emoji")
+CHECKS = ("numbers", "emoji")  # scored by what they keep, not BLEU
+
+
+def load_set(name, x):
+    """(English lines, X lines) of a set, or None when it has no X version."""
     d = os.path.join(SHARED, "data")
-    loaders = {
-        "multi30k-test": lambda: (read_gz(f"{d}/multi30k/test_2016_flickr.en.gz"),
-                                  read_gz(f"{d}/multi30k/test_2016_flickr.de.gz")),
-        "debian-dev": lambda: read_tsv(f"{d}/debian-l10n/dev.en-de.tsv.gz"),
-        "tatoeba-dev": lambda: read_tsv(f"{d}/tatoeba/dev.en-de.tsv.gz"),
-        "everyday": lambda: read_tsv(EVERYDAY),
-        "everyday-unseen": lambda: unseen(read_tsv(EVERYDAY), *training_sentences(d)),
-    }
-    unknown = [n for n in names if n not in loaders]
-    if unknown:
-        sys.exit(f"unknown set {', '.join(unknown)}; sets: {', '.join(loaders)}")
-    return {n: loaders[n]() for n in names}
+    local = {"everyday": f"everyday.en-{x}.tsv", "everyday-unseen": f"everyday.en-{x}.tsv",
+             "numbers": f"numbers.en-{x}.tsv", "emoji": f"emoji.en-{x}.tsv"}
+    if name == "multi30k-test":
+        path = f"{d}/multi30k/test_2016_flickr.{x}.gz"
+        return (read_gz(f"{d}/multi30k/test_2016_flickr.en.gz"), read_gz(path)) \
+            if os.path.exists(path) else None
+    if name in ("debian-dev", "tatoeba-dev"):
+        path = f"{d}/{name[:-4].replace('debian', 'debian-l10n')}/dev.en-{x}.tsv.gz"
+        return read_tsv(path) if os.path.exists(path) else None
+    path = os.path.join(DATA, local[name])
+    if not os.path.exists(path):
+        return None
+    pairs = read_tsv(path)
+    if name == "everyday-unseen":
+        pairs = unseen(pairs, *training_sentences(d, x))
+    return pairs
 
 
-def unseen(pairs, train_en, train_de):
-    kept = [(e, g) for e, g in zip(*pairs) if e not in train_en and g not in train_de]
+def unseen(pairs, train_en, train_x):
+    kept = [(e, g) for e, g in zip(*pairs) if e not in train_en and g not in train_x]
     return [e for e, _ in kept], [g for _, g in kept]
 
 
@@ -98,45 +141,156 @@ def pair_of(model_dir):
     return cfg["source_lang"], cfg["target_lang"]
 
 
+def numbers_kept(hyps, refs):
+    """(numbers of the references found in the outputs, numbers, sentences with all).
+    A number is a maximal run of digits, so "12,50" and "12.50" both give 12 and 50:
+    a changed digit or a dropped number counts, a decimal separator does not."""
+    found = total = whole = 0
+    for hyp, ref in zip(hyps, refs):
+        want, got = Counter(DIGITS.findall(ref)), Counter(DIGITS.findall(hyp))
+        n = sum(want.values())
+        k = sum((want & got).values())
+        found, total, whole = found + k, total + n, whole + (k == n)
+    return found, total, whole
+
+
+def symbols(text):
+    """The symbols of text: characters of Unicode category S* (currency, math, other
+    symbols, emoji), with the skin-tone modifiers, ZWJ joins and regional-indicator
+    pairs that make one emoji kept together; variation selector 16 dropped."""
+    out, i = [], 0
+    text = text.replace(VS16, "")
+    while i < len(text):
+        c = text[i]
+        if unicodedata.category(c)[0] == "S" or unicodedata.category(c) == "No":
+            j = i + 1
+            while j < len(text) and (0x1F3FB <= ord(text[j]) <= 0x1F3FF or
+                                     (text[j] == ZWJ and j + 1 < len(text)) or
+                                     (text[j - 1] == ZWJ)):
+                j += 1
+            if 0x1F1E6 <= ord(c) <= 0x1F1FF and j < len(text) and 0x1F1E6 <= ord(text[j]) <= 0x1F1FF:
+                j += 1  # a flag: two regional indicators
+            out.append(text[i:j])
+            i = j
+        else:
+            i += 1
+    return out
+
+
+def symbols_kept(srcs, hyps):
+    """(symbols of the sources found in the outputs, symbols, sentences with all)."""
+    found = total = whole = 0
+    for src, hyp in zip(srcs, hyps):
+        want, got = Counter(symbols(src)), Counter(symbols(hyp))
+        n = sum(want.values())
+        k = sum((want & got).values())
+        found, total, whole = found + k, total + n, whole + (k == n)
+    return found, total, whole
+
+
+def bucket_of(line):
+    n = len(line.split())
+    for lo, hi in BUCKETS:
+        if n >= lo and (hi is None or n <= hi):
+            return (lo, hi)
+    return BUCKETS[0]
+
+
+def bucket_name(b):
+    return f"{b[0]}-{b[1]} words" if b[1] else f"over {b[0] - 1} words"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("models", nargs="+", help="NAME=DIR")
     p.add_argument("--beam", type=int, default=4)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--sets", default="multi30k-test,debian-dev,tatoeba-dev,everyday",
-                   help="comma-separated: multi30k-test, debian-dev, tatoeba-dev, everyday, "
-                        "everyday-unseen")
+                   help="comma-separated: " + ", ".join(SET_NAMES))
     p.add_argument("--show-examples", action="store_true",
-                   help="print the must-be-right sentences' translations")
+                   help="print the must-be-right sentences' translations, and the first "
+                        "emoji sentences' and the numbers sentences' that lose one")
+    p.add_argument("--no-buckets", action="store_true", help="no length table")
     args = p.parse_args()
     names = args.sets.split(",")
-    sets = load_sets(names)
-    rows = []
+    unknown = [n for n in names if n not in SET_NAMES]
+    if unknown:
+        sys.exit(f"unknown set {', '.join(unknown)}; sets: {', '.join(SET_NAMES)}")
+    models = []
     for spec in args.models:
         name, _, model_dir = spec.partition("=")
         src, tgt = pair_of(model_dir)
-        if {src, tgt} != {"en", "de"}:
-            sys.exit(f"{model_dir}: pair {src}-{tgt}; this table is for en<->de")
-        row = [name, f"{src}-{tgt}"]
+        if "en" not in (src, tgt) or ({src, tgt} - {"en"}).pop() not in LANGS:
+            sys.exit(f"{model_dir}: pair {src}-{tgt}; this table is for en<->de and en<->fr")
+        models.append((name, model_dir, src, tgt))
+    sets = {}
+    for x in sorted({(m[2] if m[3] == "en" else m[3]) for m in models}):
         for s in names:
-            en, de = sets[s]
-            srcs, refs = (en, de) if src == "en" else (de, en)
+            sets[(s, x)] = load_set(s, x)
+    rows, bucket_rows = [], []
+    for name, model_dir, src, tgt in models:
+        x = src if tgt == "en" else tgt
+        row = [name, f"{src}-{tgt}"]
+        pooled = {b: ([], []) for b in BUCKETS}
+        for s in names:
+            data = sets[(s, x)]
+            if data is None:
+                row.append("n/a")
+                continue
+            en, other = data
+            srcs, refs = (en, other) if src == "en" else (other, en)
             t0 = time.time()
             hyps = translate(model_dir, srcs, args.beam, args.threads)
+            print(f"# {name} {s}: {len(srcs)} lines in {time.time() - t0:.1f} s", file=sys.stderr)
+            if s == "numbers":
+                k, n, whole = numbers_kept(hyps, refs)
+                row.append(f"{100 * k / max(n, 1):.1f} % of {n} ({whole}/{len(srcs)} whole)")
+                if args.show_examples:
+                    for line, hyp, ref in zip(srcs, hyps, refs):
+                        if numbers_kept([hyp], [ref])[2] == 0:
+                            print(f"#   numbers lost: {line} -> {hyp}", file=sys.stderr)
+                continue
+            if s == "emoji":
+                k, n, whole = symbols_kept(srcs, hyps)
+                row.append(f"{100 * k / max(n, 1):.1f} % of {n} ({whole}/{len(srcs)} whole)")
+                if args.show_examples:
+                    for line, hyp in list(zip(srcs, hyps))[:5]:
+                        print(f"#   {line} -> {hyp}", file=sys.stderr)
+                continue
             b = bleu.corpus_bleu(hyps, refs).score
             c = bleu.corpus_chrf(hyps, refs)
             row.append(f"{b:.2f} / {c:.2f}")
-            print(f"# {name} {s}: {len(srcs)} lines in {time.time() - t0:.1f} s", file=sys.stderr)
+            if s != "everyday-unseen":  # a subset of everyday: pooled once
+                for line, hyp, ref in zip(srcs, hyps, refs):
+                    pooled[bucket_of(line)][0].append(hyp)
+                    pooled[bucket_of(line)][1].append(ref)
             if s == "everyday" and args.show_examples:
-                for line, hyp in zip(srcs, hyps):
-                    if line in MUST_BE_RIGHT or (src == "de" and refs[srcs.index(line)] in MUST_BE_RIGHT):
+                for line, hyp, ref in zip(srcs, hyps, refs):
+                    if line in MUST_BE_RIGHT or (src != "en" and ref in MUST_BE_RIGHT):
                         print(f"#   {line} -> {hyp}", file=sys.stderr)
         rows.append(row)
-    header = ["model", "pair"] + [f"{s} BLEU / chrF" for s in names]
+        cells = []
+        for bk in BUCKETS:
+            hyps, refs = pooled[bk]
+            if hyps:
+                cells.append(f"{bleu.corpus_bleu(hyps, refs).score:.2f} / "
+                             f"{bleu.corpus_chrf(hyps, refs):.2f} ({len(hyps)})")
+            else:
+                cells.append("-")
+        if any(c != "-" for c in cells):
+            bucket_rows.append([f"{name} by length", f"{src}-{tgt}"] + cells)
+    header = ["model", "pair"] + [f"{s} {'kept' if s in CHECKS else 'BLEU / chrF'}" for s in names]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for r in rows:
         print("| " + " | ".join(r) + " |")
+    if bucket_rows and not args.no_buckets:
+        print()
+        header = ["model", "pair"] + [f"{bucket_name(b)}: BLEU / chrF (sentences)" for b in BUCKETS]
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for r in bucket_rows:
+            print("| " + " | ".join(r) + " |")
 
 
 if __name__ == "__main__":
