@@ -1,5 +1,6 @@
 /* test_protect.c: finding protected spans (URLs, e-mail, mentions, hashtags, format
- * placeholders), the cut text, and putting the spans back by alignment. */
+ * placeholders, code, emoji), the text the model reads, and putting the spans back from
+ * synthetic model outputs. */
 #include <check.h>
 
 #include "check_main.h"
@@ -41,9 +42,10 @@ START_TEST(long_words)
     /* the kind is off unless asked for (the service always asks) */
     ck_assert_str_eq(spans_of(text, MT_PROTECT_ALL, b, sizeof b), "");
     mt_protect *p = mt_protect_create(text, strlen(text), MT_PROTECT_LONG_WORD);
-    ck_assert_str_eq(mt_protect_text(p), "Hello world");
-    char *out = mt_protect_restore(p, "Hallo Welt", (const int[][2]){{0, 0}, {1, 1}}, 2);
-    ck_assert_ptr_nonnull(strstr(out, word));
+    ck_assert_str_eq(mt_protect_text(p), "Hello {0} world"); /* never sent to the model */
+    char *out = mt_protect_restore(p, "Hallo Welt", (const int[][2]){{0, 0}, {2, 1}}, 2);
+    snprintf(want, sizeof want, "Hallo %s Welt", word); /* the dropped mask: after "Hallo" */
+    ck_assert_str_eq(out, want);
     free(out);
     mt_protect_free(p);
 }
@@ -80,47 +82,118 @@ START_TEST(format_placeholders)
 }
 END_TEST
 
-/* Cut, "translate" word by word with the given alignment, restore. */
-static char *round_trip(const char *text, const char *want_cut, const char *translation,
-                        const int (*align)[2], int n_align)
+START_TEST(text_sent_to_the_model)
+{
+    /* placeholders as written; other spans as masks "{N}"; everything around them kept */
+    mt_protect *p = mt_protect_create("x", 1, MT_PROTECT_ALL);
+    mt_protect_free(p);
+    const char *cases[][2] = {
+        {"File '%.255s' (%s) not found.", "File '%.255s' (%s) not found."},
+        {"See \"https://x.io/a\" or (www.x.io), mail me@x.io.", "See \"{0}\" or ({1}), mail {2}."},
+        {"Thanks @bob! #rust `make -j` \xf0\x9f\x98\x80.", "Thanks {0}! {1} {2} {3}."},
+        {"{0} and {1} at http://a.io", "{0} and {1} at {4}"}, /* masks above the text's own fields */
+        {"Hi {7}: {a} http://a.io", "Hi {7}: {a} {10}"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        p = mt_protect_create(cases[k][0], strlen(cases[k][0]), MT_PROTECT_ALL);
+        ck_assert_ptr_nonnull(p);
+        ck_assert_str_eq(mt_protect_text(p), cases[k][1]);
+        mt_protect_free(p);
+    }
+}
+END_TEST
+
+/* Restores `translation` of text's masked text with the alignment. */
+static char *restored(const char *text, const char *translation, const int (*align)[2], int n_align)
 {
     mt_protect *p = mt_protect_create(text, strlen(text), MT_PROTECT_ALL);
     ck_assert_ptr_nonnull(p);
-    ck_assert_str_eq(mt_protect_text(p), want_cut);
     char *out = mt_protect_restore(p, translation, align, n_align);
     ck_assert_ptr_nonnull(out);
     mt_protect_free(p);
     return out;
 }
 
-START_TEST(restore_by_alignment)
+#define RESTORED(text, tr, want) do { \
+        char *o_ = restored(text, tr, NULL, 0); \
+        ck_assert_str_eq(o_, want); \
+        free(o_); \
+    } while (0)
+
+START_TEST(spans_keep_their_quotes_and_brackets)
 {
-    /* "The file %s could not be saved." -> cut "The file could not be saved." */
-    static const int a1[][2] = {{0, 0}, {1, 1}, {2, 3}, {3, 4}, {4, 5}, {5, 2}};
-    char *out = round_trip("The file %s could not be saved.", "The file could not be saved.",
-                           "Die Datei konnte nicht gespeichert werden.", a1, 6);
-    /* %s preceded "could" (source word 2) -> before its aligned output word 3 */
-    ck_assert_str_eq(out, "Die Datei konnte %s nicht gespeichert werden.");
+    /* The quotes and brackets travel with the text the model writes, on either side of
+     * the span as the model puts them (cutting the span out used to leave them behind:
+     * "'%.255s'" -> "''%.255s", "(%s)" -> "()%s", "\"https://x/\"" -> "\"\"https://x/"). */
+    RESTORED("Cannot open '%.255s'.", "Kann '%.255s' nicht öffnen.", "Kann '%.255s' nicht öffnen.");
+    RESTORED("Cannot open '%.255s'.", "Kann »%.255s« nicht öffnen.", "Kann »%.255s« nicht öffnen.");
+    RESTORED("Error (%s).", "Fehler (%s).", "Fehler (%s).");
+    RESTORED("See \"https://x/\".", "Siehe \"{0}\".", "Siehe \"https://x/\".");
+    RESTORED("See \"https://x/\".", "Siehe „{0}“.", "Siehe „https://x/“.");
+    RESTORED("Visit (https://x/a).", "Besuche ({0}).", "Besuche (https://x/a).");
+    RESTORED("Visit https://x/a, then", "{0} besuchen, dann", "https://x/a besuchen, dann");
+    RESTORED("Mail <me@x.io> now", "Schreib <{0}> jetzt", "Schreib <me@x.io> jetzt");
+    RESTORED("Run `make all` as $USER in ${HOME}", "Führe {0} als $USER in ${HOME} aus",
+             "Führe `make all` als $USER in ${HOME} aus");
+    RESTORED("Press <x id=\"0\"/> to save", "Drücke <x id=\"0\"/> zum Speichern",
+             "Drücke <x id=\"0\"/> zum Speichern");
+    RESTORED("Nice \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd day", "Schöner {0} Tag", "Schöner \xf0\x9f\x91\x8d\xf0\x9f\x8f\xbd Tag");
+}
+END_TEST
+
+START_TEST(spans_are_not_glued_to_words)
+{
+    /* where the source had whitespace, a span the model glued to a word gets a space
+     * (a URL glued to the next word is another link); glue the source had stays */
+    RESTORED("Go to https://x/ now", "Geh zu {0}jetzt", "Geh zu https://x/ jetzt");
+    RESTORED("Go to https://x/ now", "Geh zu jetzt{0}", "Geh zu jetzt https://x/");
+    RESTORED("Saved to {file} now", "In {file}gespeichert", "In {file} gespeichert");
+    RESTORED("See https://x/. Next", "Siehe {0}weiter", "Siehe https://x/ weiter");
+    RESTORED("See @bob's post", "Siehe {0}s Post", "Siehe @bob s Post");
+    RESTORED("The %s's head", "Der %ss Kopf", "Der %ss Kopf");
+    RESTORED("Open file:%s.", "Öffne Datei:%s.", "Öffne Datei:%s.");
+}
+END_TEST
+
+START_TEST(damaged_extra_and_missing_copies)
+{
+    /* a placeholder the model changed is replaced by the one it stood for */
+    RESTORED("At least %(major)d.%(feature)d.%(minor)d", "Mindestens %(major)d.%(function)d.%(minor)d",
+             "Mindestens %(major)d.%(feature)d.%(minor)d");
+    /* a copy too many, or one the model made up, is dropped */
+    RESTORED("By %s and %s.", "Von %s, %s und %s.", "Von %s, %s und.");
+    RESTORED("By %s and %s.", "Von %s %s und %s.", "Von %s %s und.");
+    RESTORED("Hello %s", "Hallo %d %s", "Hallo %s");
+    RESTORED("See http://a.io", "Siehe {0} {0}", "Siehe http://a.io");
+    /* a dropped mask goes after the output word aligned to the source word before it */
+    static const int al[][2] = {{0, 0}, {1, 1}, {3, 2}};
+    char *out = restored("Visit the https://x/ page", "Besuche die Seite", al, 3);
+    ck_assert_str_eq(out, "Besuche die https://x/ Seite");
     free(out);
-    /* glued to the word before: "file:%s." keeps its glue after the aligned word */
-    static const int a2[][2] = {{0, 0}, {1, 1}};
-    out = round_trip("Open file:%s.", "Open file:.", "Öffne Datei:.", a2, 2);
-    ck_assert_str_eq(out, "Öffne Datei:.%s");
+    /* ... else before the one aligned to the word after it */
+    static const int al2[][2] = {{3, 0}, {0, 1}};
+    out = restored("Visit the https://x/ page", "Seite besuchen", al2, 2);
+    ck_assert_str_eq(out, "https://x/ Seite besuchen");
+    free(out);
+    /* a missing placeholder the same way */
+    static const int al3[][2] = {{0, 0}, {1, 1}, {3, 2}};
+    out = restored("The file %s is gone", "Die Datei fehlt", al3, 3);
+    ck_assert_str_eq(out, "Die Datei %s fehlt");
     free(out);
 }
 END_TEST
 
 START_TEST(restore_without_alignment_keeps_every_span_once_in_order)
 {
+    /* masks the model dropped: the first at the start, the others at the end */
     const char *text = "@alice look at https://x.io/a and #tag, mail help@example.org";
-    char *out = round_trip(text, "look at and , mail", "schau und , Post", NULL, 0);
-    /* first span at the start, the others at the end in source order */
+    char *out = restored(text, "schau und , Post", NULL, 0);
     ck_assert_str_eq(out, "@alice schau und , Post https://x.io/a #tag help@example.org");
     free(out);
-    out = round_trip("%s", "", "", NULL, 0);
+    out = restored("%s", "", NULL, 0);
     ck_assert_str_eq(out, "%s");
     free(out);
-    out = round_trip("  A man runs.  ", "  A man runs.  ", "  Ein Mann rennt.  ", NULL, 0);
+    out = restored("  A man runs.  ", "  Ein Mann rennt.  ", NULL, 0);
     ck_assert_str_eq(out, "  Ein Mann rennt.  ");
     free(out);
 }
@@ -153,7 +226,10 @@ int main(void)
     tcase_add_test(tc, long_words);
     tcase_add_test(tc, mentions_and_hashtags);
     tcase_add_test(tc, format_placeholders);
-    tcase_add_test(tc, restore_by_alignment);
+    tcase_add_test(tc, text_sent_to_the_model);
+    tcase_add_test(tc, spans_keep_their_quotes_and_brackets);
+    tcase_add_test(tc, spans_are_not_glued_to_words);
+    tcase_add_test(tc, damaged_extra_and_missing_copies);
     tcase_add_test(tc, restore_without_alignment_keeps_every_span_once_in_order);
     tcase_add_test(tc, restore_counts_each_span_exactly_once);
     suite_add_tcase(s, tc);

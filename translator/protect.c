@@ -3,6 +3,7 @@
  * each rule needs its own word-boundary and trailing-punctuation handling. */
 #include "protect.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,6 +12,9 @@ struct mt_protect {
     char *cut;
     mt_protect_span *spans;
     int n;
+    size_t n_orig;
+    long base; /* span k's mask is "{base + k}" */
+    int n_words;  /* words of cut */
 };
 
 static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -128,7 +132,7 @@ static size_t match_hashtag(const char *s, size_t i, size_t n)
 
 /* printf (%[n$][flags][width][.prec][length]conv, no space flag: "50% discount" is text),
  * Python %(name)[flags]conv, and brace fields {name}, {0}, {} with an optional :spec. */
-static size_t match_format(const char *s, size_t i, size_t n)
+static size_t format_len(const char *s, size_t i, size_t n, int strict)
 {
     size_t j = i + 1;
     if (s[i] == '{') {
@@ -169,11 +173,119 @@ static size_t match_format(const char *s, size_t i, size_t n)
         j++;
     if (j < n && strchr("diouxXeEfFgGaAcsp@", s[j]) && s[j]) {
         /* "%d" at a word's start only: "100%done" is not a placeholder, "%s" and "x%s" are */
-        if (j + 1 < n && is_alnum((unsigned char)s[j + 1]) && s[i + 1] != '(')
+        if (strict && j + 1 < n && is_alnum((unsigned char)s[j + 1]) && s[i + 1] != '(')
             return 0;
         return j + 1 - i;
     }
     return 0;
+}
+
+/* Shell-style variables: ${name} (anything but braces and whitespace inside) and $NAME in
+ * capitals, digits and '_' (so "$5" and "costs $x" stay text). */
+static size_t match_variable(const char *s, size_t i, size_t n)
+{
+    if (s[i] != '$' || (i > 0 && (is_word((unsigned char)s[i - 1]) || s[i - 1] == '$')) || i + 1 >= n)
+        return 0;
+    size_t j = i + 1;
+    if (s[j] == '{') {
+        for (j++; j < n && s[j] != '}' && s[j] != '{' && !is_space((unsigned char)s[j]); j++)
+            ;
+        return j < n && s[j] == '}' && j > i + 2 ? j + 1 - i : 0;
+    }
+    if (!((s[j] >= 'A' && s[j] <= 'Z') || s[j] == '_'))
+        return 0;
+    while (j < n && ((s[j] >= 'A' && s[j] <= 'Z') || (s[j] >= '0' && s[j] <= '9') || s[j] == '_'))
+        j++;
+    if (j < n && ((s[j] >= 'a' && s[j] <= 'z') || (unsigned char)s[j] >= 0x80)) /* "$Dollars" */
+        return 0;
+    return j - i >= 3 ? j - i : 0;
+}
+
+/* An empty XML element standing for a placeholder, as Weblate sends them: <x id="0"/>,
+ * <ph id="1"/> (a name, attributes on one line, "/>"). */
+static size_t match_xml_placeholder(const char *s, size_t i, size_t n)
+{
+    if (s[i] != '<' || i + 1 >= n || !((s[i + 1] | 32) >= 'a' && (s[i + 1] | 32) <= 'z'))
+        return 0;
+    char q = 0;
+    for (size_t j = i + 2; j < n && j - i < 256; j++) {
+        if (q) {
+            q = s[j] == q ? 0 : q;
+        } else if (s[j] == '"' || s[j] == '\'') {
+            q = s[j];
+        } else if (s[j] == '<' || s[j] == '\n') {
+            return 0;
+        } else if (s[j] == '>') {
+            return s[j - 1] == '/' ? j + 1 - i : 0;
+        }
+    }
+    return 0;
+}
+
+/* Code in backticks: `...` on one line, not starting or ending with a space. The gettext
+ * quotes `like this' are not code: content that holds "'" followed by a space or at its
+ * end is refused. */
+static size_t match_code(const char *s, size_t i, size_t n)
+{
+    if (s[i] != '`' || i + 2 >= n || is_space((unsigned char)s[i + 1]) || s[i + 1] == '`')
+        return 0;
+    for (size_t j = i + 1; j < n && j - i < 512; j++) {
+        if (s[j] == '\n' || (s[j] == '\'' && (j + 1 >= n || is_space((unsigned char)s[j + 1]) || s[j + 1] == '`')))
+            return 0;
+        if (s[j] == '`')
+            return is_space((unsigned char)s[j - 1]) ? 0 : j + 1 - i;
+    }
+    return 0;
+}
+
+/* UTF-8 code point at s[i] (0 with *len 0 when invalid). */
+static unsigned long code_point(const char *s, size_t i, size_t n, size_t *len)
+{
+    const unsigned char *u = (const unsigned char *)s + i;
+    size_t l = u[0] < 0x80 ? 1 : (u[0] & 0xE0) == 0xC0 ? 2 : (u[0] & 0xF0) == 0xE0 ? 3 : (u[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (!l || i + l > n) {
+        *len = 0;
+        return 0;
+    }
+    unsigned long cp = l == 1 ? u[0] : u[0] & (0x7F >> l);
+    for (size_t k = 1; k < l; k++) {
+        if ((u[k] & 0xC0) != 0x80) {
+            *len = 0;
+            return 0;
+        }
+        cp = cp << 6 | (u[k] & 0x3F);
+    }
+    *len = l;
+    return cp;
+}
+
+/* Emoji: a pictograph with its variation selectors, skin tones and zero-width joins, and
+ * flags (two regional indicators). Models read them as <unk> and drop them. */
+static size_t match_emoji(const char *s, size_t i, size_t n)
+{
+    size_t k = i, len = 0, l;
+    if ((unsigned char)s[i] < 0xE2)
+        return 0;
+    unsigned long cp = code_point(s, k, n, &l);
+    if (cp >= 0x1F1E6 && cp <= 0x1F1FF) { /* a flag: two regional indicators */
+        size_t l2;
+        unsigned long c2 = code_point(s, k + l, n, &l2);
+        return l2 && c2 >= 0x1F1E6 && c2 <= 0x1F1FF ? l + l2 : 0;
+    }
+    for (;;) {
+        cp = code_point(s, k, n, &l);
+        if (!l || !((cp >= 0x1F300 && cp <= 0x1FAFF) || (cp >= 0x2600 && cp <= 0x27BF) || (cp >= 0x2B50 && cp <= 0x2B55) ||
+                    cp == 0x2B1B || cp == 0x2B1C))
+            return len;
+        k += l;
+        while (k < n && (cp = code_point(s, k, n, &l), l) && (cp == 0xFE0F || (cp >= 0x1F3FB && cp <= 0x1F3FF)))
+            k += l;
+        len = k - i;
+        if (k < n && (cp = code_point(s, k, n, &l), l) && cp == 0x200D)
+            k += l; /* joined to the next pictograph */
+        else
+            return len;
+    }
 }
 
 /* A whitespace-delimited run of more than MT_PROTECT_LONG_WORD_CHARS characters. */
@@ -189,67 +301,131 @@ static size_t match_long_word(const char *s, size_t i, size_t n)
     return chars > MT_PROTECT_LONG_WORD_CHARS ? j - i : 0;
 }
 
+/* What the model reads. Software placeholders (MT_PROTECT_FORMAT) stay as written: the
+ * bundled models learnt them from software messages and copy them (and reading
+ * "%(spouse)s" tells more than a mask); a copy the model damaged is recognised as a
+ * placeholder in the output and replaced. Every other span is sent as a mask "{B+k}", a
+ * brace field the models copy through unchanged (in the debian-l10n dev messages with
+ * placeholders, 159 of 159 masks came back exactly once), B above every "{N}" in the
+ * text. Either way the text around a span is sent as written: quotes, brackets and
+ * punctuation stay where the model reads and writes them. */
+enum { MASK_DIGITS_MAX = 10, MASK_BASE_MAX = 1000000 };
+
+static int passed_through(int kind) { return kind == MT_PROTECT_FORMAT; }
+
+/* The length of a placeholder (MT_PROTECT_FORMAT) at s[i], or 0. In a translation, a
+ * printf placeholder may take a suffix ("%ss"): not strict there. */
+static size_t placeholder_len(const char *s, size_t i, size_t n, int strict)
+{
+    size_t l = format_len(s, i, n, strict);
+    if (!l)
+        l = match_variable(s, i, n);
+    if (!l)
+        l = match_xml_placeholder(s, i, n);
+    return l;
+}
+
+static size_t match_placeholder(const char *s, size_t i, size_t n) { return placeholder_len(s, i, n, 1); }
+
+/* The number of the brace field "{N}" at s[i] (*len its bytes), or -1. */
+static long mask_at(const char *s, size_t i, size_t n, size_t *len)
+{
+    if (s[i] != '{')
+        return -1;
+    size_t j = i + 1;
+    long v = 0;
+    while (j < n && s[j] >= '0' && s[j] <= '9' && j - i <= MASK_DIGITS_MAX)
+        v = v * 10 + (s[j++] - '0');
+    if (j == i + 1 || j >= n || s[j] != '}')
+        return -1;
+    *len = j + 1 - i;
+    return v;
+}
+
 mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
 {
     mt_protect *p = calloc(1, sizeof *p);
-    char *orig = malloc(n + 1), *cut = malloc(n + 1);
-    mt_protect_span *spans = malloc(sizeof *spans * (n / 2 + 1)); /* a span is >= 2 bytes */
-    if (!p || !orig || !cut || !spans) {
+    char *orig = malloc(n + 1);
+    mt_protect_span *spans = malloc(sizeof *spans * (n + 1));
+    if (!p || !orig || !spans) {
         free(p);
         free(orig);
-        free(cut);
         free(spans);
         return NULL;
     }
     memcpy(orig, text, n);
     orig[n] = 0;
     p->orig = orig;
-    p->cut = cut;
+    p->n_orig = n;
     p->spans = spans;
-    size_t out = 0;
-    int words = 0, in_word = 0;
+    static const struct {
+        int kind;
+        size_t (*fn)(const char *, size_t, size_t);
+    } rules[] = {{MT_PROTECT_CODE, match_code},         {MT_PROTECT_URL, match_url},
+                 {MT_PROTECT_EMAIL, match_email},       {MT_PROTECT_MENTION, match_mention},
+                 {MT_PROTECT_HASHTAG, match_hashtag},                 {MT_PROTECT_FORMAT, match_placeholder},
+                 {MT_PROTECT_EMOJI, match_emoji},       {MT_PROTECT_LONG_WORD, match_long_word}};
+    long base = 0; /* above every "{N}" of the text */
+    for (size_t i = 0; i < n; i++) {
+        size_t ml;
+        long v = mask_at(orig, i, n, &ml);
+        if (v >= base && v < MASK_BASE_MAX) /* larger ones cannot meet a mask */
+            base = v + 1;
+    }
     for (size_t i = 0; i < n;) {
         size_t len = 0;
         int kind = 0;
-        static const struct {
-            int kind;
-            size_t (*fn)(const char *, size_t, size_t);
-        } rules[] = {{MT_PROTECT_URL, match_url},         {MT_PROTECT_EMAIL, match_email},
-                     {MT_PROTECT_MENTION, match_mention}, {MT_PROTECT_HASHTAG, match_hashtag},
-                     {MT_PROTECT_FORMAT, match_format}, {MT_PROTECT_LONG_WORD, match_long_word}};
         for (size_t r = 0; r < sizeof rules / sizeof *rules && !len; r++)
             if (kinds & (unsigned)rules[r].kind) {
                 len = rules[r].fn(orig, i, n);
                 kind = rules[r].kind;
             }
         if (!len) {
-            unsigned char c = (unsigned char)orig[i];
-            if (!is_space(c) && !in_word)
-                words++;
-            in_word = !is_space(c);
-            cut[out++] = orig[i++];
+            size_t ml = 0;
+            long v = mask_at(orig, i, n, &ml);
+            if (v >= base && v < MASK_BASE_MAX) /* larger ones cannot meet a mask */
+                base = v + 1;
+            i++;
             continue;
         }
-        mt_protect_span *sp = &spans[p->n++];
-        int gl = i > 0 && !is_space((unsigned char)orig[i - 1]);
-        int gr = i + len < n && !is_space((unsigned char)orig[i + len]);
-        /* A span glued to a word on its left belongs to that word's side: the next word
-         * counts only once real text follows. */
-        *sp = (mt_protect_span){.start = i, .len = len, .kind = kind, .word = words - (gl && in_word ? 1 : 0),
-                                .glued_left = gl, .glued_right = gr};
+        spans[p->n++] = (mt_protect_span){.start = i, .len = len, .kind = kind,
+                                          .glued_left = i > 0 && !is_space((unsigned char)orig[i - 1]),
+                                          .glued_right = i + len < n && !is_space((unsigned char)orig[i + len])};
         i += len;
-        /* Drop the whitespace after a span that had whitespace (or nothing) before it, so
-         * "see URL now" becomes "see now". */
-        if (!gl)
-            while (i < n && is_space((unsigned char)orig[i]))
-                i++;
-        if (gl && !gr)
-            in_word = 0;
     }
-    /* A trailing space left by a span at the end. */
-    while (out > 0 && is_space((unsigned char)cut[out - 1]) && p->n && spans[p->n - 1].start + spans[p->n - 1].len == n)
-        out--;
-    cut[out] = 0;
+    p->base = base;
+    /* the text with each span replaced by its mask */
+    size_t cap = n + 1;
+    for (int k = 0; k < p->n; k++)
+        cap += 2 + MASK_DIGITS_MAX + 2 + spans[k].len;
+    char *cut = malloc(cap), *o = cut;
+    if (!cut) {
+        mt_protect_free(p);
+        return NULL;
+    }
+    p->cut = cut;
+    size_t at = 0;
+    int words = 0;
+    for (int k = 0; k <= p->n; k++) {
+        size_t end = k < p->n ? spans[k].start : n;
+        for (size_t i = at; i < end; i++) {
+            words += !is_space((unsigned char)orig[i]) && (o == cut || is_space((unsigned char)o[-1]));
+            *o++ = orig[i];
+        }
+        if (k == p->n)
+            break;
+        words += o == cut || is_space((unsigned char)o[-1]);
+        spans[k].word = words - 1;
+        if (passed_through(spans[k].kind)) {
+            memcpy(o, orig + spans[k].start, spans[k].len);
+            o += spans[k].len;
+        } else {
+            o += sprintf(o, "{%ld}", base + k);
+        }
+        at = spans[k].start + spans[k].len;
+    }
+    *o = 0;
+    p->n_words = words;
     return p;
 }
 
@@ -270,108 +446,303 @@ const mt_protect_span *mt_protect_span_at(const mt_protect *p, int i)
     return i >= 0 && i < p->n ? &p->spans[i] : NULL;
 }
 
-/* Output position of span i: 2*w = before output word w, 2*w+1 = after it; -1 start,
- * 2*n_out end. A span glued to the word on its left goes after that word's output. */
-static long place(const mt_protect *p, int i, const int (*align)[2], int n_align, int n_out)
+/* 1 when the character at s[i] (before: the one ending at s[i]) is a letter or digit
+ * (punctuation such as quotes, dashes and spaces outside ASCII, and emoji are not). */
+static int is_word_char(const char *s, size_t i, size_t n, int before)
 {
-    const mt_protect_span *sp = &p->spans[i];
-    long before = -2, after = -2;
-    int left = sp->glued_left ? sp->word : sp->word - 1;
-    for (int a = 0; a < n_align; a++) {
-        if (align[a][1] < 0 || align[a][1] >= n_out)
-            continue;
-        if (!sp->glued_left && align[a][0] == sp->word && (before < 0 || 2L * align[a][1] < before))
-            before = 2L * align[a][1];
-        if (align[a][0] == left && 2L * align[a][1] + 1 > after)
-            after = 2L * align[a][1] + 1;
-    }
-    if (before >= 0)
-        return before;
-    if (after >= 0)
-        return after;
-    return sp->word == 0 && !sp->glued_left ? -1 : 2L * n_out;
+    if (i >= n)
+        return 0;
+    if (before)
+        while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i--;
+    size_t l;
+    unsigned long cp = code_point(s, i, n, &l);
+    if (!l)
+        return 0;
+    if (cp < 0x80)
+        return is_word((unsigned char)cp);
+    return cp >= 0xC0 && cp != 0xD7 && cp != 0xF7 && !(cp >= 0x2000 && cp <= 0x2BFF) && !(cp >= 0x3000 && cp <= 0x303F) &&
+           !(cp >= 0xFE30 && cp <= 0xFE4F) && !(cp >= 0xFF00 && cp <= 0xFF0F) && cp < 0x1F000;
 }
 
 typedef struct {
+    char *s;
+    size_t n, cap;
+} buf;
+
+static int put(buf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *g = realloc(b->s, cap);
+        if (!g)
+            return -1;
+        b->s = g;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = 0;
+    return 0;
+}
+
+/* Where a span whose copy the model dropped goes: after the output word aligned to the
+ * source word before its own word, else before the one aligned to the word after it, else
+ * at the start (a span that began the text) or the end. hi[w] / lo[w]: the last / first
+ * output word aligned to source word w (-1: none). Returns the slot: -1 the start, 2t
+ * before output word t, 2t + 1 after it, 2 n_out the end. */
+static long place(const mt_protect_span *sp, const int *lo, const int *hi, int n_words, int n_out)
+{
+    if (sp->word > 0 && sp->word - 1 < n_words && hi[sp->word - 1] >= 0)
+        return 2L * hi[sp->word - 1] + 1;
+    if (sp->word + 1 < n_words && lo[sp->word + 1] >= 0)
+        return 2L * lo[sp->word + 1];
+    return sp->word == 0 ? -1 : 2L * n_out;
+}
+
+/* Writes span k with a space before and / or after it. */
+static int put_span(buf *b, const mt_protect *p, int k, int space_left, int space_right)
+{
+    const mt_protect_span *sp = &p->spans[k];
+    return (space_left && put(b, " ", 1)) || put(b, p->orig + sp->start, sp->len) || (space_right && put(b, " ", 1));
+}
+
+/* A span's copy found in the translation: its bytes tr[at, at + len) and what replaces
+ * them (span k, or -1: dropped). */
+typedef struct {
+    size_t at, len;
+    int span;
+} copy;
+
+/* A span's bytes or a copy's, for pairing them by sorting. */
+typedef struct {
     const char *s;
     size_t len;
-    int no_space_before, no_space_after;
-    size_t gap_start, gap_len; /* for words: the translation's whitespace before it */
-    int is_word;
-} piece;
+    int is_span, index;
+} key;
+
+static int same_bytes(const key *a, const key *b) { return a->len == b->len && !memcmp(a->s, b->s, a->len); }
+
+static int key_order(const void *x, const void *y)
+{
+    const key *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    int c = memcmp(a->s, b->s, a->len);
+    if (c)
+        return c;
+    if (a->is_span != b->is_span)
+        return a->is_span ? -1 : 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+/* A missing span and where it goes (place()). */
+typedef struct {
+    long slot;
+    int span;
+} slotted;
+
+static int slot_order(const void *x, const void *y)
+{
+    const slotted *a = x, *b = y;
+    if (a->slot != b->slot)
+        return a->slot < b->slot ? -1 : 1;
+    return (a->span > b->span) - (a->span < b->span);
+}
 
 char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)[2], int n_align)
 {
-    size_t tl = strlen(tr), total = tl + 2;
-    int n_out = 0;
+    size_t tl = strlen(tr);
+    int n_out = 0, n_copies = 0, pass = 0;
     for (size_t i = 0; i < tl; i++)
         n_out += !is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1]));
-    piece *pc = malloc(sizeof *pc * (size_t)(n_out + p->n + 1));
-    long *pos = malloc(sizeof *pos * (size_t)(p->n + 1));
+    for (int k = 0; k < p->n; k++)
+        pass |= passed_through(p->spans[k].kind);
+    copy *cp = malloc(sizeof *cp * (tl / 2 + 1));
+    key *keys = malloc(sizeof *keys * (tl / 2 + 1 + (size_t)p->n));
     size_t *ws = malloc(sizeof *ws * (size_t)(n_out + 1)), *we = malloc(sizeof *we * (size_t)(n_out + 1));
-    char *out = NULL;
-    if (!pc || !pos || !ws || !we)
-        goto done;
+    int *found = malloc(sizeof *found * (size_t)(p->n + 1)); /* per span: 1 when a copy stands for it */
+    slotted *miss = malloc(sizeof *miss * (size_t)(p->n + 1));
+    int *lo = malloc(sizeof *lo * (size_t)(p->n_words + 1)), *hi = malloc(sizeof *hi * (size_t)(p->n_words + 1));
+    buf b = {0};
+    if (!cp || !keys || !ws || !we || !found || !miss || !lo || !hi || put(&b, "", 0))
+        goto fail;
     for (size_t i = 0, k = 0; i < tl; i++) {
         if (!is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1])))
             ws[k] = i;
         if (!is_space((unsigned char)tr[i]) && (i + 1 == tl || is_space((unsigned char)tr[i + 1])))
             we[k++] = i + 1;
     }
-    for (int i = 0; i < p->n; i++) {
-        pos[i] = place(p, i, align, n_align, n_out);
-        total += p->spans[i].len + 2;
+    /* Copies: masks of this text, and (when placeholders were sent as written) anything
+     * that reads as a placeholder. */
+    for (int k = 0; k < p->n; k++)
+        found[k] = 0;
+    for (size_t i = 0; i < tl;) {
+        size_t ml = 0;
+        long v = mask_at(tr, i, tl, &ml);
+        if (v >= p->base && v < p->base + p->n && !passed_through(p->spans[v - p->base].kind)) {
+            int k = (int)(v - p->base);
+            cp[n_copies++] = (copy){i, ml, found[k] ? -1 : k}; /* a repeated mask is dropped */
+            found[k] = 1;
+            i += ml;
+            continue;
+        }
+        size_t l = pass ? placeholder_len(tr, i, tl, 0) : 0;
+        if (l) {
+            cp[n_copies++] = (copy){i, l, -2}; /* decided below */
+            i += l;
+            continue;
+        }
+        i++;
     }
-    /* Pieces in order: spans of slot -1, then per word k its slot-2k spans, the word, its
-     * slot-(2k+1) spans; then the spans of the end slot. */
-    int np = 0;
-    for (long slot = -1; slot <= 2L * n_out; slot++) {
-        for (int i = 0; i < p->n; i++)
-            if (pos[i] == slot) {
-                const mt_protect_span *sp = &p->spans[i];
-                pc[np++] = (piece){.s = p->orig + sp->start, .len = sp->len,
-                                   .no_space_before = slot % 2 != 0 && slot >= 0 && slot < 2L * n_out && sp->glued_left,
-                                   .no_space_after = slot % 2 == 0 && slot < 2L * n_out && sp->glued_right};
+    /* A placeholder's exact copy stands for it (in order); the remaining placeholders of
+     * the text take the remaining copies in order (the model changed "%(feature)d" into
+     * "%(function)d"); copies left over are the model's own and dropped. Exact copies are
+     * paired by sorting both sides by their bytes (then their order): no n x m search. */
+    int n_keys = 0;
+    for (int k = 0; k < p->n; k++)
+        if (passed_through(p->spans[k].kind))
+            keys[n_keys++] = (key){p->orig + p->spans[k].start, p->spans[k].len, 1, k};
+    for (int c = 0; c < n_copies; c++)
+        if (cp[c].span == -2)
+            keys[n_keys++] = (key){tr + cp[c].at, cp[c].len, 0, c};
+    qsort(keys, (size_t)n_keys, sizeof *keys, key_order);
+    for (int a = 0; a < n_keys;) {
+        int e = a;
+        while (e < n_keys && same_bytes(&keys[a], &keys[e]))
+            e++;
+        /* keys[a, e): one string; spans first, then copies, each in order */
+        int sp = a, cc = a;
+        while (cc < e && keys[cc].is_span)
+            cc++;
+        for (; sp < e && keys[sp].is_span && cc < e; sp++, cc++) {
+            cp[keys[cc].index].span = keys[sp].index;
+            found[keys[sp].index] = 1;
+        }
+        a = e;
+    }
+    for (int k = 0, c = 0; k < p->n; k++) {
+        if (!passed_through(p->spans[k].kind) || found[k])
+            continue;
+        while (c < n_copies && cp[c].span != -2)
+            c++;
+        if (c == n_copies)
+            break;
+        cp[c].span = k;
+        found[k] = 1;
+    }
+    for (int c = 0; c < n_copies; c++)
+        if (cp[c].span == -2)
+            cp[c].span = -1;
+    /* The spans no copy stands for, by slot (then source order). */
+    for (int w = 0; w < p->n_words; w++)
+        lo[w] = hi[w] = -1;
+    for (int a = 0; a < n_align; a++) {
+        int sw = align[a][0], t = align[a][1];
+        if (t < 0 || t >= n_out || sw < 0 || sw >= p->n_words)
+            continue;
+        lo[sw] = lo[sw] < 0 || t < lo[sw] ? t : lo[sw];
+        hi[sw] = t > hi[sw] ? t : hi[sw];
+    }
+    int n_miss = 0;
+    for (int k = 0; k < p->n; k++)
+        if (!found[k])
+            miss[n_miss++] = (slotted){place(&p->spans[k], lo, hi, p->n_words, n_out), k};
+    qsort(miss, (size_t)n_miss, sizeof *miss, slot_order);
+    int m = 0;
+    /* Missing spans placed at the start, then the translation with its copies replaced and
+     * the missing spans put before / after their words, then those placed at the end. */
+    int lead = 0;
+    for (; m < n_miss && miss[m].slot == -1; m++) {
+        if (put_span(&b, p, miss[m].span, lead, 0))
+            goto fail;
+        lead = 1;
+    }
+    if (lead && tl && !is_space((unsigned char)tr[0]) && put(&b, " ", 1))
+        goto fail;
+    /* Events in byte order: a word's end (spans placed after it), a word's start (spans
+     * placed before it), a copy (replaced or dropped). */
+    size_t at = 0;
+    int wa = 0, wb = 0, c = 0;
+    for (;;) {
+        size_t ev = tl;
+        if (wa < n_out && we[wa] < ev)
+            ev = we[wa];
+        if (wb < n_out && ws[wb] < ev)
+            ev = ws[wb];
+        if (c < n_copies && cp[c].at < ev)
+            ev = cp[c].at;
+        if (ev < at) /* inside whitespace a dropped copy took along */
+            ev = at;
+        if (put(&b, tr + at, ev - at))
+            goto fail;
+        at = ev;
+        if (wa < n_out && we[wa] <= ev) {
+            for (; m < n_miss && miss[m].slot <= 2L * wa + 1; m++)
+                if (put_span(&b, p, miss[m].span, !p->spans[miss[m].span].glued_left, 0))
+                    goto fail;
+            wa++;
+        } else if (wb < n_out && ws[wb] <= ev) {
+            for (; m < n_miss && miss[m].slot <= 2L * wb; m++)
+                if (put_span(&b, p, miss[m].span, 0, !p->spans[miss[m].span].glued_right))
+                    goto fail;
+            wb++;
+        } else if (c < n_copies && cp[c].at <= ev) {
+            size_t i = cp[c].at, len = cp[c].len;
+            int k = cp[c++].span;
+            if (k >= 0) {
+                /* where the source had whitespace, the span is not glued to a word */
+                const mt_protect_span *sp = &p->spans[k];
+                int gl = i > 0 && is_word_char(tr, i - 1, tl, 1), gr = is_word_char(tr, i + len, tl, 0);
+                if (passed_through(sp->kind)) { /* a placeholder may take a suffix ("%ss") */
+                    gl = gl && !sp->glued_left;
+                    gr = gr && !sp->glued_right;
+                } else { /* a word glued to a link makes another link */
+                    gl = gl && !(sp->start > 0 && is_word_char(p->orig, sp->start - 1, sp->start, 1));
+                    gr = gr && !is_word_char(p->orig, sp->start + sp->len, p->n_orig, 0);
+                }
+                if (put_span(&b, p, k, gl, gr))
+                    goto fail;
+            } else if ((i == 0 || is_space((unsigned char)tr[i - 1])) && (i + len == tl || is_space((unsigned char)tr[i + len]))) {
+                /* a dropped copy standing alone goes with the whitespace after it */
+                while (i + len < tl && is_space((unsigned char)tr[i + len]))
+                    len++;
+                if (i + len == tl) /* at the end: with the whitespace before it */
+                    while (b.n > 0 && is_space((unsigned char)b.s[b.n - 1]))
+                        b.s[--b.n] = 0;
+            } else if (i > 0 && is_space((unsigned char)tr[i - 1]) && !is_word_char(tr, i + len, tl, 0)) {
+                /* "und %s." without its copy: "und." */
+                while (b.n > 0 && is_space((unsigned char)b.s[b.n - 1]))
+                    b.s[--b.n] = 0;
             }
-        if (slot >= 0 && slot < 2L * n_out && slot % 2 == 0) {
-            size_t k = (size_t)(slot / 2), prev_end = k ? we[k - 1] : 0;
-            pc[np++] = (piece){.s = tr + ws[k], .len = we[k] - ws[k], .is_word = 1,
-                               .gap_start = prev_end, .gap_len = ws[k] - prev_end};
+            at = i + len;
+        } else {
+            break;
         }
     }
-    out = malloc(total);
-    if (!out)
-        goto done;
-    char *o = out;
-    if (n_out == 0 && tl) { /* whitespace only: keep it, spans after it */
-        memcpy(o, tr, tl);
-        o += tl;
-    }
-    for (int i = 0; i < np; i++) {
-        if (i > 0) {
-            const piece *a = &pc[i - 1], *b = &pc[i];
-            if (a->is_word && b->is_word) {
-                memcpy(o, tr + b->gap_start, b->gap_len); /* the translation's own spacing */
-                o += b->gap_len;
-            } else if (!a->no_space_after && !b->no_space_before) {
-                *o++ = ' ';
-            }
-        } else if (pc[i].is_word) {
-            memcpy(o, tr, pc[i].gap_start + pc[i].gap_len); /* leading whitespace */
-            o += pc[i].gap_start + pc[i].gap_len;
-        }
-        memcpy(o, pc[i].s, pc[i].len);
-        o += pc[i].len;
-    }
-    if (n_out > 0 && we[n_out - 1] < tl && !(np && !pc[np - 1].is_word)) { /* trailing whitespace */
-        memcpy(o, tr + we[n_out - 1], tl - we[n_out - 1]);
-        o += tl - we[n_out - 1];
-    }
-    *o = 0;
-done:
-    free(pc);
-    free(pos);
+    if (put(&b, tr + at, tl - at))
+        goto fail;
+    for (; m < n_miss; m++)
+        if (put_span(&b, p, miss[m].span, b.n > 0 && !is_space((unsigned char)b.s[b.n - 1]), 0))
+            goto fail;
+    free(cp);
+    free(keys);
     free(ws);
     free(we);
-    return out;
+    free(found);
+    free(miss);
+    free(lo);
+    free(hi);
+    return b.s;
+fail:
+    free(cp);
+    free(keys);
+    free(ws);
+    free(we);
+    free(found);
+    free(miss);
+    free(lo);
+    free(hi);
+    free(b.s);
+    return NULL;
 }
