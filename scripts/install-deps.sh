@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Installs every Debian 12 package the project needs to build, test, train and serve.
 # Idempotent: packages already present are skipped by apt. Needs root (or sudo).
+#   scripts/install-deps.sh --build-only   only what scripts/build.sh needs (the Docker image)
 set -euo pipefail
 
-packages=(
+build_packages=(
   # build
   build-essential meson ninja-build pkg-config
   # engine, tokenizer, server libraries
   libopenblas-dev libdnnl-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
   # LibreTranslate parity: language detection, file formats (docx/odt), suggestions
   libexttextcat-dev libexttextcat-data libzip-dev libxml2-dev libsqlite3-dev
+  # the unit tests' framework: scripts/build.sh builds the tests too
+  check
+)
+packages=(
+  "${build_packages[@]}"
   # OpenAPI check and browser test of the web page
   python3-jsonschema chromium chromium-driver python3-selenium
   # unit tests
-  check valgrind
+  valgrind
   # fuzzing (libFuzzer) in the test suite
   clang libclang-rt-14-dev
   python3-docx python3-odf  # write the document fuzzers' seeds (tests/fuzz/make_document_seeds.py)
@@ -24,6 +30,8 @@ packages=(
   # bench/bench_peers.py's chart
   python3-matplotlib
 )
+
+if [ "${1:-}" = --build-only ]; then packages=("${build_packages[@]}"); fi
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
