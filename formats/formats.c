@@ -27,6 +27,9 @@ mt_format_options mt_format_options_default(void)
         .max_units = 100000,
         .batch_units = 32,
         .extracted = NULL,
+        .child_cpu_seconds = 30,
+        .child_memory = (size_t)1 << 30,
+        .child_wall_ms = 60000,
     };
     return o;
 }

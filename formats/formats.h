@@ -86,11 +86,16 @@ typedef struct {
     long max_units;                /* units (lines, cues, paragraphs) in one file */
     int batch_units;               /* units per translate call */
     mt_format_extracted_fn extracted; /* may be NULL; gets the `user` of the call */
+    /* mt_format_translate_isolated only: the reader process's limits */
+    int child_cpu_seconds;  /* CPU time (RLIMIT_CPU) */
+    size_t child_memory;    /* address space beyond what it inherits (RLIMIT_AS) */
+    long child_wall_ms;     /* wall-clock time it may keep the caller waiting (not counting
+                             * the translate, progress and extracted callbacks) */
 } mt_format_options;
 
 /* Defaults: 10 MiB files, 32 MiB of XML parts, 256 MiB unpacked, 10000 entries, ratio
  * 100, 1000000 nodes, depth 128, 1 MiB attributes, 100000 units, 32 units per call,
- * no extracted callback. */
+ * no extracted callback; a reader process of 30 s CPU, 1 GiB, 60 s. */
 mt_format_options mt_format_options_default(void);
 
 /* Initialises libxml2; call once before threads use this module. */
@@ -109,5 +114,21 @@ int mt_format_translate(mt_file_format fmt, const unsigned char *data, size_t le
                         const mt_format_options *opt, mt_format_translate_fn translate,
                         mt_format_progress_fn progress, void *user, unsigned char **out,
                         size_t *out_len, char *err, size_t errlen);
+
+/* mt_format_translate with the document read and rebuilt in a child process, so that a
+ * crash or runaway in a reader (libxml2, libzip, ours) costs this call, never the
+ * caller's process. The child is forked with CPU-time, address-space, file-size (none)
+ * and open-file (none: no new file or socket) limits and only its socketpair open; it
+ * sends the units to translate, progress and the extracted size, the caller's callbacks
+ * run here in the calling thread and their answers go back. A child that is killed,
+ * crashes or passes opt->child_wall_ms makes this call fail with MT_FORMAT_INVALID and
+ * the reason ("... exceeded its CPU time limit of 30 s"); it is always reaped. Same
+ * arguments, results and thread-safety as mt_format_translate (the fork happens in the
+ * calling thread; the child calls only this module and libc). Under AddressSanitizer the
+ * address-space limit is left off (ASan reserves terabytes of it). */
+int mt_format_translate_isolated(mt_file_format fmt, const unsigned char *data, size_t len,
+                                 const mt_format_options *opt, mt_format_translate_fn translate,
+                                 mt_format_progress_fn progress, void *user, unsigned char **out,
+                                 size_t *out_len, char *err, size_t errlen);
 
 #endif

@@ -848,6 +848,131 @@ START_TEST(test_extracted_count)
 }
 END_TEST
 
+/* ---- the readers in a child process ------------------------------------------------------ */
+
+typedef int (*translate_call)(mt_file_format, const unsigned char *, size_t,
+                              const mt_format_options *, mt_format_translate_fn,
+                              mt_format_progress_fn, void *, unsigned char **, size_t *, char *,
+                              size_t);
+
+static int run_with(translate_call call, mt_file_format fmt, const void *data, size_t len,
+                    const mt_format_options *opt, fake *f, unsigned char **out, size_t *out_len)
+{
+    err[0] = '\0';
+    return call(fmt, data, len, opt, upper, progress, f, out, out_len, err, sizeof err);
+}
+
+/* Same output, callbacks and errors as in-process, for every format. */
+START_TEST(test_isolated_same_results)
+{
+    static const char png[] = "\x89PNG\r\n\x1a\n\0\0\0\rIHDR binary";
+    entry de[] = {{"[Content_Types].xml", docx_types, 0, 0},
+                  {"word/document.xml", docx_document, 0, 0},
+                  {"word/media/image1.png", png, sizeof png - 1, 1},
+                  {"word/header1.xml", docx_header, 0, 0}};
+    entry oe[] = {{"mimetype", odt_mime, 0, 1}, {"content.xml", odt_content, 0, 0}};
+    size_t dlen, olen;
+    unsigned char *docx = make_zip(de, 4, &dlen), *odt = make_zip(oe, 2, &olen);
+    const char *srt = "1\n00:00:01,000 --> 00:00:02,000\nTwo\nlines\n\n";
+    const char *html = "<p>Hello <b>world</b></p>";
+    struct {
+        mt_file_format fmt;
+        const void *data;
+        size_t len;
+    } cases[] = {{MT_FILE_TXT, "a\n\nb c\n", 7}, {MT_FILE_SRT, srt, strlen(srt)},
+                 {MT_FILE_HTML, html, strlen(html)}, {MT_FILE_DOCX, docx, dlen},
+                 {MT_FILE_ODT, odt, olen}};
+    mt_format_options o = mt_format_options_default();
+    o.batch_units = 2;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fake a = {0}, b = {0};
+        unsigned char *x, *y;
+        size_t nx, ny;
+        ck_assert_msg(run_with(mt_format_translate, cases[i].fmt, cases[i].data, cases[i].len,
+                               &o, &a, &x, &nx) == 0, "%s", err);
+        ck_assert_msg(run_with(mt_format_translate_isolated, cases[i].fmt, cases[i].data,
+                               cases[i].len, &o, &b, &y, &ny) == 0, "%s", err);
+        ck_assert_uint_eq(nx, ny);
+        ck_assert(memcmp(x, y, nx) == 0);
+        ck_assert_int_eq(a.units, b.units);
+        ck_assert_int_eq(a.calls, b.calls);
+        ck_assert_int_eq(a.html, b.html);
+        ck_assert_int_eq(a.progress_calls, b.progress_calls);
+        ck_assert_int_eq(a.last_done, b.last_done);
+        free(x);
+        free(y);
+    }
+    /* The translator's error, the reader's refusals and the extracted callback's answer
+     * come back with their status and message. */
+    fake f = {.fail = 1};
+    unsigned char *out = (unsigned char *)"x";
+    size_t n;
+    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_DOCX, docx, dlen, NULL, &f,
+                              &out, &n), MT_FORMAT_FAILED);
+    ck_assert(out == NULL);
+    ck_assert_str_eq(err, "translating unit 1: model exploded");
+    rentry bad[] = {{"word/document.xml",
+                     "<?xml version=\"1.0\"?>\n<w:document " W "><w:body><w:p><w:r><w:t>outer"
+                     "<w:p/></w:t></w:r></w:p></w:body></w:document>", 0, 1, 0, 0}};
+    size_t blen;
+    unsigned char *z = raw_zip(bad, 1, &blen);
+    f = (fake){0};
+    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_DOCX, z, blen, NULL, &f,
+                              &out, &n), MT_FORMAT_INVALID);
+    ck_assert_msg(strstr(err, "<p> inside a text run <w:t>") != NULL, "%s", err);
+    free(z);
+    extracted_seen seen = {.refuse = 1};
+    f = (fake){.user = &seen};
+    o = mt_format_options_default();
+    o.extracted = on_extracted;
+    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_ODT, odt, olen, &o, &f,
+                              &out, &n), MT_FORMAT_REFUSED);
+    ck_assert_str_eq(err, "over 10 characters per minute");
+    ck_assert_int_eq(seen.units, 3);
+    ck_assert_int_eq(f.calls, 0);
+    free(docx);
+    free(odt);
+}
+END_TEST
+
+/* A reader that runs past its limits costs its own call only: the next call works. */
+START_TEST(test_isolated_limits)
+{
+    /* 8 MiB of XML (2 million nodes), stored: parsing it takes far more than 1 ms. */
+    size_t big = 8u << 20, len, n;
+    char *doc = malloc(big + 200), *p = doc;
+    p += sprintf(p, "<?xml version=\"1.0\"?><w:document " W "><w:body>");
+    while ((size_t)(p - doc) < big) memcpy(p, "<a/>", 4), p += 4;
+    p += sprintf(p, "</w:body></w:document>");
+    unsigned char *z = one_part_docx(doc, (size_t)(p - doc), 0, &len), *out;
+    free(doc);
+    mt_format_options o = mt_format_options_default();
+    o.max_nodes = 10000000;
+    o.child_wall_ms = 1;
+    fake f = {0};
+    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_DOCX, z, len, &o, &f, &out,
+                              &n), MT_FORMAT_INVALID);
+    ck_assert_str_eq(err, "docx: the document reader took longer than 1 ms and was stopped");
+#if !defined(__SANITIZE_ADDRESS__)
+    /* 16 MiB of address space for a tree of 2 million nodes: the reader runs out of
+     * memory (an error, or killed at the limit), the caller does not. */
+    o = mt_format_options_default();
+    o.max_nodes = 10000000;
+    o.child_memory = 16u << 20;
+    f = (fake){0};
+    ck_assert_int_lt(run_with(mt_format_translate_isolated, MT_FILE_DOCX, z, len, &o, &f, &out,
+                              &n), 0);
+    ck_assert(err[0] != '\0'); /* libxml2 may report its failed allocation as bad XML */
+#endif
+    free(z);
+    f = (fake){0};
+    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_TXT, "ok\n", 3, NULL, &f,
+                              &out, &n), 0);
+    ck_assert_str_eq((char *)out, "OK\n");
+    free(out);
+}
+END_TEST
+
 int main(void)
 {
     mt_format_global_init();
@@ -867,6 +992,8 @@ int main(void)
     tcase_add_test(tc, test_xml_bombs);
     tcase_add_test(tc, test_hostile_zips);
     tcase_add_test(tc, test_extracted_count);
+    tcase_add_test(tc, test_isolated_same_results);
+    tcase_add_test(tc, test_isolated_limits);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));
 }
