@@ -262,6 +262,6 @@ void mt_server_free(mt_server *s)
     pthread_cond_destroy(&s->watch_cond);
     pthread_mutex_destroy(&s->watch_mu);
     pthread_mutex_destroy(&s->conns_mu);
+    free(s->proxies);
     free(s);
 }
-    free(s->proxies);
