@@ -104,7 +104,7 @@ int mt_cli_translate_file(mt_service *svc, const mt_service_options *opts, const
     char err[512];
     int rc = mt_format_translate(fmt, data, len, &fo, translate_units, progress, &fc, &out, &out_len,
                                  err, sizeof err);
-    free(data);
+    free(data); /* borrowed by mt_format_translate, never freed there (formats.h) */
     if (rc) {
         if (fc.bar) fputc('\n', stderr);
         fprintf(stderr, "mt-translate: %s: %s\n", in, err);
