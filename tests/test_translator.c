@@ -88,6 +88,26 @@ START_TEST(splits_sentences_by_rule)
 }
 END_TEST
 
+START_TEST(spaced_abbreviations_never_end_a_sentence)
+{
+    /* "z. B.", "d. h.", "u. a.", "e. g.", "p. ex." ...: neither period ends a sentence */
+    ck_assert_str_eq(segments("Das ist z. B. ein Test. Und d. h. hier.", 200),
+                     "Das ist z. B. ein Test.[ ]Und d. h. hier.");
+    ck_assert_str_eq(segments("Obst, z. B. Birnen. Gut.", 200), "Obst, z. B. Birnen.[ ]Gut.");
+    ck_assert_str_eq(segments("Er kam u. a. mit Dr. Meier. Dann ging er.", 200),
+                     "Er kam u. a. mit Dr. Meier.[ ]Dann ging er.");
+    ck_assert_str_eq(segments("Z. B. Berlin. Oder d. h. Bonn.", 200), "Z. B. Berlin.[ ]Oder d. h. Bonn.");
+    ck_assert_str_eq(segments("Use e. g. Linux. Or i. e. Debian.", 200), "Use e. g. Linux.[ ]Or i. e. Debian.");
+    ck_assert_str_eq(segments("Prenez p. ex. Paris. Puis c.-\xc3\xa0-d. Lyon. Fin.", 200),
+                     "Prenez p. ex. Paris.[ ]Puis c.-\xc3\xa0-d. Lyon.[ ]Fin.");
+    ck_assert_str_eq(segments("Das war 50 v. Chr. Danach kam mehr.", 200), "Das war 50 v. Chr. Danach kam mehr.");
+    /* a letter alone still ends a sentence: "vitamin e. Then" */
+    ck_assert_str_eq(segments("Take vitamin e. Then go.", 200), "Take vitamin e.[ ]Then go.");
+    ck_assert_str_eq(segments("Ask z. Then go.", 200), "Ask z.[ ]Then go.");
+    ck_assert_str_eq(segments("Am 3. Oktober kam er. Gut.", 200), "Am 3. Oktober kam er.[ ]Gut.");
+}
+END_TEST
+
 START_TEST(keeps_lines_and_spacing_verbatim)
 {
     ck_assert_str_eq(segments("One.\nTwo.\n\n", 200), "One.[\n]Two.[\n\n]");
@@ -472,6 +492,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, splits_sentences_by_rule);
+    tcase_add_test(tc, spaced_abbreviations_never_end_a_sentence);
     tcase_add_test(tc, keeps_lines_and_spacing_verbatim);
     tcase_add_test(tc, long_sentences_are_cut_on_safe_boundaries);
     tcase_add_test(tc, invalid_utf8_is_rejected_with_position);

@@ -22,7 +22,23 @@ static const char *const abbreviations[] = {
     "Sen", "Rep", "Rev", "Capt", "Lt", "Col", "Sgt", "Ave", "Blvd", "Rd", "dept", "est", "min", "max",
     /* German and French, for the other directions */
     "z.B", "bzw", "usw", "ca", "Nr", "Hr", "Fr", "Str", "vgl", "ggf", "evtl", "d.h", "u.a", "inkl", "bzgl",
-    "Mme", "Mlle", "av", "env",
+    "Mme", "Mlle", "av", "env", "c.-à-d", "c.-a-d", "p.ex", "cf", "ex",
+};
+
+/* Abbreviations written with inner spaces: no period in them ends a sentence, whatever
+ * follows ("z. B. Berlin"). The first letter may be a capital (at a sentence's start).
+ * ICU's sentence break iterator (ICU 72, "de@ss=standard" with CLDR's suppressions) was
+ * measured for this and not taken: it still breaks "Das ist z. | B. ein Test.", breaks
+ * the ordinal in "Am 3. | Oktober", and misses the ends in "ein Test. Und" and
+ * "Dr. Meier. Dann" (tests/test_translator.c keeps these). */
+static const char *const spaced_abbreviations[] = {
+    /* German */
+    "z. B.", "d. h.", "u. a.", "o. ä.", "u. U.", "v. a.", "z. T.", "s. o.", "s. u.", "u. v. m.", "i. d. R.",
+    "a. a. O.", "m. E.", "n. Chr.", "v. Chr.", "z. Zt.", "u. Ä.", "o. g.", "z. Hd.", "i. A.", "i. V.",
+    /* English */
+    "e. g.", "i. e.", "a. k. a.", "N. B.",
+    /* French, Spanish, Italian */
+    "p. ex.", "c. -à-d.", "c. à d.", "p. ej.", "p. es.",
 };
 
 typedef struct {
@@ -106,6 +122,28 @@ static int period_is_not_an_end(const char *text, size_t line_start, size_t dot)
     return 0;
 }
 
+/* Is the period at text[dot] inside a spaced abbreviation ("z. B.") of the line? */
+static int in_spaced_abbreviation(const char *text, size_t line_start, size_t line_end, size_t dot)
+{
+    for (size_t k = 0; k < COUNT(spaced_abbreviations); k++) {
+        const char *a = spaced_abbreviations[k];
+        size_t len = strlen(a);
+        for (size_t off = 0; off < len; off++) {
+            if (a[off] != '.' || dot < line_start + off || dot - off + len > line_end)
+                continue;
+            size_t w = dot - off;
+            if (w > line_start && !is_blank((unsigned char)text[w - 1]) && !strchr("(\"'", text[w - 1]))
+                continue;
+            if ((text[w] != a[0] && text[w] != (char)(a[0] ^ 0x20)) || memcmp(text + w + 1, a + 1, len - 1))
+                continue;
+            unsigned char after = w + len < line_end ? (unsigned char)text[w + len] : ' ';
+            if (is_blank(after) || strchr(",;:)]\"'", after))
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /* Can a sentence start at text[i]? Anything but a lowercase ASCII letter or continuing
  * punctuation: uppercase, digits, quotes, and non-ASCII letters whose case we cannot
  * tell cheaply (a wrong split there costs little). */
@@ -163,7 +201,8 @@ static int split_sentences(const char *text, size_t start, size_t end, seg_list 
                 k++;
         }
         int boundary = k > j && starts_sentence(text, k, end);
-        if (boundary && text[i] == '.' && j == i + 1 && period_is_not_an_end(text, start, i))
+        if (boundary && text[i] == '.' && j == i + 1 &&
+            (period_is_not_an_end(text, start, i) || in_spaced_abbreviation(text, start, end, i)))
             boundary = 0;
         if (boundary) {
             if (push(out, sent, j - sent, 1) || push(out, j, k - j, 0))
