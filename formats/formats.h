@@ -124,8 +124,10 @@ int mt_format_translate(mt_file_format fmt, const unsigned char *data, size_t le
  * crashes or passes opt->child_wall_ms makes this call fail with MT_FORMAT_INVALID and
  * the reason ("... exceeded its CPU time limit of 30 s"); it is always reaped. Same
  * arguments, results and thread-safety as mt_format_translate (the fork happens in the
- * calling thread; the child calls only this module and libc). Under AddressSanitizer the
- * address-space limit is left off (ASan reserves terabytes of it). */
+ * calling thread; the child runs only this module, libxml2, libzip and libc: a lock that
+ * another thread held at the fork, such as libxml2's dictionary lock, would stall it until
+ * the wall-clock budget ends it). Under AddressSanitizer the address-space limit is left
+ * off (ASan reserves terabytes of it). */
 int mt_format_translate_isolated(mt_file_format fmt, const unsigned char *data, size_t len,
                                  const mt_format_options *opt, mt_format_translate_fn translate,
                                  mt_format_progress_fn progress, void *user, unsigned char **out,
