@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The one build command (README, CI and the Docker image all use it):
-#   scripts/build.sh [BUILD_DIR] [extra meson setup options...]
-# Configures (once) and compiles with warnings as errors.
+#   scripts/build.sh [BUILD_DIR] [--programs] [extra meson setup options...]
+# Configures (once) and compiles with warnings as errors. --programs compiles mt-server and
+# mt-translate only (the quick start, the image); without it, every target: the tests and
+# benchmarks too (scripts/run-tests.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 shift || true
+targets=()
+if [ "${1:-}" = --programs ]; then
+  targets=(mt-server mt-translate)
+  shift
+fi
 if [ ! -f "$build_dir/build.ninja" ]; then
   meson setup "$build_dir" --buildtype=release -Dwerror=true "$@"
 fi
-meson compile -C "$build_dir"
+meson compile -C "$build_dir" "${targets[@]}"

@@ -10,7 +10,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-scripts/install-deps.sh || exit 1
+scripts/install-deps.sh --test || exit 1
 
 passed=0
 failed=0
