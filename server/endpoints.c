@@ -17,9 +17,10 @@ static enum MHD_Result respond_health(mt_server *s, req_ctx *c)
         return srv_send_json(c, 503, json_pack("{s:s}", "status", "loading"),
                          MHD_HTTP_HEADER_RETRY_AFTER, "1");
     json_t *models = json_array();
-    for (int i = 0; i < mt_langs_count(s->langs); i++) {
-        const mt_route *r = mt_langs_get(s->langs, i);
-        json_array_append_new(models, json_pack("{s:s, s:s, s:s}", "name", s->names[r->model],
+    const mt_langs *langs = mt_service_langs(s->svc);
+    for (int i = 0; i < mt_langs_count(langs); i++) {
+        const mt_route *r = mt_langs_get(langs, i);
+        json_array_append_new(models, json_pack("{s:s, s:s, s:s}", "name", mt_service_model_info(s->svc, r->model)->name,
                                                 "source", r->source, "target", r->target));
     }
     return srv_send_json(c, 200, json_pack("{s:s, s:o, s:i}", "status", "ok", "models", models,

@@ -19,13 +19,11 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "langs.h"
 #include "request.h"
 #include "server.h"
 #include "service.h"
 
 typedef struct mt_ratelimit mt_ratelimit;
-typedef struct mt_detector mt_detector;
 typedef struct mt_suggest mt_suggest;
 typedef struct mt_spool mt_spool;
 
@@ -40,13 +38,9 @@ struct mt_server {
     struct MHD_Daemon *daemon;
     int port;
     char host[256];
-    /* models (set by mt_server_load before `ready`) */
-    mt_translator **trs;
-    char **names;
-    int n_models;
-    mt_langs *langs;
-    char *languages_json;     /* GET /languages body, built once */
+    /* the translation service: models, routes, detection (set by mt_server_load before `ready`) */
     mt_service *svc;
+    char *languages_json;     /* GET /languages body, built once */
     int workers;
     atomic_int ready, draining, in_flight;
     /* suspended /translate connections, watched for disconnects and deadlines */
@@ -57,7 +51,6 @@ struct mt_server {
     pthread_t watcher;
     /* ---- LibreTranslate parity (issue 14; lt_*.c) ---- */
     mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
-    mt_detector *detector;    /* the models' source languages; NULL: none detectable */
     mt_suggest *suggest;      /* POST /suggest's store; NULL: disabled (403) */
     mt_spool *spool;          /* translated files; NULL: file translation off */
     char spool_dir[512];
@@ -108,8 +101,8 @@ struct req_ctx {
     char error[160];
     /* /translate */
     mt_request req;
-    int route, detected, rejected;
-    mt_service_job *job;
+    int rejected;
+    mt_service_task *task;
     int stopped;              /* the watcher cancelled the job */
     int http11;               /* the request is HTTP/1.1 (may be sent a 1xx interim answer) */
     int probed;               /* the watcher sent "100 Continue" after a half-close */
@@ -119,9 +112,6 @@ struct req_ctx {
     /* ---- issue 14 ---- */
     int lt_post;              /* SRV_LT_*: which lt_*.c endpoint answers the body */
     size_t body_limit;        /* largest body read (413 beyond) */
-    int *auto_routes;         /* source "auto": each text's detected route */
-    double *auto_conf;        /* and its confidence (0..100) */
-    mt_translation *auto_results; /* per text, filled one route (job) after another */
 };
 
 /* respond.c */
@@ -140,8 +130,8 @@ enum MHD_Result srv_send_error(req_ctx *c, int status, const char *msg);
 void srv_watch_add(mt_server *s, req_ctx *c);
 void srv_watch_remove_locked(mt_server *s, req_ctx *c); /* watch_mu held */
 void *srv_watcher_main(void *arg);
-/* The service's callback: the job is finished; resumes the connection. */
-void srv_job_done(mt_service_job *job, void *user);
+/* The service's callback: the task is finished; resumes the connection. */
+void srv_job_done(mt_service_task *task, void *user);
 
 /* translate.c */
 enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c);  /* the body is complete */
@@ -163,19 +153,9 @@ int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
 int srv_lt_is_get_path(const char *path);
 enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c);
 
-/* lt_detect.c: POST /detect, source "auto" per text, POST /suggest (issue 14) */
-int srv_lt_detect_init(mt_server *s, char *err, size_t errlen); /* after the models load */
+/* lt_detect.c: POST /detect, POST /suggest */
 int srv_lt_suggest_init(mt_server *s, char *err, size_t errlen);
 void srv_lt_detect_free(mt_server *s);
-/* source "auto" with a target: detects each text (c->auto_routes, c->route = the first's).
- * 0 (nothing to do or done) or an HTTP status with a message. */
-int srv_lt_auto_detect(mt_server *s, req_ctx *c, char *err, size_t errlen);
-/* Texts of several languages are translated one route after another: after a job of
- * c->route finished, copies its results into c->auto_results and moves c->route to the
- * next route with texts left. 1: another job is needed, 0: all done, -1: no memory. */
-int srv_lt_auto_next(req_ctx *c);
-/* The route into target from the language text[0..len) is in, or -1. */
-int srv_lt_detect_route(mt_server *s, const char *text, size_t len, const char *target);
 /* The body of a POST /detect, /suggest or /translate_file is complete. */
 enum MHD_Result srv_lt_respond_post(mt_server *s, req_ctx *c);
 

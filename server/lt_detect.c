@@ -1,14 +1,7 @@
-/* lt_detect.c: language detection in the server (issue 14): POST /detect in
- * LibreTranslate's shape, the per-text detection behind `source: "auto"`, and POST /suggest
- * (stored in SQLite through store/ when [server] suggestions_db is set, else 403 as
- * LibreTranslate answers with suggestions off).
- *
- * The detector (detect/, libexttextcat) is created once the models are loaded, with the
- * loaded models' source languages as its only candidates: answers are restricted to
- * languages the server can translate from, which is what makes short texts usable
- * (see the README's accuracy table). Codes libexttextcat has no fingerprint for are left
- * out (logged); with no candidate left, /detect answers 501 and "auto" keeps its old
- * rule (the one model into the target). */
+/* lt_detect.c: POST /detect in LibreTranslate's shape (the service's detector: the
+ * served source languages only, so that short texts are usable; 501 when none of them is
+ * detectable), and POST /suggest (stored in SQLite through store/ when [server]
+ * suggestions_db is set, else 403 as LibreTranslate answers with suggestions off). */
 #include "internal.h"
 
 #include <stdio.h>
@@ -16,44 +9,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "detect.h"
 #include "suggest.h"
 
 enum { MAX_RESULTS = 8 };
-
-/* The distinct source languages of the routes, in route order. */
-static int source_codes(const mt_server *s, const char **codes, int cap)
-{
-    int n = 0;
-    for (int i = 0; i < mt_langs_count(s->langs); i++) {
-        const char *src = mt_langs_get(s->langs, i)->source;
-        int seen = 0;
-        for (int k = 0; k < n; k++) seen |= strcasecmp(codes[k], src) == 0;
-        if (!seen && n < cap) codes[n++] = src;
-    }
-    return n;
-}
-
-int srv_lt_detect_init(mt_server *s, char *err, size_t errlen)
-{
-    const char *codes[64], *known[64];
-    int n = source_codes(s, codes, 64), n_known = 0;
-    char e[256];
-    for (int i = 0; i < n; i++) { /* keep the codes libexttextcat has fingerprints for */
-        mt_detector *d = mt_detector_create(&codes[i], 1, NULL, e, sizeof e);
-        if (d) {
-            known[n_known++] = codes[i];
-            mt_detector_free(d);
-        } else {
-            mt_log_write(s->log, MT_LOG_WARN, "detect", "lang=%s msg=\"not detectable: %s\"", codes[i], e);
-        }
-    }
-    if (n_known == 0) return 0;
-    s->detector = mt_detector_create(known, n_known, NULL, err, errlen);
-    if (!s->detector) return -1;
-    mt_log_write(s->log, MT_LOG_INFO, "detect", "languages=%d", n_known);
-    return 0;
-}
 
 int srv_lt_suggest_init(mt_server *s, char *err, size_t errlen)
 {
@@ -64,131 +22,8 @@ int srv_lt_suggest_init(mt_server *s, char *err, size_t errlen)
 
 void srv_lt_detect_free(mt_server *s)
 {
-    mt_detector_free(s->detector);
-    s->detector = NULL;
     mt_suggest_close(s->suggest);
     s->suggest = NULL;
-}
-
-/* Best first; only languages some route into `target` starts from when target is set. */
-static int detect_text(mt_server *s, const char *text, size_t len, const char *target,
-                       mt_detect_result *out, int max)
-{
-    mt_detect_result all[MAX_RESULTS];
-    int n = mt_detect(s->detector, text, len, all, MAX_RESULTS);
-    if (n <= 0) return n;
-    int k = 0;
-    for (int i = 0; i < n && k < max; i++) {
-        int ok = !target;
-        for (int r = 0; !ok && r < mt_langs_count(s->langs); r++) {
-            const mt_route *rt = mt_langs_get(s->langs, r);
-            ok = strcasecmp(rt->source, all[i].code) == 0 && strcasecmp(rt->target, target) == 0;
-        }
-        if (ok) out[k++] = all[i];
-    }
-    return k;
-}
-
-/* The route from `code` into target, or -1. */
-static int route_of(mt_server *s, const char *code, const char *target)
-{
-    for (int r = 0; r < mt_langs_count(s->langs); r++) {
-        const mt_route *rt = mt_langs_get(s->langs, r);
-        if (strcasecmp(rt->source, code) == 0 && strcasecmp(rt->target, target) == 0) return r;
-    }
-    return -1;
-}
-
-int srv_lt_detect_route(mt_server *s, const char *text, size_t len, const char *target)
-{
-    mt_detect_result res[1];
-    if (!s->detector || !target) return -1;
-    size_t n = len > 65536 ? 65536 : len; /* the start of a file says enough */
-    while (n < len && n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
-    return detect_text(s, text, n, target, res, 1) > 0 ? route_of(s, res[0].code, target) : -1;
-}
-
-int srv_lt_auto_detect(mt_server *s, req_ctx *c, char *err, size_t errlen)
-{
-    mt_request *rq = &c->req;
-    if (!s->detector || !rq->source || strcasecmp(rq->source, "auto") != 0 || !rq->target ||
-        rq->n_texts == 0)
-        return 0;
-    c->auto_routes = calloc((size_t)rq->n_texts, sizeof *c->auto_routes);
-    c->auto_conf = calloc((size_t)rq->n_texts, sizeof *c->auto_conf);
-    if (!c->auto_routes || !c->auto_conf) {
-        snprintf(err, errlen, "out of memory");
-        return 500;
-    }
-    /* Texts without evidence of their own follow the request's texts taken together. */
-    int fallback = -1;
-    double fallback_conf = 0;
-    for (int t = 0; t < rq->n_texts; t++) {
-        mt_detect_result res[1];
-        int n = detect_text(s, rq->texts[t], rq->lens[t], rq->target, res, 1);
-        c->auto_routes[t] = n > 0 ? route_of(s, res[0].code, rq->target) : -1;
-        c->auto_conf[t] = n > 0 ? res[0].confidence : 0;
-        if (c->auto_routes[t] < 0 && fallback < 0) {
-            size_t total = 0;
-            for (int i = 0; i < rq->n_texts; i++) total += rq->lens[i] + 1;
-            char *all = malloc(total + 1);
-            if (!all) {
-                snprintf(err, errlen, "out of memory");
-                return 500;
-            }
-            size_t off = 0;
-            for (int i = 0; i < rq->n_texts; i++) {
-                memcpy(all + off, rq->texts[i], rq->lens[i]);
-                off += rq->lens[i];
-                all[off++] = '\n';
-            }
-            int m = detect_text(s, all, off, rq->target, res, 1);
-            free(all);
-            if (m > 0) {
-                fallback = route_of(s, res[0].code, rq->target);
-                fallback_conf = res[0].confidence;
-            }
-            if (fallback < 0) { /* no evidence at all: the first model into target */
-                int det;
-                char e[256];
-                fallback = mt_langs_resolve(s->langs, "auto", rq->target, &det, e, sizeof e);
-                for (int r = 0; fallback < 0 && r < mt_langs_count(s->langs); r++)
-                    if (strcasecmp(mt_langs_get(s->langs, r)->target, rq->target) == 0) fallback = r;
-                fallback_conf = 0;
-            }
-            if (fallback < 0) { /* nothing translates into target: resolve says so */
-                free(c->auto_routes), free(c->auto_conf);
-                c->auto_routes = NULL, c->auto_conf = NULL;
-                return 0;
-            }
-        }
-        if (c->auto_routes[t] < 0) {
-            c->auto_routes[t] = fallback;
-            c->auto_conf[t] = fallback_conf;
-        }
-    }
-    c->route = c->auto_routes[0];
-    c->detected = 1;
-    return 0;
-}
-
-int srv_lt_auto_next(req_ctx *c)
-{
-    int n = c->req.n_texts;
-    if (!c->auto_results && !(c->auto_results = calloc((size_t)n, sizeof *c->auto_results))) return -1;
-    const mt_translation *res = mt_service_job_results(c->job);
-    int k = 0;
-    for (int t = 0; t < n; t++) {
-        if (c->auto_routes[t] != c->route) continue;
-        const mt_translation *r = &res[k++];
-        if (mt_translation_copy(&c->auto_results[t], r)) return -1;
-    }
-    for (int t = 0; t < n; t++)
-        if (!c->auto_results[t].texts) {
-            c->route = c->auto_routes[t];
-            return 1;
-        }
-    return 0;
 }
 
 /* ---------------------------------------------------------------- POST bodies */
@@ -223,7 +58,7 @@ static enum MHD_Result respond_detect(mt_server *s, req_ctx *c)
         json_decref(obj);
         return srv_send_error(c, st, err);
     }
-    if (!s->detector) {
+    if (!mt_service_can_detect(s->svc)) {
         json_decref(obj);
         return srv_send_error(c, 501, "language detection is not available for the loaded models' languages");
     }
@@ -273,7 +108,7 @@ static enum MHD_Result respond_detect(mt_server *s, req_ctx *c)
             return srv_send_error(c, 413, err);
         }
         mt_detect_result res[MAX_RESULTS];
-        int k = detect_text(s, json_string_value(t), len, NULL, res, MAX_RESULTS);
+        int k = mt_service_detect(s->svc, json_string_value(t), len, NULL, res, MAX_RESULTS);
         if (k < 0) {
             json_decref(obj), json_decref(out);
             return srv_send_error(c, 500, "language detection failed");

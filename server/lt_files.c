@@ -85,23 +85,27 @@ typedef struct {
     mt_file_format fmt;
     unsigned char *data;
     size_t len;
-    int route;
-    mt_service_options opts;
+    char source[33], target[33]; /* the route, resolved (and detected) at upload */
 } file_job;
 
 static int translate_units(void *user, const char *const *texts, const size_t *lens, int n,
                            int html, char **out, char *err, size_t errlen)
 {
     file_job *fj = user;
-    mt_service_options o = fj->opts;
-    o.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    mt_service_request rq; /* the [decoding] defaults apply, as to /translate */
+    mt_service_request_init(&rq);
+    rq.source = fj->source;
+    rq.target = fj->target;
+    rq.n = n;
+    rq.texts = texts;
+    rq.lens = lens;
+    rq.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
     mt_translation *res = calloc((size_t)n, sizeof *res);
     if (!res) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    const mt_route *r = mt_langs_get(fj->srv->langs, fj->route);
-    int st = mt_service_translate(fj->srv->svc, r->model, &o, n, texts, lens, res, err, errlen);
+    int st = mt_service_translate_request(fj->srv->svc, &rq, res, err, errlen);
     int rc = 0;
     for (int i = 0; i < n; i++) {
         out[i] = NULL;
@@ -209,6 +213,20 @@ static void base_url(mt_server *s, req_ctx *c, char *out, size_t cap)
     else snprintf(out, cap, "http://%.200s:%d", s->host, s->port);
 }
 
+/* The route into target from the language a file starts in (its first 64 KiB say
+ * enough), or -1. */
+static int detect_route(mt_server *s, const char *text, size_t len, const char *target)
+{
+    mt_detect_result res[1];
+    if (!target) return -1;
+    size_t n = len > 65536 ? 65536 : len;
+    while (n < len && n > 0 && ((unsigned char)text[n] & 0xC0) == 0x80) n--;
+    if (mt_service_detect(s->svc, text, n, target, res, 1) <= 0) return -1;
+    int detected;
+    char err[256];
+    return mt_service_route(s->svc, res[0].code, target, &detected, err, sizeof err);
+}
+
 static enum MHD_Result fail(req_ctx *c, json_t *fields, int status, const char *msg)
 {
     json_decref(fields);
@@ -251,13 +269,13 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
         return limited;
     }
     int detected = 0, route = -1;
-    if (source && strcasecmp(source, "auto") == 0 && s->detector &&
+    if (source && strcasecmp(source, "auto") == 0 &&
         (fmt == MT_FILE_TXT || fmt == MT_FILE_SRT || fmt == MT_FILE_HTML))
-        route = srv_lt_detect_route(s, u.file->data, u.file->len, target);
-    if (route < 0) route = mt_langs_resolve(s->langs, source, target, &detected, err, sizeof err);
+        route = detect_route(s, u.file->data, u.file->len, target);
+    if (route < 0) route = mt_service_route(s->svc, source, target, &detected, err, sizeof err);
     if (route < 0) return fail(c, u.fields, 400, err);
-    const mt_route *r = mt_langs_get(s->langs, route);
-    c->model_name = s->names[r->model];
+    const mt_route *r = mt_langs_get(mt_service_langs(s->svc), route);
+    c->model_name = mt_service_model_info(s->svc, r->model)->name;
     file_job *fj = calloc(1, sizeof *fj);
     if (fj) fj->data = malloc(u.file->len ? u.file->len : 1);
     if (!fj || !fj->data) {
@@ -268,12 +286,8 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
     fj->len = u.file->len;
     fj->srv = s;
     fj->fmt = fmt;
-    fj->route = route;
-    mt_service_options_default(s->svc, r->model, &fj->opts);
-    fj->opts.target_lang = r->by_token ? r->target : NULL;
-    if (s->cfg->beam_size > 0) fj->opts.search.beam_size = s->cfg->beam_size;
-    if (s->cfg->length_penalty >= 0) fj->opts.search.length_penalty = (float)s->cfg->length_penalty;
-    if (s->cfg->max_length > 0) fj->opts.search.max_length = s->cfg->max_length;
+    snprintf(fj->source, sizeof fj->source, "%s", r->source);
+    snprintf(fj->target, sizeof fj->target, "%s", r->target);
     json_decref(u.fields);
     if (mt_spool_begin(s->spool, name, mt_format_mime(fmt), fj->id, err, sizeof err)) {
         free(fj->data), free(fj);

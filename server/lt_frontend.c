@@ -91,11 +91,12 @@ enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
     if (srv_lt_is_download_path(c->path)) return srv_lt_respond_download(s, c);
     if (strcmp(c->path, "/frontend/settings") != 0) return srv_send_error(c, 404, "not found");
     if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
-    const mt_route *r = mt_langs_count(s->langs) > 0 ? mt_langs_get(s->langs, 0) : NULL;
+    const mt_langs *langs = mt_service_langs(s->svc);
+    const mt_route *r = mt_langs_count(langs) > 0 ? mt_langs_get(langs, 0) : NULL;
     json_t *lang = json_object();
     if (r) {
         /* LibreTranslate's page starts on "auto" when it can detect (issue 14) */
-        json_object_set_new(lang, "source", s->detector ? json_pack("{s:s, s:s}", "code", "auto", "name",
+        json_object_set_new(lang, "source", mt_service_can_detect(s->svc) ? json_pack("{s:s, s:s}", "code", "auto", "name",
                                                                    "Auto Detect")
                                                         : lang_json(r->source));
         json_object_set_new(lang, "target", lang_json(r->target));

@@ -12,8 +12,8 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
-#include "model.h"
 #include "server.h"
+#include "service.h"
 
 #ifndef MT_VERSION
 #define MT_VERSION "0.1.0"
@@ -119,9 +119,9 @@ static void serve_until_signal(mt_server *srv, mt_log *log, const mt_config *cfg
 
 int main(int argc, char **argv)
 {
-    /* Process setup before anything else (it may re-execute the program): to become the
-     * model's one explicit process-setup call once model.h offers it. */
-    mt_process_setup(argv);
+    /* Process setup before anything else (it may re-execute the program); MT_BLAS_CORETYPE
+     * is read here, before the config, because the choice must precede everything */
+    mt_service_process_setup(argv, getenv("MT_BLAS_CORETYPE"));
     mt_config cfg;
     mt_config_init(&cfg);
     char err[1024];

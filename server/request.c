@@ -411,31 +411,6 @@ static int get_int(const json_t *obj, const char *key, int from_form, long lo, l
     return 0;
 }
 
-static int get_number(const json_t *obj, const char *key, int from_form, double lo, double hi,
-                      double *out, char *err, size_t errlen)
-{
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) return 0;
-    if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
-    double x;
-    if (json_is_number(v)) {
-        x = json_number_value(v);
-    } else if (from_form && json_is_string(v)) {
-        const char *s = json_string_value(v);
-        char *e;
-        if (!*s) return 0;
-        x = strtod(s, &e);
-        if (*e || e == s)
-            return mt_error(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
-    } else {
-        return mt_error(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
-    }
-    if (!isfinite(x) || x < lo || x > hi)
-        return mt_error(400, err, errlen, "field '%s' must be a number between %g and %g", key, lo, hi);
-    *out = x;
-    return 0;
-}
-
 /* Language codes: ASCII letters, digits, '-' and '_', at most 32 bytes. */
 static int get_lang(const json_t *obj, const char *key, int from_form, char **out, char *err,
                     size_t errlen)
@@ -482,29 +457,6 @@ static int add_text(mt_request *req, const json_t *s, int index, const mt_reques
     req->lens[req->n_texts] = n;
     req->n_texts++;
     return 0;
-}
-
-/* An optional boolean: true/false (form: "true"/"false"/"1"/"0"); *out stays -1 when absent. */
-static int get_bool(const json_t *obj, const char *key, int from_form, int *out, char *err, size_t errlen)
-{
-    const json_t *v = json_object_get(obj, key);
-    if (!v || json_is_null(v)) return 0;
-    if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
-    if (json_is_boolean(v)) {
-        *out = json_is_true(v);
-        return 0;
-    }
-    if (json_is_integer(v) && (json_integer_value(v) == 0 || json_integer_value(v) == 1)) {
-        *out = (int)json_integer_value(v);
-        return 0;
-    }
-    if (from_form && json_is_string(v)) {
-        const char *t = json_string_value(v);
-        if (!*t) return 0;
-        if (!strcasecmp(t, "true") || !strcmp(t, "1")) return *out = 1, 0;
-        if (!strcasecmp(t, "false") || !strcmp(t, "0")) return *out = 0, 0;
-    }
-    return mt_error(400, err, errlen, "field '%s' must be true or false", key);
 }
 
 /* One text's prefix as a string (text, or ids from a string or an array of integers). */
@@ -568,101 +520,67 @@ static int parse_prefix(const json_t *obj, mt_request *req, char *err, size_t er
     return 0;
 }
 
-/* The decoding controls (either form); 0 or an HTTP status with a message. */
-static int parse_controls(const json_t *obj, int from_form, mt_request *req, char *err, size_t errlen)
+/* The decoding options of the request's form, as options.h's table names them; 0 or 400
+ * with the table's message. */
+static int read_decoding(const json_t *obj, int from_form, const mt_request_limits *lim, mt_request *req,
+                         char *err, size_t errlen)
 {
-    int rc;
-    if (json_object_get(obj, "sampling_topk") && !json_is_null(json_object_get(obj, "sampling_topk")))
-        req->has_sampling_topk = 1;
-    if ((rc = get_int(obj, "sampling_topk", from_form, 0, 1000000, &req->sampling_topk, err, errlen))) return rc;
-    if ((rc = get_number(obj, "sampling_topp", from_form, 0, 1, &req->sampling_topp, err, errlen))) return rc;
-    if (req->sampling_topp == 0)
-        return mt_error(400, err, errlen, "field 'sampling_topp' must be a number in (0, 1]");
-    if ((rc = get_number(obj, "sampling_temperature", from_form, 0, 1000, &req->sampling_temperature, err,
-                         errlen)))
-        return rc;
-    if (req->sampling_temperature == 0)
-        return mt_error(400, err, errlen, "field 'sampling_temperature' must be a number in (0, 1000]");
-    if ((rc = get_number(obj, "repetition_penalty", from_form, 1, 1000, &req->repetition_penalty, err, errlen)))
-        return rc;
-    double seed = -1;
-    if ((rc = get_number(obj, "seed", from_form, 0, 9007199254740991.0, &seed, err, errlen))) return rc;
-    if (seed >= 0) {
-        if (seed != (double)(long long)seed)
-            return mt_error(400, err, errlen, "field 'seed' must be an integer between 0 and 9007199254740991");
-        req->seed = (long long)seed;
-        req->has_seed = 1;
+    unsigned form = req->form == MT_FORM_LIBRE ? MT_OPT_LIBRE : MT_OPT_NATIVE;
+    for (int id = 0; id < MT_OPT_COUNT; id++) {
+        const mt_option_desc *d = mt_option(id);
+        const json_t *v = json_object_get(obj, d->name);
+        if (!(d->where & form) || !v || json_is_null(v)) continue;
+        if (from_form && json_is_array(v)) v = json_array_get(v, json_array_size(v) - 1);
+        char label[64];
+        snprintf(label, sizeof label, "field '%s'", d->name);
+        double max = id == MT_OPT_BEAM_SIZE || id == MT_OPT_N_BEST ? lim->max_beam_size : 0;
+        int rc;
+        if (from_form && json_is_string(v)) {
+            const char *t = json_string_value(v);
+            while (*t == ' ') t++;
+            if (!*t) continue; /* an empty form field counts as absent */
+            rc = mt_option_parse(&req->decoding, id, t, max, label, err, errlen);
+        } else if (d->type == MT_OPT_BOOL && json_is_boolean(v)) {
+            rc = mt_option_set(&req->decoding, id, json_is_true(v), max, label, err, errlen);
+        } else if (json_is_integer(v)) {
+            rc = mt_option_set(&req->decoding, id, (double)json_integer_value(v), max, label, err, errlen);
+        } else if (json_is_real(v) && d->type != MT_OPT_BOOL) {
+            rc = mt_option_set(&req->decoding, id, json_real_value(v), max, label, err, errlen);
+        } else {
+            rc = mt_option_set(&req->decoding, id, NAN, max, label, err, errlen); /* names the type */
+        }
+        if (rc) return 400;
     }
-    if ((rc = get_int(obj, "no_repeat_ngram_size", from_form, 0, 1000, &req->no_repeat_ngram_size, err, errlen)))
-        return rc;
-    if ((rc = get_int(obj, "min_length", from_form, 0, 1000000, &req->min_length, err, errlen))) return rc;
-    if (json_object_get(obj, "alignment_layer") && !json_is_null(json_object_get(obj, "alignment_layer")))
-        req->has_alignment_layer = 1;
-    if ((rc = get_int(obj, "alignment_layer", from_form, -1000, 999, &req->alignment_layer, err, errlen)))
-        return rc;
-    if ((rc = get_bool(obj, "return_scores", from_form, &req->return_scores, err, errlen))) return rc;
-    if ((rc = get_bool(obj, "return_alignments", from_form, &req->return_alignments, err, errlen))) return rc;
-    if ((rc = get_bool(obj, "replace_unknowns", from_form, &req->replace_unknowns, err, errlen))) return rc;
-    if (req->html && req->return_alignments == 1)
-        return mt_error(400, err, errlen, "field 'return_alignments' is not available with format html "
-                                          "(HTML answers keep markup)");
-    return parse_prefix(obj, req, err, errlen);
+    if (req->form == MT_FORM_LIBRE) { /* LibreTranslate's n-best: "alternatives" (also as "3") */
+        int alternatives = 0;
+        int rc = get_int(obj, "alternatives", 1, 0, lim->max_beam_size - 1, &alternatives, err, errlen);
+        if (rc) return rc;
+        if (alternatives > 0) mt_option_set(&req->decoding, MT_OPT_N_BEST, alternatives + 1, 0, "", err, errlen);
+    }
+    return 0;
 }
 
-/* "format" and the decoding fields of either form; 0 or an HTTP status with a message. */
+/* "format", the decoding options and the target prefix; 0 or an HTTP status with a message. */
 static int parse_options(const json_t *obj, int from_form, const mt_request_limits *lim,
                          mt_request *req, char *err, size_t errlen)
 {
-    int rc = 0;
     const json_t *fmt = json_object_get(obj, "format");
     if (from_form && json_is_array(fmt)) fmt = json_array_get(fmt, 0);
     if (fmt && !json_is_null(fmt)) {
         const char *f = json_string_value(fmt);
-        if (!f) {
-            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
-            return rc;
-        }
-        if (strcasecmp(f, "html") == 0) {
-            req->html = 1;
-        } else if (strcasecmp(f, "text") != 0 && !(from_form && !*f)) {
-            rc = mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
-            return rc;
-        }
+        if (!f) return mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
+        if (strcasecmp(f, "html") == 0) req->html = 1;
+        else if (strcasecmp(f, "text") != 0 && !(from_form && !*f))
+            return mt_error(400, err, errlen, "field 'format' must be \"text\" or \"html\"");
     }
-
-    int maxb = lim->max_beam_size;
-    if (req->form == MT_FORM_LIBRE) {
-        int alternatives = 0;
-        /* LibreTranslate accepts "3" as well as 3 here. */
-        if ((rc = get_int(obj, "alternatives", 1, 0, maxb - 1, &alternatives, err, errlen)))
-            return rc;
-        req->n_best = alternatives + 1;
-    } else {
-        if ((rc = get_int(obj, "beam_size", from_form, 1, maxb, &req->beam_size, err, errlen)))
-            return rc;
-        if ((rc = get_int(obj, "n_best", from_form, 1, maxb, &req->n_best, err, errlen))) return rc;
-        if ((rc = get_number(obj, "length_penalty", from_form, 0, 10, &req->length_penalty, err,
-                             errlen)))
-            return rc;
-        if ((rc = get_int(obj, "max_length", from_form, 1, 1000000, &req->max_length, err, errlen)))
-            return rc;
-        if (req->beam_size && req->n_best > req->beam_size) {
-            rc = mt_error(400, err, errlen, "n_best (%d) must not exceed beam_size (%d)", req->n_best,
-                      req->beam_size);
-            return rc;
-        }
-    }
-    return parse_controls(obj, from_form, req, err, errlen);
+    int rc = read_decoding(obj, from_form, lim, req, err, errlen);
+    return rc ? rc : parse_prefix(obj, req, err, errlen);
 }
 
 int mt_request_parse(const json_t *obj, int from_form, const mt_request_limits *lim,
                      mt_request *req, char *err, size_t errlen)
 {
     memset(req, 0, sizeof *req);
-    req->length_penalty = -1;
-    req->sampling_topp = req->sampling_temperature = req->repetition_penalty = -1;
-    req->no_repeat_ngram_size = req->min_length = -1;
-    req->return_scores = req->return_alignments = req->replace_unknowns = -1;
     const char *field = "text";
     const json_t *t = json_object_get(obj, "q");
     if (t && !json_is_null(t)) {

@@ -16,6 +16,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "options.h"
+
 typedef enum { MT_FORM_NATIVE = 0, MT_FORM_LIBRE = 1 } mt_request_form;
 
 typedef struct {
@@ -26,20 +28,9 @@ typedef struct {
     size_t *lens;
     char *source;         /* requested source language, "auto", or NULL (not given) */
     char *target;         /* requested target language or NULL (not given) */
-    int beam_size;        /* 0: default */
-    int n_best;           /* 0: default (1); LibreTranslate: alternatives + 1 */
-    double length_penalty;/* < 0: default */
-    int max_length;       /* 0: default */
     int html;             /* "format": "html": texts are HTML fragments */
-    /* Decoding controls (either form; CTranslate2's names). Absent: the server's default
-     * (has_* 0, or -1 for the flags). */
-    int sampling_topk, has_sampling_topk;
-    double sampling_topp, sampling_temperature, repetition_penalty; /* < 0: absent */
-    long long seed;
-    int has_seed;
-    int no_repeat_ngram_size, min_length; /* < 0: absent */
-    int alignment_layer, has_alignment_layer;
-    int return_scores, return_alignments, replace_unknowns; /* -1: absent, else 0/1 */
+    mt_decoding decoding; /* the decoding options given (options.h; LibreTranslate's
+                           * "alternatives" as n_best) */
     char **target_prefix; /* n_texts entries (NULL: none) or NULL: "target_prefix" (text)
                            * or "target_prefix_ids" (ids "12 7", prefix_ids set) */
     int prefix_ids;

@@ -95,121 +95,115 @@ int mt_server_port(const mt_server *s) { return s->port; }
 
 int mt_server_in_flight(const mt_server *s) { return atomic_load(&((mt_server *)s)->in_flight); }
 
-/* Routes of translator i: its own pair, and for a multilingual model one per target
- * language token. 0 or -1 with a message. */
-static int add_routes(mt_server *s, int i, const char *path, char *err, size_t errlen)
+/* The service's reports: metrics, and log lines for loaded models and detection. */
+static void on_batch(void *u, int sentences, long tokens, double secs)
 {
-    const mt_translator *tr = s->trs[i];
-    const char *src = mt_translator_source_lang(tr), *tgt = mt_translator_target_lang(tr);
-    if (mt_langs_add(s->langs, src, tgt, i, 0)) {
-        snprintf(err, errlen, "model %s: invalid language pair %s-%s", path, src, tgt);
-        return -1;
-    }
-    for (int k = 0; k < mt_translator_target_count(tr); k++) {
-        char code[33];
-        if (mt_translator_target_code(tr, k, code, sizeof code)) continue;
-        if (mt_langs_add(s->langs, src, code, i, 1)) {
-            snprintf(err, errlen, "out of memory");
-            return -1;
-        }
-    }
-    return 0;
+    mt_metrics_batch(((mt_server *)u)->metrics, sentences, tokens, secs);
+}
+static void on_queue_wait(void *u, double secs) { mt_metrics_queue_wait(((mt_server *)u)->metrics, secs); }
+static void on_cancelled(void *u, long sentences) { mt_metrics_cancelled(((mt_server *)u)->metrics, sentences); }
+static void on_translated(void *u, int model, long sentences, long src, long tgt)
+{
+    mt_metrics_translated(((mt_server *)u)->metrics, model, sentences, src, tgt);
+}
+static void on_note(void *u, int warning, const char *event, const char *text)
+{
+    mt_log_write(((mt_server *)u)->log, warning ? MT_LOG_WARN : MT_LOG_INFO, event, "%s", text);
+}
+static void on_loaded(void *u, int i, const mt_service_model *m)
+{
+    (void)i;
+    char q1[600], q2[100], q3[800];
+    mt_log_write(((mt_server *)u)->log, MT_LOG_INFO, "model_loaded",
+                 "model=%s dir=%s compute_type=%s compute=%s source=%s target=%s language_tokens=%d d_model=%d "
+                 "layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
+                 mt_log_quote(q2, sizeof q2, m->name), mt_log_quote(q1, sizeof q1, m->path), m->compute_type,
+                 mt_log_quote(q3, sizeof q3, m->compute_detail), m->source, m->target, m->language_tokens,
+                 m->d_model, m->encoder_layers, m->decoder_layers, m->default_beam_size, m->default_max_length,
+                 m->load_ms);
 }
 
-/* Loads configured model i and adds its routes; 0 or -1 with a message. */
-static int load_model(mt_server *s, int i, char *err, size_t errlen)
+/* The server's [decoding] settings as the service's defaults (0 or a negative length
+ * penalty: the model's own). */
+static mt_decoding decoding_defaults(const mt_config *cfg)
 {
-    const mt_config_model *m = &s->cfg->models[i];
-    double t0 = mt_now();
-    char e[512];
-    /* [[models]] compute_type, else decoding.compute_type (both validated by config) */
-    const char *ctype = m->compute_type ? m->compute_type : s->cfg->compute_type;
-    mt_model_options mo;
-    mt_model_options_default(&mo);
-    if (mt_compute_type_parse(ctype, &mo.compute_type)) {
-        snprintf(err, errlen, "model %s: unknown compute type '%s'", m->path, ctype);
-        return -1;
-    }
-    mt_translator *tr = mt_translator_load_ex(m->path, m->source, m->target, &mo, e, sizeof e);
-    if (!tr) {
-        snprintf(err, errlen, "cannot load model %s: %s", m->path, e);
-        return -1;
-    }
-    s->trs[i] = tr;
-    s->n_models = i + 1;
-    s->names[i] = strdup(m->name ? m->name : mt_translator_name(tr));
-    if (!s->names[i]) {
+    mt_decoding d = {0};
+    char e[200];
+    if (cfg->beam_size > 0) mt_option_set(&d, MT_OPT_BEAM_SIZE, cfg->beam_size, 0, "", e, sizeof e);
+    if (cfg->length_penalty >= 0) mt_option_set(&d, MT_OPT_LENGTH_PENALTY, cfg->length_penalty, 0, "", e, sizeof e);
+    if (cfg->max_length > 0) mt_option_set(&d, MT_OPT_MAX_LENGTH, cfg->max_length, 0, "", e, sizeof e);
+    /* config checked the ranges; these always have a value */
+    mt_option_set(&d, MT_OPT_SAMPLING_TOPK, cfg->sampling_topk, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_SAMPLING_TOPP, cfg->sampling_topp, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_SAMPLING_TEMPERATURE, cfg->sampling_temperature, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_SEED, (double)cfg->seed, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_NO_REPEAT_NGRAM_SIZE, cfg->no_repeat_ngram_size, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_REPETITION_PENALTY, cfg->repetition_penalty, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_MIN_LENGTH, cfg->min_length, 0, "", e, sizeof e);
+    mt_option_set(&d, MT_OPT_REPLACE_UNKNOWNS, cfg->replace_unknowns, 0, "", e, sizeof e);
+    return d;
+}
+
+int mt_server_load(mt_server *s, char *err, size_t errlen)
+{
+    const mt_config *cfg = s->cfg;
+    int n = cfg->n_models;
+    mt_service_spec *specs = calloc((size_t)n + 1, sizeof *specs);
+    const char **names = calloc((size_t)n + 1, sizeof *names);
+    if (!specs || !names) {
+        free(specs), free(names);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (add_routes(s, i, m->path, err, errlen)) return -1;
-    const mt_model_info *info = mt_translator_model_info(tr);
-    char q1[600], q2[100], q3[800];
-    const mt_model *model = mt_translator_model(tr);
-    mt_log_write(s->log, MT_LOG_INFO, "model_loaded",
-                 "model=%s dir=%s compute_type=%s compute=%s source=%s target=%s language_tokens=%d d_model=%d "
-                 "layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
-                 mt_log_quote(q2, sizeof q2, s->names[i]), mt_log_quote(q1, sizeof q1, m->path),
-                 mt_compute_type_name(mt_model_compute_type(model)),
-                 mt_log_quote(q3, sizeof q3, mt_model_compute_detail(model)),
-                 mt_translator_source_lang(tr), mt_translator_target_lang(tr),
-                 mt_translator_target_count(tr), info->d_model, info->encoder_layers,
-                 info->decoder_layers, info->default_beam_size, info->default_max_length,
-                 (mt_now() - t0) * 1e3);
-    return 0;
-}
-
-/* The metrics observer of the service. */
-static void on_batch(void *m, int sentences, long tokens, double secs) { mt_metrics_batch(m, sentences, tokens, secs); }
-static void on_queue_wait(void *m, double secs) { mt_metrics_queue_wait(m, secs); }
-static void on_cancelled(void *m, long sentences) { mt_metrics_cancelled(m, sentences); }
-
-/* Starts the translation service's workers over the loaded models. */
-static int start_service(mt_server *s, char *err, size_t errlen)
-{
-    const mt_config *cfg = s->cfg;
+    for (int i = 0; i < n; i++) {
+        const mt_config_model *m = &cfg->models[i];
+        /* [[models]] compute_type, else decoding.compute_type (both validated by config) */
+        specs[i] = (mt_service_spec){m->path, m->name, m->source, m->target,
+                                   m->compute_type ? m->compute_type : cfg->compute_type};
+    }
     int workers = cfg->workers;
     if (workers <= 0) {
         /* the CPUs this process may use (affinity, cgroup quota), not the host's */
         workers = mt_available_cpus() / (cfg->threads_per_worker > 0 ? cfg->threads_per_worker : 1);
         if (workers < 1) workers = 1;
     }
-    mt_service_config sc = {workers, cfg->threads_per_worker, cfg->queue_capacity,
-                            cfg->batch_max_sentences, cfg->batch_max_tokens, cfg->batch_max_wait_ms,
-                            (size_t)cfg->sentence_cache_mb << 20};
-    mt_service_observer obs = {on_batch, on_queue_wait, on_cancelled, s->metrics};
-    s->svc = mt_service_create(s->trs, s->n_models, &sc, &obs, err, errlen);
-    if (!s->svc) return -1;
+    mt_service_config sc;
+    mt_service_config_default(&sc);
+    sc.workers = workers;
+    sc.threads_per_worker = cfg->threads_per_worker;
+    sc.capacity = cfg->queue_capacity;
+    sc.max_sentences = cfg->batch_max_sentences;
+    sc.max_tokens = cfg->batch_max_tokens;
+    sc.max_wait_ms = cfg->batch_max_wait_ms;
+    sc.cache_bytes = (size_t)cfg->sentence_cache_mb << 20;
+    sc.defaults = decoding_defaults(cfg);
+    sc.detect = 1;
+    sc.kernels = cfg->kernels; /* [engine]: MT_KERNELS, MT_CPU_HIDE, MT_SPLIT_MIN */
+    sc.cpu_hide = cfg->cpu_hide;
+    sc.split_min = cfg->split_min;
+    mt_service_observer obs = {on_batch, on_queue_wait, on_cancelled, on_translated, on_loaded, on_note, s};
+    s->svc = mt_service_load(specs, n, &sc, &obs, err, errlen);
+    free(specs);
+    if (!s->svc) {
+        free(names);
+        return -1;
+    }
     s->workers = workers;
+    for (int i = 0; i < n; i++) names[i] = mt_service_model_info(s->svc, i)->name;
+    json_t *langs = mt_langs_json(mt_service_langs(s->svc));
+    s->languages_json = langs ? json_dumps(langs, JSON_COMPACT) : NULL;
+    json_decref(langs);
+    int bad = !s->languages_json || mt_metrics_set_models(s->metrics, n, names);
+    free(names);
+    if (bad) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     mt_log_write(s->log, MT_LOG_INFO, "ready",
                  "models=%d routes=%d workers=%d threads_per_worker=%d queue_capacity=%d "
                  "batch_max_sentences=%d blas=%s",
-                 s->n_models, mt_langs_count(s->langs), workers, cfg->threads_per_worker,
-                 cfg->queue_capacity, cfg->batch_max_sentences, mt_translator_blas_name());
-    return 0;
-}
-
-int mt_server_load(mt_server *s, char *err, size_t errlen)
-{
-    int n = s->cfg->n_models;
-    s->trs = calloc((size_t)n + 1, sizeof *s->trs);
-    s->names = calloc((size_t)n + 1, sizeof *s->names);
-    s->langs = mt_langs_create();
-    if (!s->trs || !s->names || !s->langs) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    for (int i = 0; i < n; i++)
-        if (load_model(s, i, err, errlen)) return -1;
-    json_t *langs = mt_langs_json(s->langs);
-    s->languages_json = langs ? json_dumps(langs, JSON_COMPACT) : NULL;
-    json_decref(langs);
-    if (!s->languages_json || mt_metrics_set_models(s->metrics, n, (const char *const *)s->names)) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (start_service(s, err, errlen)) return -1;
-    if (srv_lt_detect_init(s, err, errlen)) return -1; /* issue 14: the models' languages */
+                 n, mt_langs_count(mt_service_langs(s->svc)), workers, cfg->threads_per_worker,
+                 cfg->queue_capacity, cfg->batch_max_sentences, mt_service_blas_name());
     atomic_store(&s->ready, 1);
     return 0;
 }
@@ -250,13 +244,6 @@ void mt_server_free(mt_server *s)
     if (s->daemon) MHD_stop_daemon(s->daemon);
     srv_lt_files_stop(s); /* issue 14: file threads use the service (aborted above) */
     mt_service_free(s->svc);
-    for (int i = 0; i < s->n_models; i++) {
-        mt_translator_free(s->trs[i]);
-        free(s->names[i]);
-    }
-    free(s->trs);
-    free(s->names);
-    mt_langs_free(s->langs);
     free(s->languages_json);
     srv_lt_free(s); /* issue 14 */
     pthread_cond_destroy(&s->watch_cond);

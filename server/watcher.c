@@ -1,4 +1,4 @@
-/* watcher.c: every WATCH_INTERVAL_MS, cancels the service jobs of suspended /translate
+/* watcher.c: every WATCH_INTERVAL_MS, cancels the service tasks of suspended /translate
  * connections whose client hung up or whose deadline passed, and has the service drop
  * their queued sentences. */
 #include "internal.h"
@@ -66,7 +66,7 @@ void *srv_watcher_main(void *arg)
         int n = 0, cancelled = 0;
         double now = mt_now();
         for (req_ctx *c = s->watched; c; c = c->wnext) {
-            if (!c->stopped && mt_service_job_expire(c->job, now)) {
+            if (!c->stopped && mt_service_task_expire(c->task, now)) {
                 c->stopped = 1;
                 cancelled++;
             }
@@ -96,7 +96,7 @@ void *srv_watcher_main(void *arg)
                 if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL) ||
                     ((fds[i].revents & POLLRDHUP) && !who[i]->http11)) {
                     who[i]->stopped = 1;
-                    if (mt_service_job_cancel(who[i]->job, MT_SERVICE_CLIENT_GONE))
+                    if (mt_service_task_cancel(who[i]->task, MT_SERVICE_CLIENT_GONE))
                         cancelled++;
                 }
             }
@@ -114,10 +114,10 @@ void *srv_watcher_main(void *arg)
     return NULL;
 }
 
-/* Service callback: the job is finished (worker or watcher thread). */
-void srv_job_done(mt_service_job *job, void *user)
+/* Service callback: the task is finished (worker or watcher thread). */
+void srv_job_done(mt_service_task *task, void *user)
 {
-    (void)job;
+    (void)task;
     req_ctx *c = user;
     mt_server *s = c->srv;
     pthread_mutex_lock(&s->watch_mu);

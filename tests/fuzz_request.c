@@ -28,8 +28,10 @@ static void check_request(const mt_request *r, const mt_request_limits *lim)
         if (!mt_utf8_check(r->texts[i], r->lens[i], &bad)) abort();
         if (mt_utf8_chars(r->texts[i], r->lens[i]) > (size_t)lim->max_text_chars) abort();
     }
-    if (r->beam_size < 0 || r->beam_size > lim->max_beam_size) abort();
-    if (r->n_best < 0 || r->n_best > lim->max_beam_size) abort();
+    const mt_search_options *o = &r->decoding.v;
+    if ((r->decoding.set & (1u << MT_OPT_BEAM_SIZE)) && (o->beam_size < 1 || o->beam_size > lim->max_beam_size))
+        abort();
+    if ((r->decoding.set & (1u << MT_OPT_N_BEST)) && (o->n_best < 1 || o->n_best > lim->max_beam_size)) abort();
 }
 
 typedef struct {

@@ -47,6 +47,8 @@ class CliTest(RandomModelCase):
     def test_one_line_out_per_line_in_with_empty_lines_kept(self):
         text = "A dog runs.\n\nTwo men talk. A woman listens.\n   \nLast line without newline"
         out = run(["--model", self.model, "--beam", "2"], text).stdout.decode()
+        # --beam-size is the table's name for it (mt-server's flag and JSON field too)
+        self.assertEqual(run(["--model", self.model, "--beam-size", "2"], text).stdout.decode(), out)
         lines = out.split("\n")
         self.assertEqual(lines[-1], "")  # output ends with a newline
         lines = lines[:-1]
@@ -89,10 +91,11 @@ class CliTest(RandomModelCase):
 
     def test_bad_options_are_errors(self):
         for args, needle in [
-            (["--beam", "0"], "--beam must be an integer >= 1"),
+            (["--beam", "0"], "--beam must be an integer between 1 and 256, got '0'"),
+            (["--beam-size", "x"], "--beam-size must be an integer between 1 and 256, got 'x'"),
             (["--output", "xml"], "--output must be 'text', 'ids' or 'json'"),
             (["--input", "xml"], "--input must be 'text', 'ids' or 'html'"),
-            (["--n-best", "5", "--beam", "2"], "larger than the beam size"),
+            (["--n-best", "5", "--beam", "2"], "n_best (5) must not exceed beam_size (2)"),
             (["--bogus"], "usage"),
             ([], "--model DIR is required"),
         ]:
@@ -242,15 +245,17 @@ class DecodingOptionsTest(RandomModelCase):
 
     def test_invalid_values_are_errors(self):
         for args, needle in [
-            (["--sampling-topp", "0"], "sampling_topp must be in (0, 1]"),
-            (["--sampling-topp", "1.5"], "sampling_topp must be in (0, 1]"),
-            (["--sampling-temperature", "0"], "sampling_temperature must be > 0"),
-            (["--sampling-topk", "-1"], "--sampling-topk must be an integer >= 0"),
+            (["--sampling-topp", "0"], "--sampling-topp must be a number in (0, 1]"),
+            (["--sampling-topp", "1.5"], "--sampling-topp must be a number in (0, 1]"),
+            (["--sampling-temperature", "0"], "--sampling-temperature must be a number between 1e-06 and 1000"),
+            # a temperature this small overflowed the scaled logits: an empty translation
+            (["--sampling-temperature", "1e-38"], "--sampling-temperature must be a number between 1e-06"),
+            (["--sampling-topk", "-1"], "--sampling-topk must be an integer between 0 and 1000000"),
             (["--sampling-topk", "5", "--beam", "4"], "needs beam_size 1"),
-            (["--repetition-penalty", "0.5"], "repetition_penalty must be >= 1"),
-            (["--no-repeat-ngram-size", "-2"], "--no-repeat-ngram-size must be an integer >= 0"),
+            (["--repetition-penalty", "0.5"], "--repetition-penalty must be a number between 1 and 1000"),
+            (["--no-repeat-ngram-size", "-2"], "--no-repeat-ngram-size must be an integer between 0 and 1000"),
             (["--min-length", "x"], "--min-length must be an integer"),
-            (["--seed", "-1"], "--seed must be an integer >= 0"),
+            (["--seed", "-1"], "--seed must be an integer between 0 and"),
             (["--alignment-layer", "99", "--return-alignments"], "alignment_layer must be in"),
             (["--target-prefix-ids", "1 x"], "target_prefix: bad target id"),
             (["--target-prefix", "a", "--target-prefix-ids", "1"], "not both"),

@@ -6,7 +6,9 @@ POST /detect; source "auto" per text over two models; /translate_file + /downloa
 with real txt/html/srt/docx/odt files (byte-level structure checks); suggestions in
 SQLite; mt-translate FILE with its progress bar (under a pty) and the pair refusals.
 Run one class: tests/test_libretranslate.py TestFiles"""
+import json
 import os
+import re
 import shutil
 import sys
 import unittest
@@ -372,6 +374,31 @@ class TestAutoPerText(unittest.TestCase):
                                        "alternatives": 1})
         self.assertEqual(st, 200, b)
         self.assertEqual(b["alternatives"], [en["alternatives"], fr["alternatives"]])
+
+    def sentences_by_model(self):
+        out = {}
+        for line in self.srv.metrics().splitlines():
+            m = re.match(r'mt_sentences_translated_total\{model="([^"]*)"\} (\d+)', line)
+            if m:
+                out[m.group(1)] = int(m.group(2))
+        return out
+
+    def test_metrics_and_timing_cover_every_part(self):
+        """The answer to texts of two languages counts every part's sentences for the model
+        that translated them (it used to count the last part's, for the first text's
+        model), and its timing covers both parts."""
+        en2 = self.EN + " " + "Two dogs are playing in the snow."
+        before = self.sentences_by_model()
+        st, _, b = self.srv.post_json({"text": [en2, self.FR], "source": "auto", "target": "de"})
+        self.assertEqual(st, 200, b)
+        self.assertEqual([d["language"] for d in b["detectedLanguage"]], ["en", "fr"])
+        after = self.sentences_by_model()
+        grown = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+        self.assertEqual(sorted(grown.values()), [1, 2], grown)  # fr-de: 1 sentence, en-de: 2
+        self.assertEqual(grown[b["model"]], 2, (grown, b["model"]))
+        t = b["timing_ms"]
+        self.assertGreater(t["translate"], 0)
+        self.assertLessEqual(t["queue"] + t["translate"], t["total"] + 0.01)
 
     def test_no_model_into_target(self):
         st, _, b = self.srv.post_json({"q": [self.EN, self.FR], "source": "auto", "target": "it"})

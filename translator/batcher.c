@@ -1,6 +1,7 @@
 /* batcher.c: bounded job queue, dynamic batching across callers, worker threads (used by
  * service.c, which turns texts into the sentences queued here). */
 #include "batcher.h"
+#include "options.h"
 
 #include "cache.h"
 
@@ -161,22 +162,11 @@ static long purge_locked(mt_batcher *b, mt_job **chain)
     return dropped;
 }
 
+/* Sentences share a batch only with the same model and the same options (options.h
+ * names which). */
 static int same_options(const mt_job *a, const mt_job *b)
 {
-    const mt_search_options *x = &a->opts, *y = &b->opts;
-    return a->model == b->model && x->beam_size == y->beam_size &&
-           x->length_penalty == y->length_penalty && x->max_length == y->max_length &&
-           x->max_length_factor == y->max_length_factor && x->n_best == y->n_best &&
-           x->n_bad_ids == y->n_bad_ids && x->bad_ids == y->bad_ids &&
-           /* every control that changes a result or what is returned; target_prefix and
-            * sentence_index are per sentence and travel with the items */
-           x->sampling_topk == y->sampling_topk && x->sampling_topp == y->sampling_topp &&
-           x->sampling_temperature == y->sampling_temperature && x->seed == y->seed &&
-           x->no_repeat_ngram_size == y->no_repeat_ngram_size &&
-           x->repetition_penalty == y->repetition_penalty && x->min_length == y->min_length &&
-           x->return_scores == y->return_scores && x->return_alignments == y->return_alignments &&
-           x->alignment_layer == y->alignment_layer && x->replace_unknowns == y->replace_unknowns &&
-           x->unk_id == y->unk_id;
+    return a->model == b->model && mt_options_same_batch(&a->opts, &b->opts);
 }
 
 static int by_length(const void *pa, const void *pb)
@@ -387,32 +377,21 @@ static int cacheable(const mt_batcher *b, const mt_job *job)
            !o->replace_unknowns && o->n_bad_ids == 0;
 }
 
-/* What shapes a sentence's result, fixed width so that keys compare as bytes. */
-typedef struct {
-    int32_t model, compute_type, beam_size, max_length, n_best, no_repeat_ngram_size, min_length;
-    float length_penalty, max_length_factor, repetition_penalty;
-    int32_t len;
-} cache_key_head;
-
-/* key = head + source ids (malloc'd); NULL when the item cannot be cached. */
+/* key = model, compute type, the cache_key options (options.h), source length and ids,
+ * as bytes (malloc'd); NULL when the item cannot be cached. */
 static unsigned char *cache_key(const mt_batcher *b, const mt_item *it, size_t *key_len)
 {
     if (it->prefix) return NULL; /* a prefixed result must never answer an unprefixed key */
-    const mt_search_options *o = &it->job->opts;
-    cache_key_head h;
-    memset(&h, 0, sizeof h);
-    h.model = it->job->model;
-    h.compute_type = (int32_t)mt_model_compute_type(b->models[it->job->model]);
-    h.beam_size = o->beam_size, h.max_length = o->max_length, h.n_best = o->n_best;
-    h.no_repeat_ngram_size = o->no_repeat_ngram_size, h.min_length = o->min_length;
-    h.length_penalty = o->length_penalty, h.max_length_factor = o->max_length_factor;
-    h.repetition_penalty = o->repetition_penalty;
-    h.len = it->len;
-    *key_len = sizeof h + sizeof(int32_t) * (size_t)it->len;
-    unsigned char *k = malloc(*key_len);
+    int32_t head[2] = {it->job->model, (int32_t)mt_model_compute_type(b->models[it->job->model])};
+    int32_t len = it->len;
+    size_t opt = mt_options_key_size();
+    *key_len = sizeof head + opt + sizeof len + sizeof(int32_t) * (size_t)it->len;
+    unsigned char *k = malloc(*key_len), *p = k;
     if (!k) return NULL;
-    memcpy(k, &h, sizeof h);
-    memcpy(k + sizeof h, it->ids, sizeof(int32_t) * (size_t)it->len);
+    memcpy(p, head, sizeof head), p += sizeof head;
+    mt_options_key(&it->job->opts, p), p += opt;
+    memcpy(p, &len, sizeof len), p += sizeof len;
+    memcpy(p, it->ids, sizeof(int32_t) * (size_t)it->len);
     return k;
 }
 

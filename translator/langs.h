@@ -7,8 +7,8 @@
  *
  * Thread-safety: filled once at load, then read-only and shared by all threads.
  */
-#ifndef MT_SERVER_LANGS_H
-#define MT_SERVER_LANGS_H
+#ifndef MT_TRANSLATOR_LANGS_H
+#define MT_TRANSLATOR_LANGS_H
 
 #include <jansson.h>
 #include <stddef.h>

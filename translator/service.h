@@ -1,29 +1,44 @@
 /* service.h: the translation service every front end goes through (mt-translate and
- * mt-server). Texts in, texts out: a request is a list of texts (plain text, HTML or
- * source ids) with its options; the service segments them into sentences, encodes each
- * (target-language token included), queues the sentences in one bounded queue shared by
- * every caller, where worker threads batch sentences of the same model and options by
- * length across requests, search, decode and rejoin; then the request's callback runs
- * with one translation (n-best texts and scores) per text.
+ * mt-server). It owns every decision about what is translated and how:
+ *   - the models: mt_service_load() takes model specs (paths, names, language pairs,
+ *     compute types), loads and names them, and builds the language routes (langs.h);
+ *   - routing: a request names source and target; "auto" detects each text's language
+ *     (detect/) and fans the request out, one part per route, merged back in order;
+ *   - options: the request's decoding options (options.h) over the service's defaults
+ *     (the server's [decoding] settings) over the model's own, and the policy between
+ *     them (sampling means beam 1, n_best <= beam_size, ranges);
+ *   - the pipeline: texts are segmented and encoded (target-language token included),
+ *     their sentences queued in one bounded queue shared by every caller, where worker
+ *     threads batch sentences of the same model and options by length across requests
+ *     (batcher.c), search, decode and rejoin.
+ * Front ends build an mt_service_request and render the task's result; they never see a
+ * model, a tokenizer or token ids.
  *
- * Life of a request: mt_service_prepare() (segmentation, encoding; input errors are
- * reported here), mt_service_run() (queued; the callback follows, on a worker thread,
- * or at once when nothing needs translating), read the outcome and the translations,
- * mt_service_job_free(). mt_service_translate() does all of it and waits.
+ * Life of a request: mt_service_submit() (routing, detection, options, segmentation,
+ * encoding: input errors are reported here), mt_service_task_start() (queued; the
+ * callback follows, on a worker thread, or at once when nothing needs translating), read
+ * the outcome, the translations, each text's route and the merged stats,
+ * mt_service_task_free(). mt_service_translate_request() does all of it and waits.
  *
- * Cancellation: mt_service_job_cancel() (a client went away, shutting down) or the
+ * Below the request layer, mt_service_prepare()/mt_service_run() translate texts with
+ * one model and fully resolved options (tests, benchmarks and mt-translate's file mode).
+ *
+ * Cancellation: mt_service_task_cancel() (a client went away, shutting down) or the
  * request's deadline; queued sentences are dropped without compute and running ones stop
  * at their next decoding step. The callback still runs once.
  *
  * Thread-safety: an mt_service is shared by all threads; every call may come from any
- * thread. A job belongs to its caller, who may cancel it at any time but may read its
- * results only after its callback ran, and frees it once.
+ * thread. A task (job) belongs to its caller, who may cancel it at any time but may read
+ * its results only after its callback ran, and frees it once.
  */
 #ifndef MT_TRANSLATOR_SERVICE_H
 #define MT_TRANSLATOR_SERVICE_H
 
 #include <stddef.h>
 
+#include "detect.h"
+#include "langs.h"
+#include "options.h"
 #include "protect.h"
 #include "translator.h"
 
@@ -40,24 +55,69 @@ typedef struct {
     size_t cache_bytes;      /* sentence cache: finished sentences by model, options and source
                               * ids, LRU within this many bytes (0: none). Sampling, target
                               * prefixes, per-token extras and extra banned ids bypass it */
+    mt_decoding defaults;    /* decoding options of every request that does not set them */
+    int detect;              /* 1: detect languages (source "auto", mt_service_detect) */
+    /* mt_service_load: how every model computes (NULL / 0: the defaults) */
+    const char *kernels;     /* at most this kernel path: scalar, avx2, avx512, auto */
+    const char *cpu_hide;    /* CPU features taken as absent (vnni, bf16, amx), for tests */
+    int split_min;           /* sentences per thread from which a batch is split (< 0: default) */
 } mt_service_config;
 
 /* One worker, batches of 32 sentences, no waiting: what a single caller wants. */
 void mt_service_config_default(mt_service_config *cfg);
 
-/* Reports of the service's work, for metrics (each member may be NULL; called from
- * worker threads and from mt_service_purge / mt_service_abort, without locks held). */
+/* One model to serve. */
+typedef struct {
+    const char *path;         /* model directory */
+    const char *name;         /* name in answers and logs; NULL: the directory's basename */
+    const char *source, *target; /* language pair; NULL: the model's tokenizer_config.json */
+    const char *compute_type; /* float32 | bfloat16 | int8 | auto | default; NULL: default */
+} mt_service_spec;
+
+/* A loaded model, as logs and answers describe it (strings owned by the service). */
+typedef struct {
+    const char *name, *path, *source, *target;
+    const char *compute_type;   /* the type in use ("float32") */
+    const char *compute_detail; /* its kernels and packing, in words */
+    int language_tokens;        /* ">>xxx<<" target tokens of a multilingual model */
+    int d_model, encoder_layers, decoder_layers, default_beam_size, default_max_length;
+    double load_ms;
+} mt_service_model;
+
+/* Reports of the service's work, for logs and metrics (each member may be NULL; called
+ * from worker threads and from mt_service_purge / mt_service_abort, without locks held;
+ * `loaded` and `note` from mt_service_load's thread). */
 typedef struct {
     void (*batch)(void *user, int sentences, long padded_tokens, double seconds);
     void (*queue_wait)(void *user, double seconds);
     void (*cancelled)(void *user, long sentences);
+    /* a request's part on model `model` finished: its sentences and tokens */
+    void (*translated)(void *user, int model, long sentences, long source_tokens, long target_tokens);
+    void (*loaded)(void *user, int model, const mt_service_model *m);
+    void (*note)(void *user, int warning, const char *event, const char *text); /* a line for the log */
     void *user;
 } mt_service_observer;
 
-/* Starts the workers for translators trs[0, n) (borrowed: they must outlive the service).
- * obs may be NULL. Returns NULL with a message on failure. */
+/* Process setup before any model is loaded: the BLAS kernel (blas_coretype, NULL: the
+ * CPU's); may re-execute argv. */
+void mt_service_process_setup(char **argv, const char *blas_coretype);
+
+/* Loads the models of specs[0, n) (owned by the service), their routes, the language
+ * detector (cfg->detect) and starts the workers. obs may be NULL. Returns NULL with a
+ * message naming the model on failure. */
+mt_service *mt_service_load(const mt_service_spec *specs, int n, const mt_service_config *cfg,
+                            const mt_service_observer *obs, char *err, size_t errlen);
+/* The same over translators trs[0, n) already loaded (borrowed: they must outlive the
+ * service). */
 mt_service *mt_service_create(mt_translator *const *trs, int n, const mt_service_config *cfg,
                               const mt_service_observer *obs, char *err, size_t errlen);
+
+int mt_service_model_count(const mt_service *svc);
+const mt_service_model *mt_service_model_info(const mt_service *svc, int model);
+/* The routes (language pairs) the models serve: read-only. */
+const mt_langs *mt_service_langs(const mt_service *svc);
+/* The BLAS library's name and kernel, for logs. */
+const char *mt_service_blas_name(void);
 /* Cancels what is left (MT_SERVICE_SHUTDOWN), joins the workers, frees the service. */
 void mt_service_free(mt_service *svc);
 
@@ -181,5 +241,89 @@ void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *b
 
 /* CLOCK_MONOTONIC in seconds (the clock of deadlines and stats). */
 double mt_now(void);
+
+/* ---------------------------------------------------------------- the request layer */
+
+typedef struct mt_service_task mt_service_task;
+
+/* What a front end asks for. */
+typedef struct {
+    const char *source;        /* language code; "auto": each text's language is detected
+                                * (without a detector: the one route into target); NULL:
+                                * the one route into target, or the first model when
+                                * target is NULL too */
+    const char *target;        /* language code; NULL: the one route from source */
+    int n;                     /* texts[0, n), lens[i] bytes each (copied by submit) */
+    const char *const *texts;
+    const size_t *lens;
+    mt_decoding decoding;      /* the request's options (see options.h) */
+    mt_format input;           /* what the texts are */
+    int output_ids;            /* 1: translations are target ids */
+    const char *const *target_prefix; /* per text (NULL, or NULL entries: none) */
+    int prefix_ids;            /* 1: the prefixes are target ids "12 7" */
+    unsigned protect;          /* MT_PROTECT_* kinds kept byte for byte */
+    double deadline;           /* mt_now() seconds; 0: none */
+} mt_service_request;
+
+/* Plain text, no options, every protected kind kept, no deadline. */
+void mt_service_request_init(mt_service_request *rq);
+
+/* The route of a request with this source and target (langs.h rules; "auto" without
+ * detection); *detected = 1 when source was "auto". The route index, or -1 with a
+ * message listing the pairs served. */
+int mt_service_route(const mt_service *svc, const char *source, const char *target, int *detected,
+                     char *err, size_t errlen);
+/* The options a request gets on `route`: its own over the service's defaults over the
+ * model's, then the policy (sampling without a beam size: beam 1; n_best without a beam
+ * size raises it; n_best <= beam_size) and the ranges. MT_SERVICE_OK, or
+ * MT_SERVICE_INVALID with a message naming the field. */
+int mt_service_resolve(const mt_service *svc, int route, const mt_service_request *rq,
+                       mt_service_options *opts, char *err, size_t errlen);
+
+/* Routes (detecting each text's language for "auto"), resolves the options of each
+ * route, segments and encodes every text: *task is ready to start. MT_SERVICE_OK, or
+ * MT_SERVICE_INVALID (unknown pair, bad option or input: the message says which) or
+ * MT_SERVICE_NOMEM. */
+int mt_service_submit(mt_service *svc, const mt_service_request *rq, mt_service_task **task, char *err,
+                      size_t errlen);
+/* Queues the task's parts; done(task, user) runs once when every part is finished (on a
+ * worker thread; before this call returns when nothing needed translating) and must not
+ * block. MT_SERVICE_OK, or MT_SERVICE_BUSY (the queue is full: done will not run). */
+int mt_service_task_start(mt_service_task *task, void (*done)(mt_service_task *, void *), void *user);
+
+/* Cancels with `reason` (MT_SERVICE_CLIENT_GONE ...); 1 when this call did. */
+int mt_service_task_cancel(mt_service_task *task, int reason);
+/* Cancels (MT_SERVICE_DEADLINE) when its deadline is past at `now`; 1 when it did. */
+int mt_service_task_expire(mt_service_task *task, double now);
+
+/* After done: MT_SERVICE_OK, a cancel reason, MT_SERVICE_BUSY (a part found the queue
+ * full) or MT_SERVICE_FAILED with *message set. */
+int mt_service_task_outcome(const mt_service_task *task, const char **message);
+/* After done with MT_SERVICE_OK: one translation per text, in request order (owned by
+ * the task). */
+const mt_translation *mt_service_task_results(const mt_service_task *task);
+/* The route text t went to (t < 0 or no texts: the request's first route). */
+const mt_route *mt_service_task_route(const mt_service_task *task, int t);
+/* 0: the source was given; 1: "auto", resolved to the one route into target; 2: "auto",
+ * each text's language detected (answers report the detected languages). */
+int mt_service_task_detected(const mt_service_task *task);
+/* How sure detection was of text t's language, 0..100 (100: not detected per text). */
+double mt_service_task_confidence(const mt_service_task *task, int t);
+/* Of every part together: texts, sentences and tokens summed; submitted / started the
+ * earliest, done the latest. */
+void mt_service_task_stats(const mt_service_task *task, mt_service_stats *st);
+void mt_service_task_free(mt_service_task *task);
+
+/* Submit, start and wait: out[i] is filled for each text (free each with
+ * mt_translation_clear). MT_SERVICE_OK or another outcome with a message. */
+int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, mt_translation *out, char *err,
+                                 size_t errlen);
+
+/* Language detection over the served source languages. */
+int mt_service_can_detect(const mt_service *svc);
+/* Best first, up to max results; only languages some route into `target` starts from
+ * when target is not NULL. The count, or -1 (no detector, or it failed). */
+int mt_service_detect(const mt_service *svc, const char *text, size_t len, const char *target,
+                      mt_detect_result *out, int max);
 
 #endif

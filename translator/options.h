@@ -1,0 +1,102 @@
+/* options.h: the one table of decoding options. Each row names an option of
+ * mt_search_options once: its JSON field, its mt-translate flag, its type and range, the
+ * request forms that may set it, and whether two requests that differ in it may share a
+ * batch or a cached sentence. The JSON readers (server/request.c), the command line
+ * (cli/mt_translate.c), range checks and their messages, and the batcher's "same options"
+ * comparison and cache key all walk this table: adding an option is one row here and the
+ * code that uses its value.
+ *
+ * A caller's choice is an mt_decoding: values plus a bit per option given. The service
+ * merges it over the server's defaults and the model's own (mt_service_submit).
+ *
+ * Thread-safety: the table is constant; every function is pure.
+ */
+#ifndef MT_TRANSLATOR_OPTIONS_H
+#define MT_TRANSLATOR_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+
+typedef enum {
+    MT_OPT_BEAM_SIZE,
+    MT_OPT_N_BEST,
+    MT_OPT_LENGTH_PENALTY,
+    MT_OPT_MAX_LENGTH,
+    MT_OPT_MAX_LENGTH_FACTOR,
+    MT_OPT_SAMPLING_TOPK,
+    MT_OPT_SAMPLING_TOPP,
+    MT_OPT_SAMPLING_TEMPERATURE,
+    MT_OPT_SEED,
+    MT_OPT_NO_REPEAT_NGRAM_SIZE,
+    MT_OPT_REPETITION_PENALTY,
+    MT_OPT_MIN_LENGTH,
+    MT_OPT_RETURN_SCORES,
+    MT_OPT_RETURN_ALIGNMENTS,
+    MT_OPT_ALIGNMENT_LAYER,
+    MT_OPT_REPLACE_UNKNOWNS,
+    MT_OPT_COUNT
+} mt_option_id;
+
+typedef enum { MT_OPT_INT, MT_OPT_FLOAT, MT_OPT_U64, MT_OPT_BOOL } mt_option_type;
+
+/* Where an option may be given (mt_option_desc.where). */
+enum {
+    MT_OPT_NATIVE = 1, /* a native POST /translate body ("text") */
+    MT_OPT_LIBRE = 2,  /* a LibreTranslate body ("q") */
+    MT_OPT_CLI = 4,    /* an mt-translate flag */
+};
+
+typedef struct {
+    const char *name;   /* JSON field and [decoding] key */
+    const char *flag;   /* mt-translate flag */
+    const char *alias;  /* an older spelling of the flag, or NULL */
+    const char *arg;    /* the flag's argument in --help ("N"), NULL for a bool */
+    mt_option_type type;
+    double min, max;    /* allowed range, max inclusive */
+    int min_open;       /* 1: min itself is excluded ("> 0") */
+    size_t offset;      /* of the value in mt_search_options */
+    unsigned where;     /* MT_OPT_NATIVE | MT_OPT_LIBRE | MT_OPT_CLI */
+    int batch_key;      /* 1: sentences that differ in it never share a batch */
+    int cache_key;      /* 1: part of the sentence cache's key (others make a job uncached) */
+    const char *help;   /* one line for --help */
+} mt_option_desc;
+
+/* The row of option id, and the row count. */
+const mt_option_desc *mt_option(int id);
+/* The option whose name (JSON field) is name, or -1. */
+int mt_option_by_name(const char *name);
+/* The option whose flag or alias is flag ("--beam-size"), or -1. */
+int mt_option_by_flag(const char *flag);
+
+/* A caller's options: values (only those with their bit in `set` count). */
+typedef struct {
+    mt_search_options v;
+    unsigned set; /* 1u << mt_option_id per option given */
+} mt_decoding;
+
+/* The value of option id in o, as a double (a u64 seed up to 2^53 exactly). */
+double mt_option_get(const mt_search_options *o, int id);
+/* Checks x against option id's type and range; 0, or -1 with "LABEL must be an integer
+ * between 1 and 256 (got 0)" in err, LABEL being the caller's name for the option
+ * ("field 'beam_size'", "--beam-size"). max_override > 0 lowers the upper bound. */
+int mt_option_check(int id, double x, double max_override, const char *label, char *err, size_t errlen);
+/* Checks x (mt_option_check) and stores it in d with its bit set; 0 or -1 with a message. */
+int mt_option_set(mt_decoding *d, int id, double x, double max_override, const char *label, char *err,
+                  size_t errlen);
+/* Parses text as option id's type ("true"/"false"/"1"/"0" for a bool) and sets it; 0 or
+ * -1 with a message naming label. */
+int mt_option_parse(mt_decoding *d, int id, const char *text, double max_override, const char *label,
+                    char *err, size_t errlen);
+/* Copies the options set in src over dst (their values and bits). */
+void mt_decoding_merge(mt_decoding *dst, const mt_decoding *src);
+
+/* 1 when a and b agree on every batch_key option (and the fields no table row covers
+ * that shape a batch: extra banned ids, unk_id). */
+int mt_options_same_batch(const mt_search_options *a, const mt_search_options *b);
+/* The cache_key options of o as bytes: out must hold mt_options_key_size() bytes. */
+size_t mt_options_key_size(void);
+void mt_options_key(const mt_search_options *o, unsigned char *out);
+
+#endif

@@ -1,0 +1,57 @@
+/* service_impl.h: what the files of the service share (service.c: the registry and the
+ * per-model layer; submit.c: the request layer; rejoin.c: decoding and rejoining). */
+#ifndef MT_TRANSLATOR_SERVICE_IMPL_H
+#define MT_TRANSLATOR_SERVICE_IMPL_H
+
+#include "batcher.h"
+#include "markup.h"
+#include "service.h"
+
+struct mt_service {
+    mt_translator **trs;
+    int owned;               /* 1: loaded by mt_service_load (freed with the service) */
+    const mt_model **models; /* the batcher's view of trs (kept for it) */
+    int n;
+    mt_service_model *info;  /* per model */
+    char **strings;          /* what info points to (names, paths) */
+    int n_strings;
+    mt_langs *langs;
+    mt_detector *detector;   /* NULL: no detection */
+    mt_decoding defaults;
+    mt_service_observer obs;
+    mt_batcher *batcher;
+};
+
+struct mt_service_job {
+    mt_service *svc;
+    mt_job job;                /* the batcher's view: items in queue order (longest first) */
+    int model;
+    mt_service_options opts;   /* target_lang: not kept (borrowed; used by prepare only) */
+    int n_texts, n_units, n_sents;
+    int *first_unit;           /* per text (n_texts + 1): its units [first_unit[t], first_unit[t+1]) */
+    char **texts;              /* per unit: what is segmented (copies; verbatim units: their bytes) */
+    size_t *lens;
+    int *verbatim;             /* per unit: 1 = copied to the output as is (HTML block tags) */
+    mt_protect **prot;         /* per unit: protected spans cut out (text), or NULL */
+    mt_markup **mk;            /* per unit: an HTML block's inline markup, or NULL */
+    mt_segment **segs;         /* per unit */
+    int *n_segs;
+    int html_nodes;            /* HTML translated text node by text node (output_ids) */
+    int32_t **ids;             /* per sentence, in text order */
+    int *src_lens;
+    int32_t **prefix;          /* per sentence: target_prefix ids, or NULL */
+    int *prefix_len;
+    int *item_of;              /* sentence (text order) -> index in job.items */
+    mt_translation *results;   /* per text, once done */
+    int outcome;
+    char message[256];
+    long target_tokens;
+    void (*done)(mt_service_job *, void *);
+    void *user;
+};
+
+/* rejoin.c: the batcher finished j (worker thread, or purge/abort): outcome, results,
+ * then j's callback. */
+void mt_service_job_finished(mt_job *job, void *user);
+
+#endif

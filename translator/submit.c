@@ -1,0 +1,440 @@
+/* submit.c: the request layer. A request is routed (source "auto": each text's language
+ * detected), split into one part per route, each part's options resolved for its model
+ * (the request's over the service's defaults over the model's, then the policy), and
+ * each part prepared as a job of the per-model layer (service.c). The parts run at once,
+ * side by side in the shared queue; when the last finishes, their translations are put
+ * back in request order and their stats merged, and the caller's callback runs once. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "error.h"
+#include "service_impl.h"
+
+enum { MAX_DETECT = 8 };
+
+typedef struct {
+    int route;
+    int n;                /* texts of the request routed here */
+    int *texts;           /* their indexes in the request */
+    mt_service_job *job;
+} part;
+
+struct mt_service_task {
+    mt_service *svc;
+    int n_texts, n_parts, main_route, detected, busy;
+    part *parts;
+    int *route_of;        /* per text */
+    double *conf;         /* per text: detection confidence (100: not detected per text) */
+    mt_translation *results;
+    atomic_int pending;   /* parts not finished, + 1 while start runs */
+    int outcome;
+    char message[256];
+    void (*done)(mt_service_task *, void *);
+    void *user;
+};
+
+void mt_service_request_init(mt_service_request *rq)
+{
+    memset(rq, 0, sizeof *rq);
+    rq->input = MT_FORMAT_TEXT;
+    rq->protect = MT_PROTECT_ALL;
+}
+
+/* ---------------------------------------------------------------- routing and detection */
+
+int mt_service_route(const mt_service *svc, const char *source, const char *target, int *detected, char *err,
+                     size_t errlen)
+{
+    return mt_langs_resolve(svc->langs, source, target, detected, err, errlen);
+}
+
+int mt_service_can_detect(const mt_service *svc) { return svc->detector != NULL; }
+
+/* The route from `code` into target, or -1. */
+static int route_from(const mt_service *svc, const char *code, const char *target)
+{
+    for (int r = 0; r < mt_langs_count(svc->langs); r++) {
+        const mt_route *rt = mt_langs_get(svc->langs, r);
+        if (strcasecmp(rt->source, code) == 0 && strcasecmp(rt->target, target) == 0) return r;
+    }
+    return -1;
+}
+
+int mt_service_detect(const mt_service *svc, const char *text, size_t len, const char *target,
+                      mt_detect_result *out, int max)
+{
+    if (!svc->detector) return -1;
+    mt_detect_result all[MAX_DETECT];
+    int n = mt_detect(svc->detector, text, len, all, MAX_DETECT);
+    if (n <= 0) return n;
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++)
+        if (!target || route_from(svc, all[i].code, target) >= 0) out[k++] = all[i];
+    return k;
+}
+
+/* The route of texts with no evidence of their own: what the request's texts taken
+ * together are in, else the first model into target; *conf its confidence. -1: none
+ * translates into target, or no memory. */
+static int fallback_route(const mt_service *svc, const mt_service_request *rq, double *conf)
+{
+    size_t total = 0;
+    for (int i = 0; i < rq->n; i++) total += rq->lens[i] + 1;
+    char *all = malloc(total + 1);
+    if (!all) return -1;
+    size_t off = 0;
+    for (int i = 0; i < rq->n; i++) {
+        memcpy(all + off, rq->texts[i], rq->lens[i]);
+        off += rq->lens[i];
+        all[off++] = '\n';
+    }
+    mt_detect_result res[1];
+    int m = mt_service_detect(svc, all, off, rq->target, res, 1);
+    free(all);
+    *conf = 0;
+    if (m > 0) {
+        *conf = res[0].confidence;
+        return route_from(svc, res[0].code, rq->target);
+    }
+    int det;
+    char e[256];
+    int r = mt_langs_resolve(svc->langs, "auto", rq->target, &det, e, sizeof e);
+    for (int i = 0; r < 0 && i < mt_langs_count(svc->langs); i++)
+        if (strcasecmp(mt_langs_get(svc->langs, i)->target, rq->target) == 0) r = i;
+    return r;
+}
+
+/* source "auto" with a detector: each text's route (t->route_of, t->conf). 1 when done,
+ * 0 when the request is not one for detection (or nothing translates into target: the
+ * plain resolution says so), -1 out of memory. */
+static int detect_routes(mt_service_task *t, const mt_service_request *rq)
+{
+    const mt_service *svc = t->svc;
+    if (!svc->detector || !rq->source || strcasecmp(rq->source, "auto") != 0 || !rq->target || rq->n == 0)
+        return 0;
+    int fallback = -2;
+    double fallback_conf = 0;
+    for (int i = 0; i < rq->n; i++) {
+        mt_detect_result res[1];
+        int n = mt_service_detect(svc, rq->texts[i], rq->lens[i], rq->target, res, 1);
+        t->route_of[i] = n > 0 ? route_from(svc, res[0].code, rq->target) : -1;
+        t->conf[i] = n > 0 ? res[0].confidence : 0;
+        if (t->route_of[i] >= 0) continue;
+        if (fallback == -2) fallback = fallback_route(svc, rq, &fallback_conf);
+        if (fallback < 0) return 0;
+        t->route_of[i] = fallback;
+        t->conf[i] = fallback_conf;
+    }
+    return 1;
+}
+
+/* ---------------------------------------------------------------- options */
+
+#define GIVEN(set, id) ((set) & (1u << (id)))
+
+int mt_service_resolve(const mt_service *svc, int route, const mt_service_request *rq, mt_service_options *opts,
+                       char *err, size_t errlen)
+{
+    const mt_route *r = mt_langs_get(svc->langs, route);
+    mt_service_options_default(svc, r->model, opts);
+    opts->input = rq->input;
+    opts->output_ids = rq->output_ids;
+    opts->target_lang = r->by_token ? r->target : NULL;
+    opts->target_prefix = rq->target_prefix;
+    opts->prefix_ids = rq->prefix_ids;
+    opts->protect = rq->protect;
+    opts->deadline = rq->deadline;
+    mt_decoding d = {opts->search, 0};
+    mt_decoding_merge(&d, &svc->defaults);
+    mt_decoding_merge(&d, &rq->decoding);
+    mt_search_options *o = &d.v;
+    unsigned set = rq->decoding.set;
+    if (!GIVEN(svc->defaults.set | set, MT_OPT_N_BEST)) o->n_best = 1;
+    /* n_best without a beam size widens the beam; sampling draws one hypothesis */
+    if (GIVEN(set, MT_OPT_N_BEST) && !GIVEN(set, MT_OPT_BEAM_SIZE) && o->beam_size < o->n_best)
+        o->beam_size = o->n_best;
+    if (o->sampling_topk != 1 && !GIVEN(set, MT_OPT_BEAM_SIZE) && o->n_best <= 1) o->beam_size = 1;
+    if (o->n_best > o->beam_size)
+        return mt_error(MT_SERVICE_INVALID, err, errlen, "n_best (%d) must not exceed beam_size (%d)", o->n_best,
+                        o->beam_size);
+    opts->search = *o;
+    return mt_service_check_options(svc, r->model, opts, err, errlen);
+}
+
+/* ---------------------------------------------------------------- submit */
+
+void mt_service_task_free(mt_service_task *t)
+{
+    if (!t) return;
+    for (int p = 0; p < t->n_parts; p++) {
+        mt_service_job_free(t->parts[p].job);
+        free(t->parts[p].texts);
+    }
+    for (int i = 0; t->results && i < t->n_texts; i++) mt_translation_clear(&t->results[i]);
+    free(t->results);
+    free(t->parts);
+    free(t->route_of);
+    free(t->conf);
+    free(t);
+}
+
+/* Groups the texts by route, routes in order of their first text. */
+static int make_parts(mt_service_task *t)
+{
+    t->parts = calloc((size_t)t->n_texts + 1, sizeof *t->parts);
+    if (!t->parts) return -1;
+    for (int i = 0; i < t->n_texts; i++) {
+        int p = 0;
+        while (p < t->n_parts && t->parts[p].route != t->route_of[i]) p++;
+        if (p == t->n_parts) {
+            t->parts[p].route = t->route_of[i];
+            if (!(t->parts[p].texts = calloc((size_t)t->n_texts, sizeof(int)))) return -1;
+            t->n_parts++;
+        }
+        t->parts[p].texts[t->parts[p].n++] = i;
+    }
+    if (t->n_texts == 0) { /* nothing to translate: one empty part answers for the route */
+        t->parts[0].route = t->main_route;
+        t->n_parts = 1;
+    }
+    return 0;
+}
+
+/* Resolves part p's options and prepares its texts. */
+static int prepare_part(mt_service_task *t, int p, const mt_service_request *rq, char *err, size_t errlen)
+{
+    part *pt = &t->parts[p];
+    size_t cap = (size_t)pt->n + 1;
+    const char **texts = calloc(cap, sizeof *texts), **prefix = calloc(cap, sizeof *prefix);
+    size_t *lens = calloc(cap, sizeof *lens);
+    int rc = MT_SERVICE_NOMEM;
+    if (!texts || !prefix || !lens) {
+        mt_error(-1, err, errlen, "out of memory");
+        goto out;
+    }
+    for (int k = 0; k < pt->n; k++) {
+        texts[k] = rq->texts[pt->texts[k]];
+        lens[k] = rq->lens[pt->texts[k]];
+        prefix[k] = rq->target_prefix ? rq->target_prefix[pt->texts[k]] : NULL;
+    }
+    mt_service_request sub = *rq;
+    sub.target_prefix = rq->target_prefix ? prefix : NULL;
+    mt_service_options opts;
+    if ((rc = mt_service_resolve(t->svc, pt->route, &sub, &opts, err, errlen))) goto out;
+    rc = mt_service_prepare(t->svc, mt_langs_get(t->svc->langs, pt->route)->model, &opts, pt->n, texts, lens,
+                            &pt->job, err, errlen);
+out:
+    free(texts), free(prefix), free(lens);
+    return rc;
+}
+
+int mt_service_submit(mt_service *svc, const mt_service_request *rq, mt_service_task **task, char *err,
+                      size_t errlen)
+{
+    *task = NULL;
+    mt_service_task *t = calloc(1, sizeof *t);
+    if (t) {
+        t->svc = svc;
+        t->n_texts = rq->n;
+        t->route_of = calloc((size_t)rq->n + 1, sizeof *t->route_of);
+        t->conf = calloc((size_t)rq->n + 1, sizeof *t->conf);
+    }
+    if (!t || !t->route_of || !t->conf) {
+        mt_service_task_free(t);
+        return mt_error(MT_SERVICE_NOMEM, err, errlen, "out of memory");
+    }
+    int per_text = detect_routes(t, rq);
+    if (per_text < 0) {
+        mt_service_task_free(t);
+        return mt_error(MT_SERVICE_NOMEM, err, errlen, "out of memory");
+    }
+    if (per_text) {
+        t->detected = 2;
+        t->main_route = t->route_of[0];
+    } else {
+        t->main_route = mt_service_route(svc, rq->source, rq->target, &t->detected, err, errlen);
+        if (t->main_route < 0) {
+            mt_service_task_free(t);
+            return MT_SERVICE_INVALID;
+        }
+        for (int i = 0; i < rq->n; i++) t->route_of[i] = t->main_route, t->conf[i] = 100;
+    }
+    if (make_parts(t)) {
+        mt_service_task_free(t);
+        return mt_error(MT_SERVICE_NOMEM, err, errlen, "out of memory");
+    }
+    for (int p = 0; p < t->n_parts; p++) {
+        int rc = prepare_part(t, p, rq, err, errlen);
+        if (rc) {
+            mt_service_task_free(t);
+            return rc;
+        }
+    }
+    *task = t;
+    return MT_SERVICE_OK;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* Every part is finished: the outcome, the results in request order, the metrics. */
+static void finish(mt_service_task *t)
+{
+    t->outcome = t->busy ? MT_SERVICE_BUSY : MT_SERVICE_OK;
+    for (int p = 0; p < t->n_parts && t->outcome == MT_SERVICE_OK; p++) {
+        const char *msg;
+        t->outcome = mt_service_job_outcome(t->parts[p].job, &msg);
+        if (t->outcome == MT_SERVICE_FAILED) snprintf(t->message, sizeof t->message, "%s", msg);
+    }
+    if (t->outcome == MT_SERVICE_OK && !(t->results = calloc((size_t)t->n_texts + 1, sizeof *t->results))) {
+        t->outcome = MT_SERVICE_FAILED;
+        snprintf(t->message, sizeof t->message, "out of memory");
+    }
+    for (int p = 0; p < t->n_parts && t->outcome == MT_SERVICE_OK; p++) {
+        part *pt = &t->parts[p];
+        for (int k = 0; k < pt->n; k++) { /* moved: the job keeps empty translations */
+            t->results[pt->texts[k]] = pt->job->results[k];
+            memset(&pt->job->results[k], 0, sizeof pt->job->results[k]);
+        }
+        if (t->svc->obs.translated && pt->n > 0) {
+            mt_service_stats st;
+            mt_service_job_stats(pt->job, &st);
+            t->svc->obs.translated(t->svc->obs.user, pt->job->model, st.sentences, st.source_tokens,
+                                   st.target_tokens);
+        }
+    }
+    t->done(t, t->user);
+}
+
+static void part_done(mt_service_job *job, void *user)
+{
+    (void)job;
+    mt_service_task *t = user;
+    if (atomic_fetch_sub(&t->pending, 1) == 1) finish(t);
+}
+
+int mt_service_task_start(mt_service_task *t, void (*done)(mt_service_task *, void *), void *user)
+{
+    t->done = done;
+    t->user = user;
+    atomic_store(&t->pending, t->n_parts + 1);
+    for (int p = 0; p < t->n_parts; p++) {
+        if (mt_service_run(t->svc, t->parts[p].job, part_done, t) == MT_SERVICE_OK) continue;
+        if (p == 0) return MT_SERVICE_BUSY; /* nothing started: done will not run */
+        t->busy = 1; /* the parts started stop; the task answers busy */
+        for (int q = 0; q < p; q++) mt_service_job_cancel(t->parts[q].job, MT_SERVICE_SHUTDOWN);
+        atomic_fetch_sub(&t->pending, t->n_parts - p);
+        mt_service_purge(t->svc);
+        break;
+    }
+    if (atomic_fetch_sub(&t->pending, 1) == 1) finish(t);
+    return MT_SERVICE_OK;
+}
+
+int mt_service_task_cancel(mt_service_task *t, int reason)
+{
+    int did = 0;
+    for (int p = 0; p < t->n_parts; p++) did |= mt_service_job_cancel(t->parts[p].job, reason);
+    return did;
+}
+
+int mt_service_task_expire(mt_service_task *t, double now)
+{
+    int did = 0;
+    for (int p = 0; p < t->n_parts; p++) did |= mt_service_job_expire(t->parts[p].job, now);
+    return did;
+}
+
+int mt_service_task_outcome(const mt_service_task *t, const char **message)
+{
+    if (message) *message = t->message;
+    return t->outcome;
+}
+
+const mt_translation *mt_service_task_results(const mt_service_task *t) { return t->results; }
+
+const mt_route *mt_service_task_route(const mt_service_task *t, int i)
+{
+    return mt_langs_get(t->svc->langs, i >= 0 && i < t->n_texts ? t->route_of[i] : t->main_route);
+}
+
+int mt_service_task_detected(const mt_service_task *t) { return t->detected; }
+
+double mt_service_task_confidence(const mt_service_task *t, int i)
+{
+    return i >= 0 && i < t->n_texts ? t->conf[i] : 100;
+}
+
+void mt_service_task_stats(const mt_service_task *t, mt_service_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->texts = t->n_texts;
+    for (int p = 0; p < t->n_parts; p++) {
+        mt_service_stats s;
+        mt_service_job_stats(t->parts[p].job, &s);
+        st->sentences += s.sentences;
+        st->source_tokens += s.source_tokens;
+        st->target_tokens += s.target_tokens;
+        if (s.t_submitted > 0 && (st->t_submitted == 0 || s.t_submitted < st->t_submitted))
+            st->t_submitted = s.t_submitted;
+        if (s.t_started > 0 && (st->t_started == 0 || s.t_started < st->t_started)) st->t_started = s.t_started;
+        if (s.t_done > st->t_done) st->t_done = s.t_done;
+    }
+}
+
+/* ---------------------------------------------------------------- blocking use */
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done;
+} waiter;
+
+static void wake(mt_service_task *t, void *user)
+{
+    (void)t;
+    waiter *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, mt_translation *out, char *err,
+                                 size_t errlen)
+{
+    memset(out, 0, sizeof *out * (size_t)rq->n);
+    mt_service_task *t;
+    int rc = mt_service_submit(svc, rq, &t, err, errlen);
+    if (rc) return rc;
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    rc = mt_service_task_start(t, wake, &w);
+    if (rc) {
+        mt_error(-1, err, errlen, "the translation queue is full");
+    } else {
+        pthread_mutex_lock(&w.mu);
+        while (!w.done) pthread_cond_wait(&w.cond, &w.mu);
+        pthread_mutex_unlock(&w.mu);
+        const char *msg;
+        rc = mt_service_task_outcome(t, &msg);
+        if (rc == MT_SERVICE_OK) {
+            for (int i = 0; i < rq->n; i++) {
+                out[i] = t->results[i];
+                memset(&t->results[i], 0, sizeof t->results[i]);
+            }
+        } else if (rc == MT_SERVICE_FAILED) {
+            mt_error(-1, err, errlen, "%s", msg);
+        } else if (rc == MT_SERVICE_BUSY) {
+            mt_error(-1, err, errlen, "the translation queue is full");
+        } else {
+            mt_error(-1, err, errlen, "translation was cancelled");
+        }
+    }
+    mt_service_task_free(t);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.mu);
+    return rc;
+}
