@@ -28,13 +28,15 @@
 #   --threads N     threads of each direction's trainer (default 1; 2 when training one
 #                   direction on two cores)
 #   --run-dir DIR   checkpoints and logs in DIR/<pair> (default runs)
+#   --manpages N    add the translated manual pages (tools/corpus/manpages.py, written to
+#                   runs/corpus/ on first use) N times to the mixture (data dir: -manN)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
 # runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
 # is rewritten at every checkpoint; rerun with the same options plus RESUME=1 to resume
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs man=0
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -47,7 +49,8 @@ while [ $# -gt 0 ]; do
     --tatoeba-times) tat=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --run-dir) runs=$2; shift 2 ;;
-    *) sed -n '2,36p' "$0" >&2; exit 2 ;;
+    --manpages) man=$2; shift 2 ;;
+    *) sed -n '2,38p' "$0" >&2; exit 2 ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
@@ -74,15 +77,22 @@ else
   [ "$tat" = 3 ] || data=$data-tatoeba$tat
   vocab_opts=()
 fi
+corpus_opts=()
+if [ "$man" != 0 ]; then
+  data=$data-man$man
+  corpus=runs/corpus/manpages.en-$lang.tsv.gz
+  [ -f "$corpus" ] || /usr/bin/python3 tools/corpus/manpages.py --lang "$lang" --out "$corpus" --shared "$shared"
+  corpus_opts=(--extra "$corpus:$man")
+fi
 if [ "$cont" = 1 ]; then
   # A continued run tokenizes with its model's own vocabulary: no new one is trained.
   if [ ! -f "$data/train.en.gz" ]; then
     /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-        --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" --skip-vocab
+        --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" --skip-vocab
   fi
 elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
   /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-      --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${vocab_opts[@]}"
+      --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" "${vocab_opts[@]}"
 fi
 export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
        MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1

@@ -187,6 +187,9 @@ def main():
     p.add_argument("--multi30k-times", type=int, default=3)
     p.add_argument("--tatoeba-times", type=int, default=2)
     p.add_argument("--debian-times", type=int, default=1)
+    p.add_argument("--extra", action="append", default=[], metavar="PATH[:TIMES]",
+                   help="a further corpus (gzip TSV: en, X, source; tools/corpus/ makes "
+                        "them) and its copies in the mixture (default 1); repeatable")
     p.add_argument("--valid-per-corpus", type=int, default=500)
     p.add_argument("--vocab-size", type=int, default=16000)
     p.add_argument("--spm-sentences", type=int, default=1500000,
@@ -221,6 +224,10 @@ def main():
         "tatoeba": (f"{data}/tatoeba/train.en-{x}.tsv.gz", None, args.tatoeba_times),
         "debian-l10n": (f"{data}/debian-l10n/train.en-{x}.tsv.gz", None, args.debian_times),
     }
+    for spec in args.extra:
+        path, _, times = spec.partition(":")
+        name = os.path.basename(path).split(".")[0]
+        corpora[name] = (path, None, int(times or 1))
     mixture, distinct, counts = [], set(), {}
     for name, (path, path_x, times) in corpora.items():
         if times == 0:
@@ -230,7 +237,7 @@ def main():
                 and eval_key(t) not in held_keys]
         mixture.extend(kept * times)
         distinct.update(kept)
-        if name != "multi30k" and not args.no_byte_fallback and args.symbol_pairs:
+        if name in ("tatoeba", "debian-l10n") and not args.no_byte_fallback and args.symbol_pairs:
             # Byte pieces the model never saw it cannot copy: emoji and symbols are
             # almost absent from the corpora, so a few examples teach the copying.
             extra = symbol_pairs(kept, args.symbol_pairs, sym_rng)
