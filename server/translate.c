@@ -20,11 +20,8 @@ int srv_key_equal(const char *a, const char *b)
     return d == 0;
 }
 
-/* 0 when no keys are configured or a configured key is presented; else 403 + message. */
-int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
+const char *srv_presented_key(req_ctx *c, const json_t *obj)
 {
-    const mt_config *cfg = s->cfg;
-    if (cfg->n_api_keys == 0) return 0;
     /* The body's api_key, else the query's (?api_key=, as LibreTranslate clients send it),
      * else the headers; an empty one counts as absent (clients send "" with a header key). */
     const char *key = mt_request_api_key(obj);
@@ -35,9 +32,19 @@ int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, si
     if (!key && auth && strncasecmp(auth, "Bearer ", 7) == 0) {
         key = auth + 7;
         while (*key == ' ') key++;
+        if (!*key) key = NULL; /* an empty "Bearer " does not hide an X-API-Key */
     }
     if (!key) key = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-API-Key");
-    if (!key || !*key) {
+    return key && *key ? key : NULL;
+}
+
+/* 0 when no keys are configured or a configured key is presented; else 403 + message. */
+int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
+{
+    const mt_config *cfg = s->cfg;
+    if (cfg->n_api_keys == 0) return 0;
+    const char *key = srv_presented_key(c, obj);
+    if (!key) {
         snprintf(err, errlen, "missing API key: send \"api_key\" in the body, an "
                  "\"Authorization: Bearer KEY\" or an \"X-API-Key\" header");
         return 403;
@@ -205,12 +212,13 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
 {
     if (c->rejected) {
         mt_metrics_rejected(s->metrics);
-        /* Refused by the queue: full, or the work ahead of it would outlast its timeout.
-         * Retry-After: when, at the measured pace, the queue is down to half the timeout. */
+        /* Refused by the queue: the work ahead of it would outlast its timeout (the queue
+         * only refuses that with work ahead), or the queue is full. Retry-After: when, at
+         * the measured pace, the work ahead is down to half the timeout. */
         double backlog = mt_service_backlog_seconds(s->svc), timeout = s->cfg->request_timeout;
         long retry = timeout > 0 && backlog > timeout / 2 ? (long)ceil(backlog - timeout / 2) : 1;
-        char msg[200], after[24];
-        if (timeout > 0 && backlog > timeout / 2)
+        char msg[240], after[24];
+        if (timeout > 0 && backlog > 0)
             snprintf(msg, sizeof msg, "server overloaded: the queue holds about %.0f s of work and this "
                      "request would not finish within the request timeout (%g s); retry after %ld s",
                      backlog, timeout, retry);

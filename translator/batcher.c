@@ -19,7 +19,7 @@ typedef struct {
     pthread_t thread;
     int started;
     mt_state **states;      /* one per model */
-    mt_item **cand;         /* scan window: 4 x max_sentences */
+    mt_item **cand;         /* the batch being formed: max_sentences */
     mt_item **batch;        /* max_sentences */
     const int32_t **src;
     int *lens;
@@ -51,6 +51,11 @@ struct mt_batcher {
     int n_jobs;
     int arriving, busy, stopping;
     int scan_cap;
+    /* Measured throughput, for admission: source tokens and seconds of one worker's
+     * batches, both decayed by 0.9 a batch (their ratio weighs big batches by their size),
+     * the batches measured, and the source tokens queued and running now. */
+    double pace_tokens, pace_secs;
+    long n_measured, queued_tokens, running_tokens;
     /* Recent job completions and submissions (ring buffers of times): a client whose
      * request just finished is likely to send the next one, so a batch that is not
      * full waits a little for those expected arrivals. */
@@ -98,6 +103,7 @@ static void unlink_item(mt_batcher *b, mt_item *it)
     else b->tail = it->prev;
     it->next = it->prev = NULL;
     b->n_queued--;
+    b->queued_tokens -= it->len;
 }
 
 int mt_job_cancel(mt_job *job, int reason)
@@ -169,14 +175,6 @@ static int same_options(const mt_job *a, const mt_job *b)
     return a->model == b->model && mt_options_same_batch(&a->opts, &b->opts);
 }
 
-static int by_length(const void *pa, const void *pb)
-{
-    const mt_item *a = *(const mt_item *const *)pa, *b = *(const mt_item *const *)pb;
-    if (a->len != b->len) return a->len < b->len ? -1 : 1;
-    if (a->t_queued != b->t_queued) return a->t_queued < b->t_queued ? -1 : 1;
-    return a < b ? -1 : a > b;
-}
-
 static void add_ms(struct timespec *ts, double seconds)
 {
     double whole = (double)(long)seconds;
@@ -209,9 +207,7 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
 {
     for (;;) {
         double now = mt_now();
-        mt_item *head = NULL, *fresh = NULL;
-        int n = 0;
-        long tokens = 0;
+        mt_item *head = NULL;
         for (mt_item *it = b->head, *next; it; it = next) {
             next = it->next;
             if (job_stopped(it->job, now)) {
@@ -222,21 +218,6 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
                 continue;
             }
             if (!head) head = it;
-            if (!fresh && it->job->t_started == 0) fresh = it;
-        }
-        /* Fair share: the batch is built around the oldest sentence of a request that has
-         * not started yet, if any, else the oldest sentence. A one-sentence request then
-         * waits behind at most the batch running now, not behind every sentence of a big
-         * request queued before it; the big one's sentences still fill the batch. */
-        if (fresh) head = fresh;
-        if (head) {
-            w->cand[n++] = head;
-            tokens += head->len;
-            for (mt_item *it = b->head; it && n < b->scan_cap; it = it->next)
-                if (it != head && same_options(head->job, it->job)) {
-                    w->cand[n++] = it;
-                    tokens += it->len;
-                }
         }
         if (*chain) return -1;
         if (!head) {
@@ -244,8 +225,38 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
             pthread_cond_wait(&b->cond, &b->mu);
             continue;
         }
+        /* First come, first served across requests: the batch is built around the oldest
+         * queued sentence and filled in arrival order, so every batch moves the oldest
+         * request on and no request is overtaken indefinitely by later ones (age wins over
+         * batch shape: sentences are not picked by length). One concession keeps short
+         * requests quick: the first sentence of each request that has not started yet
+         * (in arrival order) gets a place, at most a quarter of the batch, so a
+         * one-sentence request waits behind the running batch, not behind every sentence
+         * of a big request queued before it. */
+        int n = 0, maxlen = 0;
+        int fresh_cap = b->cfg.max_sentences / 4 > 0 ? b->cfg.max_sentences / 4 : 1;
+        for (int pass = 0; pass < 3 && n < b->cfg.max_sentences; pass++) {
+            int fresh = 0;
+            for (mt_item *it = pass == 0 ? head : b->head; it && n < b->cfg.max_sentences;
+                 it = pass == 0 ? NULL : it->next) {
+                if (it->in_batch || !same_options(head->job, it->job)) continue;
+                /* pass 1: one sentence of each request that has not started */
+                if (pass == 1 && (it->job->t_started != 0 || it->job->fresh_taken || fresh >= fresh_cap))
+                    continue;
+                int len = it->len > maxlen ? it->len : maxlen;
+                if (n > 0 && (long)(n + 1) * len > b->cfg.max_tokens) continue;
+                if (pass == 1) it->job->fresh_taken = 1, fresh++;
+                it->in_batch = 1;
+                w->cand[n++] = it;
+                maxlen = len;
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            w->cand[i]->in_batch = 0;
+            w->cand[i]->job->fresh_taken = 0;
+        }
         /* Wait for sentences of requests still being prepared, unless the batch is full. */
-        int full = n >= b->cfg.max_sentences || tokens >= b->cfg.max_tokens;
+        int full = n >= b->cfg.max_sentences || (long)(n + 1) * maxlen > b->cfg.max_tokens;
         double until = head->t_queued + b->cfg.max_wait_ms / 1000.0;
         if (!full && !b->stopping && now < until && expected_arrivals(b, now) > 0) {
             struct timespec ts;
@@ -253,38 +264,11 @@ static int form_batch_locked(mt_batcher *b, worker *w, mt_job **chain)
             pthread_cond_timedwait(&b->cond, &b->mu, &ts);
             continue;
         }
-        /* Around the oldest sentence, take the ones closest to its length. */
-        qsort(w->cand, (size_t)n, sizeof *w->cand, by_length);
-        int h = 0;
-        while (w->cand[h] != head) h++;
-        int lo = h, hi = h, count = 1, maxlen = head->len;
-        while (count < b->cfg.max_sentences) {
-            mt_item *l = lo > 0 ? w->cand[lo - 1] : NULL;
-            mt_item *r = hi + 1 < n ? w->cand[hi + 1] : NULL;
-            if (l && (long)(count + 1) * (maxlen > l->len ? maxlen : l->len) > b->cfg.max_tokens)
-                l = NULL;
-            if (r && (long)(count + 1) * (maxlen > r->len ? maxlen : r->len) > b->cfg.max_tokens)
-                r = NULL;
-            if (!l && !r) break;
-            int take_left;
-            if (!r) take_left = 1;
-            else if (!l) take_left = 0;
-            else {
-                int dl = head->len - l->len, dr = r->len - head->len;
-                take_left = dl < dr || (dl == dr && l->t_queued <= r->t_queued);
-            }
-            if (take_left) {
-                lo--;
-                if (l->len > maxlen) maxlen = l->len;
-            } else {
-                hi++;
-                if (r->len > maxlen) maxlen = r->len;
-            }
-            count++;
-        }
+        int count = n;
         for (int i = 0; i < count; i++) {
-            mt_item *it = w->cand[lo + i];
+            mt_item *it = w->cand[i];
             unlink_item(b, it);
+            b->running_tokens += it->len;
             w->batch[i] = it;
             if (it->job->t_started == 0) {
                 it->job->t_started = now;
@@ -499,8 +483,16 @@ static void run_batch(mt_batcher *b, worker *w, int n)
     long cancelled = 0;
     for (int i = 0; i < n; i++) cancelled += w->batch[i]->status == MT_ERR_CANCELLED;
     if (cancelled && b->obs.cancelled) b->obs.cancelled(b->obs.user, cancelled);
+    long tokens = 0;
+    for (int i = 0; i < n; i++) tokens += w->lens[i];
     mt_job *chain = NULL;
     pthread_mutex_lock(&b->mu);
+    b->running_tokens -= tokens;
+    if (rc >= 0 && t1 > t0) { /* a worker's pace over the last batches */
+        b->pace_tokens = 0.9 * b->pace_tokens + (double)tokens;
+        b->pace_secs = 0.9 * b->pace_secs + (t1 - t0);
+        b->n_measured++;
+    }
     for (int i = 0; i < n; i++) {
         mt_item *it = w->batch[i];
         if (it->status != MT_OK && it->status != MT_ERR_CANCELLED && !it->job->error) {
@@ -588,7 +580,7 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
     b->models = models;
     b->n_models = n_models;
     if (obs) b->obs = *obs;
-    b->scan_cap = 4 * b->cfg.max_sentences;
+    b->scan_cap = b->cfg.max_sentences;
     pthread_mutex_init(&b->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -660,8 +652,35 @@ void mt_batcher_free(mt_batcher *b)
     free(b);
 }
 
+/* Seconds the workers need, at the measured pace, for `tokens` source tokens (0 until a
+ * few batches have been measured: no guessing). */
+static double seconds_for_locked(const mt_batcher *b, long tokens)
+{
+    if (b->n_measured < 3 || b->pace_tokens <= 0 || b->pace_secs <= 0) return 0;
+    return (double)tokens * b->pace_secs / (b->pace_tokens * b->n_workers);
+}
+
+/* Seconds the queue needs to finish what is queued and running and then job; 0 when
+ * nothing is ahead of it (waiting would not help a job that is too big on its own). */
+static double admission_wait_locked(const mt_batcher *b, const mt_job *job)
+{
+    long ahead = b->queued_tokens + b->running_tokens, own = 0;
+    if (ahead <= 0) return 0;
+    for (int i = 0; i < job->n_items; i++) own += job->items[i].len;
+    return seconds_for_locked(b, ahead + own);
+}
+
+double mt_batcher_backlog_seconds(mt_batcher *b)
+{
+    pthread_mutex_lock(&b->mu);
+    double s = seconds_for_locked(b, b->queued_tokens + b->running_tokens);
+    pthread_mutex_unlock(&b->mu);
+    return s;
+}
+
 int mt_batcher_submit(mt_batcher *b, mt_job *job)
 {
+    job->retry_after = 0;
     if (job->n_items < 1) return -1;
     pthread_mutex_lock(&b->mu);
     if (b->stopping || b->n_jobs >= b->cfg.capacity) {
@@ -669,6 +688,14 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
         return -1;
     }
     double now = mt_now();
+    double need = admission_wait_locked(b, job);
+    if (job->deadline > 0 && need > job->deadline - now) {
+        /* It would wait out its deadline in the queue: refused now, with the time after
+         * which the work ahead of it should have shrunk enough. */
+        job->retry_after = need - (job->deadline - now);
+        pthread_mutex_unlock(&b->mu);
+        return -2;
+    }
     job->t_submitted = now;
     b->submit_times[b->submit_pos] = now;
     b->submit_pos = (b->submit_pos + 1) % RING;
@@ -697,10 +724,12 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
         }
         it->next = NULL;
         it->prev = b->tail;
+        it->in_batch = 0;
         if (b->tail) b->tail->next = it;
         else b->head = it;
         b->tail = it;
         b->n_queued++;
+        b->queued_tokens += it->len;
     }
     pthread_cond_broadcast(&b->cond);
     pthread_mutex_unlock(&b->mu);

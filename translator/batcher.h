@@ -3,10 +3,13 @@
  * (callers of the library see service.h, which speaks texts, not ids).
  *
  * A job is one service request's work: its encoded sentences, the model and the search
- * options. Jobs are admitted up to a capacity (beyond it submit fails: answer 503).
- * Sentences of all admitted jobs wait in one FIFO; a worker takes the oldest sentence
- * and fills a batch with queued sentences that use the same model and options, those
- * closest in length first, within max_sentences and max_tokens (padded). While more
+ * options. Jobs are admitted up to a capacity (beyond it submit fails: answer 503), and
+ * only when the work ahead of them and their own can be done before their deadline at
+ * the pace measured so far (else submit fails at once rather than letting the job time
+ * out in the queue). Sentences of all admitted jobs wait in one FIFO; a worker takes the
+ * oldest sentence and fills the batch in arrival order with queued sentences that use the
+ * same model and options, within max_sentences and max_tokens (padded), giving at most a
+ * quarter of it to one sentence each of requests that have not started yet. While more
  * requests are expected (being prepared, see mt_batcher_arriving, or from clients whose
  * previous request just finished) and the batch is not full, it waits up to max_wait_ms
  * (from the oldest sentence's arrival) for them; a lone client never waits. Each result goes back to its own sentence; when a job's last
@@ -52,6 +55,7 @@ struct mt_item {
                            * source position attended most; else NULL */
     /* private to the batcher */
     double t_queued;
+    int in_batch;         /* picked for the batch being formed */
     mt_item *next, *prev; /* queue links */
 };
 
@@ -70,7 +74,9 @@ struct mt_job {
     int error;                 /* 1: a batch failed; error_text says why */
     char error_text[256];
     double t_submitted, t_started, t_done; /* monotonic seconds; t_started: first batch */
+    double retry_after;        /* submit refused it (-2): seconds until the queue could finish it */
     /* private to the batcher */
+    int fresh_taken;           /* has a place in the batch being formed */
     mt_job *jnext, *jprev;     /* admitted jobs; jnext also chains finished jobs */
 };
 
@@ -102,8 +108,13 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
 /* Cancels what is queued or running (MT_JOB_SHUTDOWN), joins the workers, frees. */
 void mt_batcher_free(mt_batcher *b);
 
-/* Queues a job with at least one item. Returns 0, or -1 when at capacity or stopping. */
+/* Queues a job with at least one item. Returns 0, -1 when at capacity or stopping, or -2
+ * when, at the pace measured so far, the work queued ahead of it and its own would not
+ * be done before its deadline (job->retry_after: the seconds after which it would). */
 int mt_batcher_submit(mt_batcher *b, mt_job *job);
+/* Seconds the workers need, at the measured pace, for what is queued and running now
+ * (0 before anything was measured). */
+double mt_batcher_backlog_seconds(mt_batcher *b);
 /* Requests being prepared that will be submitted soon (+1 before parsing, -1 after):
  * batches wait for them up to max_wait_ms. */
 void mt_batcher_arriving(mt_batcher *b, int delta);

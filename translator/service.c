@@ -606,3 +606,4 @@ void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *b
     mt_batcher_gauges(svc->batcher, queued_sentences, jobs, busy_workers, workers);
 }
 
+double mt_service_backlog_seconds(mt_service *svc) { return mt_batcher_backlog_seconds(svc->batcher); }

@@ -238,6 +238,10 @@ int mt_service_cache_stats(mt_service *svc, long *hits, long *misses, long *entr
 /* Queue numbers for /metrics. */
 void mt_service_gauges(mt_service *svc, int *queued_sentences, int *jobs, int *busy_workers,
                        int *workers);
+/* Seconds the workers need, at the pace measured so far, for the work queued and running
+ * now (0 before anything was measured). A request whose deadline falls before the queue
+ * could finish it is refused with MT_SERVICE_BUSY rather than left to time out. */
+double mt_service_backlog_seconds(mt_service *svc);
 
 /* CLOCK_MONOTONIC in seconds (the clock of deadlines and stats). */
 double mt_now(void);
