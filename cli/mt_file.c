@@ -1,4 +1,4 @@
-/* mt_file.c: mt-translate FILE (issue 14): a .txt, .html, .srt, .docx or .odt file
+/* mt_file.c: mt-translate FILE: a .txt, .html, .srt, .docx or .odt file
  * translated through formats/ (the same code as the server's /translate_file) into an
  * output file, with a progress bar on stderr when stderr is a terminal. */
 #include "mt_file.h"
@@ -12,7 +12,7 @@
 
 typedef struct {
     mt_service *svc;
-    const mt_service_options *opts;
+    const mt_service_request *rq; /* the command line's request (its texts unset) */
     int bar;          /* stderr is a terminal */
     const char *name; /* shown before the bar */
 } file_ctx;
@@ -21,14 +21,17 @@ static int translate_units(void *user, const char *const *texts, const size_t *l
                            int html, char **out, char *err, size_t errlen)
 {
     file_ctx *fc = user;
-    mt_service_options o = *fc->opts;
-    o.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    mt_service_request rq = *fc->rq;
+    rq.n = n;
+    rq.texts = texts;
+    rq.lens = lens;
+    rq.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
     mt_translation *res = calloc((size_t)n, sizeof *res);
     if (!res) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (mt_service_translate(fc->svc, 0, &o, n, texts, lens, res, err, errlen) != MT_SERVICE_OK) {
+    if (mt_service_translate_request(fc->svc, &rq, res, err, errlen) != MT_SERVICE_OK) {
         free(res);
         return -1;
     }
@@ -71,7 +74,7 @@ static char *default_output(const char *in, const char *target)
     return out;
 }
 
-int mt_cli_translate_file(mt_service *svc, const mt_service_options *opts, const char *in,
+int mt_cli_translate_file(mt_service *svc, const mt_service_request *rq, const char *in,
                           const char *out_path, const char *target)
 {
     FILE *f = fopen(in, "rb");
@@ -98,7 +101,7 @@ int mt_cli_translate_file(mt_service *svc, const mt_service_options *opts, const
         return 1;
     }
     mt_format_global_init();
-    file_ctx fc = {svc, opts, isatty(2), strrchr(in, '/') ? strrchr(in, '/') + 1 : in};
+    file_ctx fc = {svc, rq, isatty(2), strrchr(in, '/') ? strrchr(in, '/') + 1 : in};
     unsigned char *out = NULL;
     size_t out_len = 0;
     char err[512];

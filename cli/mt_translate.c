@@ -1,7 +1,9 @@
 /* mt-translate: translates UTF-8 lines from stdin to stdout, one output line per input
- * line, in order; with --input html, the whole input is one HTML document. It only turns
- * arguments into service options and prints results: the translation service
- * (translator/service.h) that mt-server uses runs the pipeline, batching the sentences of
+ * line, in order; with --input html, the whole input is one HTML document; with a FILE,
+ * a document through formats/ (mt_file.c). It only turns arguments into a service
+ * request (the decoding flags come from the options table, translator/options.h) and
+ * prints results: the translation service (translator/service.h) that mt-server uses
+ * loads the model, resolves the options and runs the pipeline, batching the sentences of
  * a chunk of lines by length across --workers threads, so both always agree. */
 #include <errno.h>
 #include <getopt.h>
@@ -210,7 +212,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
 }
 
 /* --input html: translates all of stdin as one document. */
-static int translate_document(mt_service *svc, const mt_service_options *opts)
+static int translate_document(mt_service *svc, const mt_service_request *base)
 {
     size_t len = 0, cap = 1 << 16, got;
     char *doc = malloc(cap), err[512];
@@ -230,7 +232,11 @@ static int translate_document(mt_service *svc, const mt_service_options *opts)
     }
     mt_translation out;
     const char *text = doc;
-    int rc = mt_service_translate(svc, 0, opts, 1, &text, &len, &out, err, sizeof err);
+    mt_service_request rq = *base;
+    rq.n = 1;
+    rq.texts = &text;
+    rq.lens = &len;
+    int rc = mt_service_translate_request(svc, &rq, &out, err, sizeof err);
     free(doc);
     if (rc) {
         fprintf(stderr, "mt-translate: %s\n", err);
@@ -282,9 +288,10 @@ static void print_json(const mt_translation *t)
 }
 
 static int output_json;
+static int n_best_out; /* hypotheses printed per line */
 
 /* Translates and prints lines[0, n). */
-static int flush_lines(mt_service *svc, const mt_service_options *opts, char **lines, size_t *lens, int n,
+static int flush_lines(mt_service *svc, const mt_service_request *rq, char **lines, size_t *lens, int n,
                        long first_index)
 {
     mt_translation *out = calloc((size_t)n + 1, sizeof *out);
@@ -293,7 +300,11 @@ static int flush_lines(mt_service *svc, const mt_service_options *opts, char **l
         fprintf(stderr, "mt-translate: out of memory\n");
         return -1;
     }
-    if (mt_service_translate(svc, 0, opts, n, (const char *const *)lines, lens, out, err, sizeof err)) {
+    mt_service_request r = *rq;
+    r.n = n;
+    r.texts = (const char *const *)lines;
+    r.lens = lens;
+    if (mt_service_translate_request(svc, &r, out, err, sizeof err)) {
         fprintf(stderr, "mt-translate: %s\n", err);
         free(out);
         return -1;
@@ -301,7 +312,7 @@ static int flush_lines(mt_service *svc, const mt_service_options *opts, char **l
     for (int i = 0; i < n; i++) {
         if (output_json) {
             print_json(&out[i]);
-        } else if (opts->search.n_best == 1) {
+        } else if (n_best_out == 1) {
             fputs(out[i].texts[0], stdout);
             fputc('\n', stdout);
         } else {
@@ -315,19 +326,19 @@ static int flush_lines(mt_service *svc, const mt_service_options *opts, char **l
 }
 
 /* Translates and prints lines[0, n), the one --target-prefix applying to each. */
-static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **lines, size_t *lens, int n,
+static int flush_chunk(mt_service *svc, const mt_service_request *rq, char **lines, size_t *lens, int n,
                        long first_index)
 {
     const char **prefixes = NULL;
-    mt_service_options o = *opts;
-    if (opts->target_prefix) { /* one prefix for every line */
+    mt_service_request o = *rq;
+    if (rq->target_prefix) { /* one prefix for every line */
         prefixes = malloc(sizeof *prefixes * (size_t)n);
         if (!prefixes) {
             fprintf(stderr, "mt-translate: out of memory\n");
             return -1;
         }
         for (int i = 0; i < n; i++)
-            prefixes[i] = opts->target_prefix[0];
+            prefixes[i] = rq->target_prefix[0];
         o.target_prefix = prefixes;
     }
     int rc = flush_lines(svc, &o, lines, lens, n, first_index);
@@ -335,25 +346,24 @@ static int flush_chunk(mt_service *svc, const mt_service_options *opts, char **l
     return rc;
 }
 
-/* The service's options for the command line's request (route 0: the one model), with
- * the policy and checks every front end gets; 0, or -1 after a message. */
-static int build_options(const mt_service *svc, const cli_args *a, mt_service_options *opts)
+/* The command line's request (texts unset), checked as the service will resolve it (the
+ * policy and ranges every front end gets; *opts: the result); 0, or -1 after a message. */
+static int build_request(const mt_service *svc, const cli_args *a, mt_service_request *rq, mt_service_options *opts)
 {
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.decoding = a->decoding;
-    rq.input = a->input_ids ? MT_FORMAT_IDS : a->input_html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
-    rq.output_ids = a->output_ids;
+    mt_service_request_init(rq);
+    rq->decoding = a->decoding;
+    rq->input = a->input_ids ? MT_FORMAT_IDS : a->input_html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
+    rq->output_ids = a->output_ids;
     if (a->no_protect)
-        rq.protect = 0;
+        rq->protect = 0;
     static const char *prefix[1];
     prefix[0] = a->prefix ? a->prefix : a->prefix_ids;
     if (prefix[0]) {
-        rq.target_prefix = prefix;
-        rq.prefix_ids = a->prefix_ids != NULL;
+        rq->target_prefix = prefix;
+        rq->prefix_ids = a->prefix_ids != NULL;
     }
     char err[512];
-    if (mt_service_resolve(svc, 0, &rq, opts, err, sizeof err)) {
+    if (mt_service_resolve(svc, 0, rq, opts, err, sizeof err)) {
         fprintf(stderr, "mt-translate: %s\n", err);
         return -1;
     }
@@ -361,7 +371,7 @@ static int build_options(const mt_service *svc, const cli_args *a, mt_service_op
 }
 
 /* Reads stdin's lines and translates them CHUNK_LINES at a time. */
-static int translate_lines(mt_service *svc, const mt_service_options *opts)
+static int translate_lines(mt_service *svc, const mt_service_request *rq)
 {
     char **lines = calloc(CHUNK_LINES, sizeof *lines);
     size_t *lens = calloc(CHUNK_LINES, sizeof *lens);
@@ -378,7 +388,7 @@ static int translate_lines(mt_service *svc, const mt_service_options *opts)
         line = NULL;
         cap = 0;
         if (n == CHUNK_LINES) {
-            rc = flush_chunk(svc, opts, lines, lens, n, done) ? 1 : 0;
+            rc = flush_chunk(svc, rq, lines, lens, n, done) ? 1 : 0;
             for (int i = 0; i < n; i++)
                 free(lines[i]);
             done += n;
@@ -387,7 +397,7 @@ static int translate_lines(mt_service *svc, const mt_service_options *opts)
     }
     free(line);
     if (!rc && n)
-        rc = flush_chunk(svc, opts, lines, lens, n, done) ? 1 : 0;
+        rc = flush_chunk(svc, rq, lines, lens, n, done) ? 1 : 0;
     for (int i = 0; i < n; i++)
         free(lines[i]);
     free(lines);
@@ -429,9 +439,11 @@ int main(int argc, char **argv)
         return 1;
     }
     const mt_service_model *m = mt_service_model_info(svc, 0);
+    mt_service_request rq;
     mt_service_options opts;
     int rc = 2;
-    if (build_options(svc, &a, &opts) == 0) {
+    if (build_request(svc, &a, &rq, &opts) == 0) {
+        n_best_out = opts.search.n_best;
         if (a.verbose)
             fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
                     m->name, m->source, m->target, opts.search.beam_size, mt_service_blas_name(), a.workers,
@@ -439,9 +451,9 @@ int main(int argc, char **argv)
         if (a.verbose)
             fprintf(stderr, "mt-translate: model compute type %s\n", m->compute_detail);
         if (a.file)
-            rc = mt_cli_translate_file(svc, &opts, a.file, a.output_file, m->target);
+            rc = mt_cli_translate_file(svc, &rq, a.file, a.output_file, m->target);
         else
-            rc = opts.input == MT_FORMAT_HTML ? (translate_document(svc, &opts) ? 1 : 0) : translate_lines(svc, &opts);
+            rc = rq.input == MT_FORMAT_HTML ? (translate_document(svc, &rq) ? 1 : 0) : translate_lines(svc, &rq);
     }
     mt_service_free(svc);
     mt_config_free(&engine);
