@@ -110,6 +110,8 @@ static const setting SETTINGS[] = {
      OFF(max_file_bytes), 0, 1073741824.0, "largest file /translate_file accepts (0: file translation off); beyond: 413"},
     {"limits", "file_ttl", "--file-ttl", NULL, "MT_FILE_TTL", "SEC", K_FLOAT, OFF(file_ttl), 1, 31536000,
      "seconds a translated file stays downloadable"},
+    {"limits", "suggestions_per_minute", "--suggest-limit", NULL, "MT_SUGGEST_LIMIT", "N", K_INT,
+     OFF(suggest_limit), 0, 100000000, "POST /suggest requests per minute per client (0: no limit); beyond: 429"},
     {"limits", "max_file_jobs_per_client", "--max-file-jobs-per-client", NULL, "MT_MAX_FILE_JOBS_PER_CLIENT", "N",
      K_INT, OFF(max_file_jobs_per_client), 0, 100000,
      "translated files one client (API key, else address) may hold at once (0: no limit below max_file_jobs); beyond: 429"},
@@ -179,6 +181,7 @@ void mt_config_init(mt_config *cfg)
     cfg->file_ttl = 3600;
     cfg->max_file_jobs = 64;
     cfg->max_file_jobs_per_client = 8;
+    cfg->suggest_limit = 30;
     cfg->beam_size = 0;
     cfg->length_penalty = -1;
     cfg->max_length = 0;

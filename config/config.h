@@ -54,6 +54,7 @@ typedef struct {
     double file_ttl;        /* seconds a translated file stays downloadable */
     int max_file_jobs;      /* files in the spool at once (running and finished); beyond: 503 */
     int max_file_jobs_per_client; /* of them, held by one client (key or address); 0: no limit */
+    int suggest_limit;      /* POST /suggest per minute per client; 0: no limit (429 beyond) */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */

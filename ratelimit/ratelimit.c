@@ -95,6 +95,11 @@ static client *lookup(mt_ratelimit *rl, const char *key, double now)
 
 int mt_ratelimit_check(mt_ratelimit *rl, const char *client_key, long chars, int *retry_after)
 {
+    return mt_ratelimit_charge(rl, client_key, 1, chars, retry_after);
+}
+
+int mt_ratelimit_charge(mt_ratelimit *rl, const char *client_key, int requests, long chars, int *retry_after)
+{
     if (retry_after) *retry_after = 0;
     if (!rl || (!rl->opt.requests_per_minute && !rl->opt.chars_per_minute)) return MT_RATE_OK;
     if (chars < 0) chars = 0;
@@ -109,7 +114,8 @@ int mt_ratelimit_check(mt_ratelimit *rl, const char *client_key, long chars, int
     c->req_tokens = fmin(rpm, c->req_tokens + dt * rpm / 60.0);
     c->char_tokens = fmin(cpm, c->char_tokens + dt * cpm / 60.0);
     double wait = 0;
-    if (rpm > 0 && c->req_tokens < 1) wait = fmax(wait, (1 - c->req_tokens) * 60.0 / rpm);
+    if (rpm > 0 && requests > 0 && c->req_tokens < requests)
+        wait = fmax(wait, (requests - c->req_tokens) * 60.0 / rpm);
     if (cpm > 0 && c->char_tokens < (double)chars)
         wait = fmax(wait, ((double)chars - c->char_tokens) * 60.0 / cpm);
     int rc = MT_RATE_OK;
@@ -117,7 +123,7 @@ int mt_ratelimit_check(mt_ratelimit *rl, const char *client_key, long chars, int
         rc = MT_RATE_LIMITED;
         if (retry_after) *retry_after = (int)ceil(wait - 1e-9) > 0 ? (int)ceil(wait - 1e-9) : 1;
     } else {
-        if (rpm > 0) c->req_tokens -= 1;
+        if (rpm > 0) c->req_tokens -= requests;
         if (cpm > 0) c->char_tokens -= (double)chars;
     }
     pthread_mutex_unlock(&rl->lock);

@@ -40,5 +40,8 @@ void mt_ratelimit_free(mt_ratelimit *rl);
 /* Charges one request of `chars` characters to client; retry_after (whole seconds, at
  * least 1) is set when limited. Nothing is charged unless the answer is MT_RATE_OK. */
 int mt_ratelimit_check(mt_ratelimit *rl, const char *client, long chars, int *retry_after);
+/* The same for `requests` requests (0 or 1) of `chars` characters: a file's characters
+ * are charged once its text is extracted, after its upload was charged as a request. */
+int mt_ratelimit_charge(mt_ratelimit *rl, const char *client, int requests, long chars, int *retry_after);
 
 #endif

@@ -51,6 +51,7 @@ struct mt_server {
     pthread_t watcher;
     /* ---- LibreTranslate parity (issue 14; lt_*.c) ---- */
     mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
+    mt_ratelimit *suggest_limit; /* POST /suggest per client; NULL: none */
     mt_suggest *suggest;      /* POST /suggest's store; NULL: disabled (403) */
     mt_spool *spool;          /* translated files; NULL: file translation off */
     char spool_dir[512];
@@ -145,9 +146,20 @@ enum MHD_Result srv_send_preflight(req_ctx *c);
 /* lt_limits.c: LibreTranslate's per-client limits (issue 14) */
 int srv_lt_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */
 void srv_lt_free(mt_server *s);
-/* 0 when the request may go on; else an answer (429 + Retry-After) was queued. */
+/* 0 when the request may go on; else an answer (429 + Retry-After) was queued. The
+ * client is its API key only when keys are configured and it presents a valid one (the
+ * body's api_key, else the query's or the headers'), else its address: unverifiable
+ * keys on an open server cannot buy fresh allowances. */
 int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
                       enum MHD_Result *ret);
+/* The client those limits key on ("key:K" or "addr:A") into out. */
+void srv_lt_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap);
+/* POST /suggest: the per-client suggestion limit, then the request limits; as above. */
+int srv_lt_suggest_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+                         enum MHD_Result *ret);
+/* Charges `chars` characters (no request) to client, e.g. a file's text once extracted;
+ * 0, or -1 with a message (how long to wait) when over the limit. */
+int srv_lt_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen);
 
 /* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings */
 int srv_lt_is_get_path(const char *path);
@@ -170,6 +182,9 @@ enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c);
 
 /* translate.c: 0 when no keys are configured or obj / the headers present one; else 403. */
 int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen);
+/* The API key the request presents (obj's api_key, ?api_key=, Authorization: Bearer,
+ * X-API-Key; empty ones are absent), or NULL. Not checked. */
+const char *srv_presented_key(req_ctx *c, const json_t *obj);
 /* 1 when keys a and b are equal (compared in constant time for equal lengths). */
 int srv_key_equal(const char *a, const char *b);
 

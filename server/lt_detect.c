@@ -131,6 +131,14 @@ static enum MHD_Result respond_suggest(mt_server *s, req_ctx *c)
         json_decref(obj);
         return srv_send_error(c, st, err);
     }
+    /* every suggestion is a row in the database: limited per client like translations */
+    enum MHD_Result limited;
+    json_t *q = json_object_get(obj, "q"), *sg = json_object_get(obj, "s");
+    long chars = (long)(json_string_length(q) + json_string_length(sg));
+    if (srv_lt_suggest_check(s, c, mt_request_api_key(obj), chars, &limited)) {
+        json_decref(obj);
+        return limited;
+    }
     static const char *const names[] = {"q", "s", "source", "target"};
     const char *v[4];
     for (int i = 0; i < 4; i++) {

@@ -6,9 +6,16 @@
  * the progress while it runs, then the file under its original name and Content-Type.
  *
  * Limits: [limits] max_file_bytes (413; 0 turns file translation off), max_file_jobs (the
- * spool's entries; 503 beyond), file_ttl (seconds a result stays). Ids are looked up by
- * the spool, which accepts 32 lowercase hex digits and nothing else, so no request path
- * reaches the file system. A file's bytes count as its characters for the rate limit. */
+ * spool's entries; 503 beyond), max_file_jobs_per_client (one client's, keyed like the
+ * rate limits; 429 beyond), both with a Retry-After of when the first slot that would let
+ * the upload in frees; file_ttl (seconds a result stays). Ids are looked up by the spool,
+ * which accepts 32 lowercase hex digits and nothing else, so no request path reaches the
+ * file system. An upload counts as a request for the rate limit, and the characters of
+ * the text extracted from it (not its compressed size) are charged when the job has
+ * extracted them: over the limit, the job fails with the wait in its message.
+ *
+ * Translated files have no name in the spool's directory (spool.h), which is $TMPDIR
+ * itself unless [server] spool_dir is set: a server that crashes leaves no user's file. */
 #include "internal.h"
 
 #include <errno.h>
@@ -33,19 +40,17 @@ int srv_lt_files_init(mt_server *s, char *err, size_t errlen)
     s->files_init = 1;
     if (cfg->max_file_bytes <= 0) return 0;
     mt_format_global_init();
+    mt_spool_options o = mt_spool_options_default();
     if (cfg->spool_dir[0]) {
         snprintf(s->spool_dir, sizeof s->spool_dir, "%s", cfg->spool_dir);
     } else {
+        /* the files have no names: $TMPDIR itself will do, and is never swept */
         const char *tmp = getenv("TMPDIR");
-        snprintf(s->spool_dir, sizeof s->spool_dir, "%s/mt-spool-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        if (!mkdtemp(s->spool_dir)) {
-            snprintf(err, errlen, "cannot create the file spool %s: %s", s->spool_dir, strerror(errno));
-            return -1;
-        }
-        s->spool_dir_made = 1;
+        snprintf(s->spool_dir, sizeof s->spool_dir, "%s", tmp && *tmp ? tmp : "/tmp");
+        o.sweep = 0;
     }
-    mt_spool_options o = mt_spool_options_default();
     o.dir = s->spool_dir;
+    o.max_per_owner = cfg->max_file_jobs_per_client;
     o.max_file_bytes = (size_t)cfg->max_file_bytes * 4 + (1u << 20); /* translations grow */
     o.max_total_bytes = o.max_file_bytes * (size_t)cfg->max_file_jobs;
     o.max_entries = cfg->max_file_jobs;
@@ -85,6 +90,7 @@ typedef struct {
     mt_file_format fmt;
     unsigned char *data;
     size_t len;
+    char client[160];  /* the rate limits' client (srv_lt_client) */
     char source[33], target[33]; /* the route, resolved (and detected) at upload */
 } file_job;
 
@@ -129,12 +135,21 @@ static void report_progress(void *user, long done, long total)
     mt_spool_progress(fj->srv->spool, fj->id, done, total);
 }
 
+/* The text is extracted: its characters are charged to the client's rate limit. */
+static int on_extracted(void *user, long units, long long chars, char *err, size_t errlen)
+{
+    (void)units;
+    file_job *fj = user;
+    return srv_lt_charge_chars(fj->srv, fj->client, chars, err, errlen);
+}
+
 static void *file_thread(void *arg)
 {
     file_job *fj = arg;
     mt_server *s = fj->srv;
     mt_format_options fo = mt_format_options_default();
     fo.max_input_bytes = (size_t)s->cfg->max_file_bytes;
+    fo.extracted = on_extracted;
     unsigned char *out = NULL;
     size_t out_len = 0;
     char err[512];
@@ -146,7 +161,9 @@ static void *file_thread(void *arg)
         free(out);
     } else {
         mt_spool_fail(s->spool, fj->id, err);
-        mt_log_write(s->log, MT_LOG_WARN, "files", "id=%s msg=\"translation failed\"", fj->id);
+        char q[600];
+        mt_log_write(s->log, MT_LOG_WARN, "files", "id=%s msg=\"translation failed\" reason=%s", fj->id,
+                     mt_log_quote(q, sizeof q, err));
     }
     free(fj->data);
     free(fj);
@@ -201,16 +218,15 @@ static const char *field(json_t *obj, const char *k)
     return v && *v ? v : NULL;
 }
 
-/* The base of URLs we hand out: the client's Host header when it is plain, else ours. */
-static void base_url(mt_server *s, req_ctx *c, char *out, size_t cap)
+/* The base of URLs we hand out: [server] public_url, else none (a link relative to this
+ * server). Never the request's Host header: a client could make us hand out a link to
+ * anywhere, and behind a proxy it names the wrong scheme. */
+static void base_url(mt_server *s, char *out, size_t cap)
 {
-    const char *host = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
-    int ok = host && *host && strlen(host) < 200;
-    for (const char *p = host; ok && *p; p++)
-        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-             strchr(".-:[]", *p) != NULL;
-    if (ok) snprintf(out, cap, "http://%s", host);
-    else snprintf(out, cap, "http://%.200s:%d", s->host, s->port);
+    const char *pub = s->cfg->public_url;
+    size_t n = strlen(pub);
+    while (n && pub[n - 1] == '/') n--;
+    snprintf(out, cap, "%.*s", (int)(n < 250 ? n : 250), pub);
 }
 
 /* The route into target from the language a file starts in (its first 64 KiB say
@@ -252,9 +268,9 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
         snprintf(err, sizeof err, "file too large: %zu bytes (limit %ld)", u.file->len, s->cfg->max_file_bytes);
         return fail(c, u.fields, 413, err);
     }
-    char name[256] = "file";
+    char name[1024] = "file"; /* whole: the spool cuts a long one keeping its extension */
     if (u.file->has_filename && u.file->filename_len > 0)
-        snprintf(name, sizeof name, "%.*s", (int)(u.file->filename_len < 255 ? u.file->filename_len : 255),
+        snprintf(name, sizeof name, "%.*s", (int)(u.file->filename_len < 1023 ? u.file->filename_len : 1023),
                  u.file->filename);
     mt_file_format fmt = mt_format_detect(name, (const unsigned char *)u.file->data, u.file->len);
     if (fmt == MT_FILE_UNKNOWN) {
@@ -264,7 +280,10 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
         return fail(c, u.fields, 415, err);
     }
     enum MHD_Result limited;
-    if (srv_lt_rate_check(s, c, field(u.fields, "api_key"), (long)u.file->len, &limited)) {
+    /* a request now; its characters once the text is extracted (on_extracted) */
+    char client[160];
+    srv_lt_client(s, c, field(u.fields, "api_key"), client, sizeof client);
+    if (srv_lt_rate_check(s, c, field(u.fields, "api_key"), 0, &limited)) {
         json_decref(u.fields);
         return limited;
     }
@@ -288,10 +307,19 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
     fj->fmt = fmt;
     snprintf(fj->source, sizeof fj->source, "%s", r->source);
     snprintf(fj->target, sizeof fj->target, "%s", r->target);
+    snprintf(fj->client, sizeof fj->client, "%s", client);
     json_decref(u.fields);
-    if (mt_spool_begin(s->spool, name, mt_format_mime(fmt), fj->id, err, sizeof err)) {
+    double retry = 0;
+    int sr = mt_spool_begin_for(s->spool, client, name, mt_format_mime(fmt), fj->id, &retry, err, sizeof err);
+    if (sr) {
         free(fj->data), free(fj);
-        return srv_send_error(c, 503, err);
+        if (sr != MT_SPOOL_FULL && sr != MT_SPOOL_OWNER_FULL) return srv_send_error(c, 500, err);
+        /* when the first slot that would let this upload in frees, not "1" */
+        char after[32];
+        snprintf(after, sizeof after, "%ld", retry > 1 ? (long)(retry + 0.999) : 1L);
+        srv_copy_text(c->error, sizeof c->error, err);
+        return srv_send_json(c, sr == MT_SPOOL_OWNER_FULL ? 429 : 503, json_pack("{s:s}", "error", err),
+                             MHD_HTTP_HEADER_RETRY_AFTER, after);
     }
     pthread_mutex_lock(&s->files_mu);
     int stopping = s->files_stop;
@@ -315,7 +343,7 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
         return srv_send_error(c, 503, "cannot start the file translation; retry later");
     }
     char base[300], url[400];
-    base_url(s, c, base, sizeof base);
+    base_url(s, base, sizeof base);
     snprintf(url, sizeof url, "%s" DOWNLOAD_PREFIX "%s", base, id);
     return srv_send_json(c, 200, json_pack("{s:s}", "translatedFileUrl", url), NULL, NULL);
 }
@@ -345,15 +373,10 @@ enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c)
         snprintf(msg, sizeof msg, "file translation failed: %s", e.error);
         return srv_send_error(c, 422, msg);
     }
-    FILE *fp = fopen(e.path, "rb");
-    if (!fp) return srv_send_error(c, 404, "no such file: unknown or expired id");
-    char *buf = malloc(e.size ? e.size : 1);
-    size_t got = buf ? fread(buf, 1, e.size, fp) : 0;
-    fclose(fp);
-    if (!buf || got != e.size) {
-        free(buf);
-        return srv_send_error(c, 500, "cannot read the translated file");
-    }
+    char *buf, err[200];
+    size_t size;
+    if (mt_spool_read(s->spool, id, &buf, &size, err, sizeof err)) return srv_send_error(c, 404, err);
+    e.size = size;
     char disp[400];
     snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", e.name);
     struct MHD_Response *r = MHD_create_response_from_buffer(e.size, buf, MHD_RESPMEM_MUST_FREE);

@@ -1,10 +1,18 @@
-/* lt_limits.c: LibreTranslate's per-client limits for POST /translate (issue 14):
- * requests and characters per minute ([limits] requests_per_minute, chars_per_minute;
- * both 0, LibreTranslate's default, means no limiter at all). A client is its API key
- * when it sends one, else its address, as LibreTranslate keys its limits. */
+/* lt_limits.c: LibreTranslate's per-client limits (issue 14): requests and characters per
+ * minute ([limits] requests_per_minute, chars_per_minute; both 0, LibreTranslate's
+ * default, means no limiter at all) for POST /translate and /translate_file (a request at
+ * upload, then the characters of the text extracted from the file), and a limit of its
+ * own for POST /suggest ([limits] suggestions_per_minute: every suggestion is a database
+ * row), which also counts as a request of the characters it stores.
+ *
+ * A client is its API key only when the key is valid: keys are configured and the request
+ * presents one of them (anything else was refused 403 before). On an open server a key is
+ * just a string anyone can vary, so there the client is always its address (behind a
+ * trusted proxy, the forwarded one: conns.c). */
 #include "internal.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "ratelimit.h"
 
@@ -12,6 +20,11 @@ int srv_lt_init(mt_server *s, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
     if (srv_lt_files_init(s, err, errlen) || srv_lt_suggest_init(s, err, errlen)) return -1;
+    if (cfg->suggest_limit > 0) {
+        mt_ratelimit_options o = mt_ratelimit_options_default();
+        o.requests_per_minute = cfg->suggest_limit;
+        if (!(s->suggest_limit = mt_ratelimit_create(&o, err, errlen))) return -1;
+    }
     if (cfg->req_limit <= 0 && cfg->char_limit_per_minute <= 0) return 0;
     mt_ratelimit_options o = mt_ratelimit_options_default();
     o.requests_per_minute = cfg->req_limit;
@@ -24,25 +37,39 @@ void srv_lt_free(mt_server *s)
 {
     mt_ratelimit_free(s->ratelimit);
     s->ratelimit = NULL;
+    mt_ratelimit_free(s->suggest_limit);
+    s->suggest_limit = NULL;
     srv_lt_files_free(s);
     srv_lt_detect_free(s);
 }
 
-int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
-                      enum MHD_Result *ret)
+void srv_lt_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap)
 {
-    if (!s->ratelimit) return 0;
+    const mt_config *cfg = s->cfg;
+    const char *key = api_key && *api_key ? api_key : srv_presented_key(c, NULL);
+    int valid = 0;
+    for (int i = 0; key && i < cfg->n_api_keys; i++) valid |= srv_key_equal(key, cfg->api_keys[i]);
+    /* Keys and addresses in separate name spaces: a key cannot pose as an address. */
+    snprintf(out, cap, "%s%s", valid ? "key:" : "addr:", valid ? key : c->remote);
+}
+
+/* Charges one request of `chars` to rl's client; 0, or -1 with a 429 queued. */
+static int charge(mt_server *s, mt_ratelimit *rl, req_ctx *c, const char *api_key, long chars,
+                  const char *what, int per_minute, enum MHD_Result *ret)
+{
+    if (!rl) return 0;
     int retry = 1;
     char client[160];
-    /* Keys and addresses in separate name spaces: a key cannot pose as an address. */
-    snprintf(client, sizeof client, "%s%s", api_key && *api_key ? "key:" : "addr:",
-             api_key && *api_key ? api_key : c->remote);
-    int rc = mt_ratelimit_check(s->ratelimit, client, chars, &retry);
+    srv_lt_client(s, c, api_key, client, sizeof client);
+    int rc = mt_ratelimit_check(rl, client, chars, &retry);
     if (rc == MT_RATE_OK) return 0;
     char msg[200], after[24];
     if (rc == MT_RATE_TOO_LARGE)
         snprintf(msg, sizeof msg, "Too many characters: %ld (limit %ld per minute)", chars,
                  s->cfg->char_limit_per_minute);
+    else if (what)
+        snprintf(msg, sizeof msg, "Slowdown: too many %s (limit %d per minute); retry after %d s", what,
+                 per_minute, retry);
     else
         snprintf(msg, sizeof msg, "Slowdown: too many requests (limit %d requests, %ld characters "
                  "per minute); retry after %d s", s->cfg->req_limit, s->cfg->char_limit_per_minute,
@@ -50,5 +77,34 @@ int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
     snprintf(after, sizeof after, "%d", retry);
     srv_copy_text(c->error, sizeof c->error, msg);
     *ret = srv_send_json(c, 429, json_pack("{s:s}", "error", msg), MHD_HTTP_HEADER_RETRY_AFTER, after);
+    return -1;
+}
+
+int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+                      enum MHD_Result *ret)
+{
+    return charge(s, s->ratelimit, c, api_key, chars, NULL, 0, ret);
+}
+
+int srv_lt_suggest_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+                         enum MHD_Result *ret)
+{
+    if (charge(s, s->suggest_limit, c, api_key, 0, "suggestions", s->cfg->suggest_limit, ret)) return -1;
+    return charge(s, s->ratelimit, c, api_key, chars, NULL, 0, ret);
+}
+
+int srv_lt_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen)
+{
+    if (!s->ratelimit) return 0;
+    int retry = 1;
+    long n = chars > 0x7fffffffL ? 0x7fffffffL : (long)chars;
+    int rc = mt_ratelimit_charge(s->ratelimit, client, 0, n, &retry);
+    if (rc == MT_RATE_OK) return 0;
+    if (rc == MT_RATE_TOO_LARGE)
+        snprintf(err, errlen, "the file holds %lld characters of text, more than the limit of %ld per "
+                 "minute", chars, s->cfg->char_limit_per_minute);
+    else
+        snprintf(err, errlen, "the file's %lld characters of text are over the limit of %ld per "
+                 "minute; retry after %d s", chars, s->cfg->char_limit_per_minute, retry);
     return -1;
 }

@@ -16,7 +16,9 @@
 typedef struct {
     int used;
     char id[MT_SPOOL_ID_LEN + 1];
+    char owner[128];    /* "" : nobody's */
     mt_spool_entry e;
+    int fd;             /* the translated file (no name), when done */
     double finished_at; /* clock when done or failed */
 } slot;
 
@@ -35,6 +37,8 @@ mt_spool_options mt_spool_options_default(void)
         .max_file_bytes = 20u << 20,
         .max_total_bytes = 512u << 20,
         .max_entries = 256,
+        .max_per_owner = 0,
+        .sweep = 1,
         .ttl = 3600,
     };
     return o;
@@ -54,12 +58,6 @@ static int is_id(const char *s)
     for (int i = 0; i < MT_SPOOL_ID_LEN; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f'))) return 0;
     return s[MT_SPOOL_ID_LEN] == '\0';
-}
-
-static void file_path(const mt_spool *sp, const char *id, const char *suffix, char *out,
-                      size_t cap)
-{
-    snprintf(out, cap, "%s/%s%s", sp->dir, id, suffix);
 }
 
 /* Removes files named like ids (and their .part) left in dir by an earlier run. */
@@ -114,18 +112,16 @@ mt_spool *mt_spool_open(const mt_spool_options *opt, char *err, size_t errlen)
     snprintf(sp->dir, sizeof sp->dir, "%s", opt->dir);
     sp->opt.dir = sp->dir;
     pthread_mutex_init(&sp->lock, NULL);
-    sweep_dir(sp);
+    if (opt->sweep) sweep_dir(sp);
     return sp;
 }
 
 static void drop_slot(mt_spool *sp, slot *s)
 {
-    char path[600];
-    file_path(sp, s->id, "", path, sizeof path);
-    unlink(path);
-    file_path(sp, s->id, ".part", path, sizeof path);
-    unlink(path);
-    if (s->e.state == MT_SPOOL_DONE) sp->total_bytes -= s->e.size;
+    if (s->e.state == MT_SPOOL_DONE) {
+        sp->total_bytes -= s->e.size;
+        close(s->fd);
+    }
     memset(s, 0, sizeof *s);
 }
 
@@ -170,15 +166,32 @@ static slot *find_locked(mt_spool *sp, const char *id)
     return NULL;
 }
 
-/* The last path component of name, quotes, backslashes and control characters as '_'. */
+/* The longest prefix of s, at most n bytes, that ends on a whole UTF-8 character
+ * (strlen(s) > n). */
+static size_t utf8_cut(const char *s, size_t n)
+{
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) n--; /* s[n] continues a character */
+    return n;
+}
+
+/* The last path component of name, quotes, backslashes and control characters as '_';
+ * a name longer than cap - 1 bytes is cut in its stem, so its extension (what the
+ * download is opened with) stays. */
 static void sanitize_name(const char *name, char *out, size_t cap)
 {
     const char *base = name ? name : "";
     for (const char *p = base; *p; p++)
         if (*p == '/' || *p == '\\') base = p + 1;
+    size_t len = strlen(base), keep = len;
+    const char *ext = strrchr(base, '.');
+    size_t ext_len = ext && ext != base ? strlen(ext) : 0;
+    if (ext_len > 32) ext_len = 0; /* not an extension */
+    if (len > cap - 1) keep = utf8_cut(base, cap - 1 - ext_len);
     size_t n = 0;
-    for (const char *p = base; *p && n + 1 < cap; p++) {
-        unsigned char c = (unsigned char)*p;
+    for (size_t i = 0; i < len && n + 1 < cap; i++) {
+        if (i == keep) i = len - ext_len; /* skip to the extension */
+        if (i >= len) break;
+        unsigned char c = (unsigned char)base[i];
         out[n++] = (c < 0x20 || c == 0x7f || c == '"' || c == ';') ? '_' : (char)c;
     }
     out[n] = '\0';
@@ -186,9 +199,17 @@ static void sanitize_name(const char *name, char *out, size_t cap)
         snprintf(out, cap, "translated");
 }
 
-int mt_spool_begin(mt_spool *sp, const char *name, const char *mime, char *id, char *err,
-                   size_t errlen)
+/* When slot t, if it were the one to expire, would free: finished ones ttl after they
+ * finished, running ones at the earliest a ttl from now. */
+static double frees_at(const mt_spool *sp, const slot *t, double now)
 {
+    return t->e.state == MT_SPOOL_RUNNING ? now + sp->opt.ttl : t->finished_at + sp->opt.ttl;
+}
+
+int mt_spool_begin_for(mt_spool *sp, const char *owner, const char *name, const char *mime, char *id,
+                       double *retry_after, char *err, size_t errlen)
+{
+    if (retry_after) *retry_after = 0;
     if (!sp || !id) return -1;
     unsigned char rnd[MT_SPOOL_ID_LEN / 2];
     if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
@@ -196,26 +217,56 @@ int mt_spool_begin(mt_spool *sp, const char *name, const char *mime, char *id, c
         return -1;
     }
     for (size_t i = 0; i < sizeof rnd; i++) sprintf(id + 2 * i, "%02x", rnd[i]);
+    if (!owner) owner = "";
     pthread_mutex_lock(&sp->lock);
     expire_locked(sp);
+    double now = now_of(sp), first = 0, first_own = 0;
     slot *free_slot = NULL;
-    for (int i = 0; i < sp->opt.max_entries && !free_slot; i++)
-        if (!sp->slots[i].used) free_slot = &sp->slots[i];
-    if (!free_slot) {
-        pthread_mutex_unlock(&sp->lock);
-        snprintf(err, errlen, "spool: %d files are being translated or waiting for download "
-                 "(limit); try again later", sp->opt.max_entries);
-        return -1;
+    int own = 0;
+    for (int i = 0; i < sp->opt.max_entries; i++) {
+        slot *t = &sp->slots[i];
+        if (!t->used) {
+            if (!free_slot) free_slot = t;
+            continue;
+        }
+        double at = frees_at(sp, t, now);
+        if (!first || at < first) first = at;
+        if (*owner && strncmp(t->owner, owner, sizeof t->owner - 1) == 0) {
+            own++;
+            if (!first_own || at < first_own) first_own = at;
+        }
     }
-    memset(free_slot, 0, sizeof *free_slot);
-    free_slot->used = 1;
-    memcpy(free_slot->id, id, MT_SPOOL_ID_LEN + 1);
-    free_slot->e.state = MT_SPOOL_RUNNING;
-    sanitize_name(name, free_slot->e.name, sizeof free_slot->e.name);
-    snprintf(free_slot->e.mime, sizeof free_slot->e.mime, "%s",
-             mime && *mime && !strpbrk(mime, "\r\n") ? mime : "application/octet-stream");
+    int rc = 0;
+    if (*owner && sp->opt.max_per_owner > 0 && own >= sp->opt.max_per_owner) {
+        rc = MT_SPOOL_OWNER_FULL;
+        if (retry_after) *retry_after = first_own - now;
+        snprintf(err, errlen, "you have %d files being translated or waiting for download (limit "
+                 "%d per client); the first is removed in %.0f s", own, sp->opt.max_per_owner,
+                 first_own - now);
+    } else if (!free_slot) {
+        rc = MT_SPOOL_FULL;
+        if (retry_after) *retry_after = first - now;
+        snprintf(err, errlen, "spool: %d files are being translated or waiting for download "
+                 "(limit); the first is removed in %.0f s", sp->opt.max_entries, first - now);
+    } else {
+        memset(free_slot, 0, sizeof *free_slot);
+        free_slot->used = 1;
+        free_slot->fd = -1;
+        memcpy(free_slot->id, id, MT_SPOOL_ID_LEN + 1);
+        snprintf(free_slot->owner, sizeof free_slot->owner, "%s", owner);
+        free_slot->e.state = MT_SPOOL_RUNNING;
+        sanitize_name(name, free_slot->e.name, sizeof free_slot->e.name);
+        snprintf(free_slot->e.mime, sizeof free_slot->e.mime, "%s",
+                 mime && *mime && !strpbrk(mime, "\r\n") ? mime : "application/octet-stream");
+    }
     pthread_mutex_unlock(&sp->lock);
-    return 0;
+    return rc;
+}
+
+int mt_spool_begin(mt_spool *sp, const char *name, const char *mime, char *id, char *err,
+                   size_t errlen)
+{
+    return mt_spool_begin_for(sp, NULL, name, mime, id, NULL, err, errlen) ? -1 : 0;
 }
 
 int mt_spool_progress(mt_spool *sp, const char *id, long done, long total)
@@ -230,6 +281,29 @@ int mt_spool_progress(mt_spool *sp, const char *id, long done, long total)
     }
     pthread_mutex_unlock(&sp->lock);
     return rc;
+}
+
+/* An unnamed file in the spool's directory: O_TMPFILE, else a random name unlinked at
+ * once (file systems without O_TMPFILE); -1 with errno. */
+static int open_unnamed(const mt_spool *sp)
+{
+    int fd = open(sp->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+    for (int tries = 0; tries < 16; tries++) {
+        unsigned char rnd[8];
+        if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) return -1;
+        char path[600];
+        int n = snprintf(path, sizeof path, "%s/.mt-spool-", sp->dir);
+        for (size_t i = 0; i < sizeof rnd && n + 2 < (int)sizeof path; i++, n += 2)
+            sprintf(path + n, "%02x", rnd[i]);
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            unlink(path);
+            return fd;
+        }
+        if (errno != EEXIST) return -1;
+    }
+    return -1;
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -268,21 +342,17 @@ int mt_spool_finish(mt_spool *sp, const char *id, const void *data, size_t len, 
                  "later", len, sp->opt.max_total_bytes);
         goto out;
     }
-    /* Written under a temporary name and renamed, so a download never sees half a file. */
-    char part[600], path[600]; /* dir is under 480 bytes */
-    file_path(sp, s->id, ".part", part, sizeof part);
-    file_path(sp, s->id, "", path, sizeof path);
-    int fd = open(part, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || write_all(fd, data, len) != 0 || close(fd) != 0 || rename(part, path) != 0) {
-        snprintf(err, errlen, "spool: cannot write %s: %s", path, strerror(errno));
+    /* A file without a name: nothing of it outlives this process, whatever happens. */
+    int fd = open_unnamed(sp);
+    if (fd < 0 || write_all(fd, data, len) != 0) {
+        snprintf(err, errlen, "spool: cannot write to %s: %s", sp->dir, strerror(errno));
         if (fd >= 0) close(fd);
-        unlink(part);
         goto out;
     }
+    s->fd = fd;
     s->e.state = MT_SPOOL_DONE;
     s->e.size = len;
     s->e.done = s->e.total;
-    snprintf(s->e.path, sizeof s->e.path, "%s", path);
     s->finished_at = now_of(sp);
     sp->total_bytes += len;
     rc = 0;
@@ -315,4 +385,38 @@ int mt_spool_lookup(mt_spool *sp, const char *id, mt_spool_entry *out)
     if (s) *out = s->e;
     pthread_mutex_unlock(&sp->lock);
     return s ? 0 : -1;
+}
+
+int mt_spool_read(mt_spool *sp, const char *id, char **data, size_t *len, char *err, size_t errlen)
+{
+    *data = NULL;
+    *len = 0;
+    if (!sp) return -1;
+    pthread_mutex_lock(&sp->lock);
+    expire_locked(sp);
+    slot *s = find_locked(sp, id);
+    int fd = s && s->e.state == MT_SPOOL_DONE ? dup(s->fd) : -1; /* read after unlocking */
+    size_t size = s ? s->e.size : 0;
+    pthread_mutex_unlock(&sp->lock);
+    if (fd < 0) {
+        snprintf(err, errlen, "no such file: unknown or expired id");
+        return -1;
+    }
+    char *buf = malloc(size ? size : 1);
+    size_t got = 0;
+    while (buf && got < size) {
+        ssize_t r = pread(fd, buf + got, size - got, (off_t)got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!buf || got != size) {
+        free(buf);
+        snprintf(err, errlen, "cannot read the translated file");
+        return -1;
+    }
+    *data = buf;
+    *len = size;
+    return 0;
 }

@@ -536,6 +536,251 @@ class TestTrustedProxies(unittest.TestCase):
                 s.close()
 
 
+def multipart(fields, files, boundary="hardB0undary"):
+    """A multipart/form-data body: fields {name: value}, files [(name, filename, bytes)]."""
+    out = b""
+    for k, v in fields.items():
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n%s\r\n" % (boundary, k, v)).encode()
+    for name, filename, data in files:
+        out += ("--%s\r\nContent-Disposition: form-data; name=\"%s\"; filename=\"%s\"\r\n"
+                "Content-Type: application/octet-stream\r\n\r\n" % (boundary, name, filename)).encode() + data + b"\r\n"
+    out += ("--%s--\r\n" % boundary).encode()
+    return out, "multipart/form-data; boundary=" + boundary
+
+
+def upload_from(src, port, filename, data, fields=None, headers=b""):
+    """POST /translate_file over a raw socket from loopback address src: (status,
+    headers dict, parsed body)."""
+    body, ctype = multipart(dict({"source": "en", "target": "de"}, **(fields or {})), [("file", filename, data)])
+    raw = exchange_from(src, port, b"POST /translate_file HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                        b"Content-Type: " + ctype.encode() + b"\r\n" + headers +
+                        b"Content-Length: %d\r\n\r\n" % len(body) + body, timeout=30)
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    hd = {k.strip().lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:])}
+    return int(lines[0].split()[1]), hd, json.loads(payload) if payload.startswith(b"{") else payload
+
+
+def wait_download(srv, url, timeout=120):
+    """Polls the download until it is no longer running: (status, headers, body)."""
+    path = "/download_file/" + url.rsplit("/download_file/", 1)[1]
+    got = []
+    ts.wait_until(lambda: got.append(srv.request("GET", path, timeout=30)) or got[-1][0] != 202,
+                  timeout=timeout, step=0.05)
+    return got[-1]
+
+
+def docx_with_text(chars):
+    """A .docx whose text is `chars` characters: 4 KB deflated, whatever its text."""
+    import io
+    import zipfile
+    para = "The cat sat on the mat. " * 40
+    n = max(1, chars // len(para))
+    doc = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<w:document xmlns:w="http://'
+           'schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>' +
+           "".join("<w:p><w:r><w:t>%s</w:t></w:r></w:p>" % para for _ in range(n)) + "</w:body></w:document>")
+    ct = ('<?xml version="1.0" encoding="UTF-8"?><Types xmlns="http://schemas.openxmlformats.org/package/'
+          '2006/content-types"><Override PartName="/word/document.xml" ContentType="application/'
+          'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", ct)
+        z.writestr("_rels/.rels", '<?xml version="1.0"?><Relationships xmlns="http://schemas.'
+                   'openxmlformats.org/package/2006/relationships"/>')
+        z.writestr("word/document.xml", doc)
+    return buf.getvalue(), n * len(para)
+
+
+class TestFileLimits(unittest.TestCase):
+    """64 uploads of 4 bytes from one address used to fill the spool for an hour, every
+    other client getting 503 with 'Retry-After: 1'. Now one client (an address, or a valid
+    key) holds at most limits.max_file_jobs_per_client files (429), others still get in,
+    and every refusal's Retry-After says when the first slot that would let it in frees."""
+
+    def test_one_client_cannot_fill_the_spool(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], name="files-per-client")
+        try:
+            answers = [upload_from("127.0.0.1", srv.port, "f%d.txt" % i, b"a b\n") for i in range(64)]
+            ok = [a for a in answers if a[0] == 200]
+            refused = [a for a in answers if a[0] != 200]
+            self.assertEqual(len(ok), 8, [a[0] for a in answers])  # the default per client
+            self.assertEqual({a[0] for a in refused}, {429})
+            for st, hd, body in refused:
+                # the earliest of its files expires a file_ttl (3600 s) after it finished
+                self.assertGreater(int(hd["retry-after"]), 3000, hd)
+                self.assertIn("per client", body["error"])
+            for src in ("127.0.0.2", "127.0.0.3"):
+                st, hd, body = upload_from(src, srv.port, "other.txt", b"a b\n")
+                self.assertEqual(st, 200, body)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_full_spool_says_when_a_slot_frees(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--max-file-jobs", "2",
+                         "--max-file-jobs-per-client", "0", "--file-ttl", "600"], name="files-full")
+        try:
+            for i in range(2):
+                st, _, body = upload_from("127.0.0.%d" % (i + 1), srv.port, "a.txt", b"a b\n")
+                self.assertEqual(st, 200, body)
+            st, hd, body = upload_from("127.0.0.3", srv.port, "a.txt", b"a b\n")
+            self.assertEqual(st, 503, body)
+            self.assertGreater(int(hd["retry-after"]), 500, hd)  # not 1
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_characters_are_counted_after_extraction(self):
+        """A 4 KB .docx holding 40,000 characters used to pass a 5,000-characters-per-minute
+        limit (its compressed size was counted); its job now fails with the reason."""
+        data, chars = docx_with_text(40000)
+        self.assertLess(len(data), 5000)
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--char-limit-per-minute", "5000"], name="files-chars")
+        try:
+            st, _, body = upload_from("127.0.0.1", srv.port, "big.docx", data)
+            self.assertEqual(st, 200, body)
+            st, _, raw = wait_download(srv, body["translatedFileUrl"])
+            self.assertEqual(st, 422, raw[:300])
+            self.assertIn(b"%d characters" % chars, raw)
+            # a small one from someone else still passes
+            small, _ = docx_with_text(900)
+            st, _, body = upload_from("127.0.0.2", srv.port, "small.docx", small)
+            self.assertEqual(st, 200, body)
+            st, _, raw = wait_download(srv, body["translatedFileUrl"])
+            self.assertEqual(st, 200, raw[:300])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
+class TestRateLimitClients(unittest.TestCase):
+    """Rate limits key on a valid API key only: on a server without keys a different
+    api_key per request bought a fresh allowance (20 of 20 passed a limit of 5). /suggest
+    is limited (it was never: the database grew 50 MB/s)."""
+
+    def test_unknown_keys_count_as_the_address(self):
+        import secrets
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--req-limit", "5"], name="rl-open")
+        try:
+            got = [srv.post_json({"q": "a b", "source": "en", "target": "de",
+                                  "api_key": secrets.token_hex(8)})[0] for _ in range(20)]
+            self.assertEqual(got, [200] * 5 + [429] * 15)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_valid_keys_are_clients_of_their_own(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--req-limit", "2", "--api-key", "k1",
+                         "--api-key", "k2"], name="rl-keys")
+        try:
+            req = {"q": "a b", "source": "en", "target": "de"}
+            self.assertEqual([srv.post_json(dict(req, api_key="k1"))[0] for _ in range(3)], [200, 200, 429])
+            # the same key in a header is the same client; another valid key is another
+            self.assertEqual(srv.post_json(req, {"X-API-Key": "k1"})[0], 429)
+            self.assertEqual([srv.post_json(req, {"Authorization": "Bearer k2"})[0] for _ in range(3)],
+                             [200, 200, 429])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_suggest_is_limited(self):
+        db = os.path.join(ts.TMP, "suggest-limit.db")
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--suggestions-db", db, "--suggest-limit", "3"],
+                        name="rl-suggest")
+        try:
+            sug = {"q": "Hello", "s": "Hallo", "source": "en", "target": "de"}
+            got = [srv.post_json(sug, path="/suggest")[0] for _ in range(5)]
+            self.assertEqual(got, [200, 200, 200, 429, 429])
+            st, hd, body = srv.post_json(sug, path="/suggest")
+            self.assertGreaterEqual(int(hd["retry-after"]), 1)
+            self.assertIn("suggestions", body["error"])
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
+class TestSmallFileAndKeyFixes(unittest.TestCase):
+    """Item 15: long names keep their extension; an empty Bearer header does not hide a
+    valid X-API-Key; the Host header is not copied into the download URL; a crashed
+    server leaves no user's file behind; a failed file job logs its reason."""
+
+    def test_long_name_keeps_its_extension(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], name="longname")
+        try:
+            name = "n" * 300 + ".txt"
+            st, _, body = upload_from("127.0.0.1", srv.port, name, b"a b\n")
+            self.assertEqual(st, 200, body)
+            st, hd, raw = wait_download(srv, body["translatedFileUrl"])
+            self.assertEqual(st, 200, raw[:200])
+            disp = hd["content-disposition"]
+            self.assertTrue(disp.endswith('.txt"'), disp)
+            self.assertLessEqual(len(disp.split('filename="', 1)[1]) - 1, 255)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_empty_bearer_does_not_hide_x_api_key(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--api-key", "k1"], name="bearer")
+        try:
+            body = json.dumps({"q": "a b", "source": "en", "target": "de"}).encode()
+            for auth in (b"Bearer ", b"Bearer    ", b"Bearer\t"):
+                raw, _ = exchange(srv.port, b"POST /translate HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                                  b"Content-Type: application/json\r\nAuthorization: " + auth + b"\r\n"
+                                  b"X-API-Key: k1\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+                self.assertEqual(statuses(raw), [200], (auth, raw[:300]))
+            self.assertEqual(srv.post_json({"q": "a", "target": "de"}, {"Authorization": "Bearer "})[0], 403)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_host_header_is_not_the_download_url(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], name="host-url")
+        pub = ts.Server(["--model", MODEL, "--workers", "1", "--public-url", "https://mt.example.org/"],
+                        name="public-url")
+        try:
+            for server, prefix in ((srv, "/download_file/"), (pub, "https://mt.example.org/download_file/")):
+                st, _, body = upload_from("127.0.0.1", server.port, "a.txt", b"a b\n",
+                                          headers=b"X-Forwarded-Host: evil.example\r\n")
+                self.assertEqual(st, 200, body)
+                # the raw Host of upload_from is "x": a client could send any
+                url = body["translatedFileUrl"]
+                self.assertTrue(url.startswith(prefix), url)
+                self.assertNotIn("evil", url)
+                self.assertNotIn("//x/", url)
+                self.assertRegex(url.rsplit("/", 1)[1], r"^[0-9a-f]{32}$")
+        finally:
+            self.assertEqual(srv.stop(), 0)
+            self.assertEqual(pub.stop(), 0)
+
+    def test_a_crash_leaves_no_users_file(self):
+        import shutil
+        import tempfile
+        tmp = tempfile.mkdtemp(prefix="mt_crash_tmp_")
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], env={"TMPDIR": tmp}, name="crash-spool")
+        try:
+            st, _, body = upload_from("127.0.0.1", srv.port, "secret.txt", b"my secret words\n")
+            self.assertEqual(st, 200, body)
+            st, _, raw = wait_download(srv, body["translatedFileUrl"])
+            self.assertEqual(st, 200, raw[:200])
+            srv.proc.kill()
+            srv.proc.wait(timeout=30)
+            left = [os.path.join(d, f) for d, _, fs in os.walk(tmp) for f in fs] + \
+                   [d for d, _, _ in os.walk(tmp) if d != tmp]
+            self.assertEqual(left, [])
+        finally:
+            srv.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def test_failed_job_logs_its_reason(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1"], name="fail-reason")
+        try:
+            st, _, body = upload_from("127.0.0.1", srv.port, "broken.docx", b"PK\x03\x04 not a zip at all")
+            if st == 200:
+                st, _, raw = wait_download(srv, body["translatedFileUrl"])
+                self.assertEqual(st, 422, raw[:300])
+                reason = json.loads(raw)["error"]
+                self.assertTrue(ts.wait_until(lambda: "event=files" in srv.log(), timeout=10))
+                line = [ln for ln in srv.log().splitlines() if "event=files" in ln][-1]
+                self.assertIn("reason=", line)
+                self.assertIn(reason.split(": ", 1)[1][:20], line.replace('\\"', '"'))
+            else:
+                self.assertIn(st, (400, 415, 422), body)  # refused at upload: nothing to log
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+
 class TestHalfClose(unittest.TestCase):
     """A client that sends a whole request and then shuts down its sending side (as nc -N
     and some proxies do) is answered, then closed; the access log shows 200, not 499. The

@@ -1,6 +1,8 @@
 /* test_spool.c: the translated-file spool: begin / progress / finish / lookup, ids that
- * cannot name anything else, sanitised download names, limits, expiry on a fake clock,
- * leftovers of an earlier run removed, close removes the files. */
+ * cannot name anything else, sanitised download names (long ones keep their extension),
+ * limits (per owner, with the time the first slot frees), expiry on a fake clock, files
+ * without a name, leftovers of an earlier run removed (not in a shared directory), close
+ * removes the files. */
 #include <check.h>
 
 #include "check_main.h"
@@ -71,15 +73,14 @@ START_TEST(test_lifecycle)
     ck_assert_int_eq(e.state, MT_SPOOL_DONE);
     ck_assert_uint_eq(e.size, 5);
     ck_assert_str_eq(e.mime, "application/x-test");
-    FILE *f = fopen(e.path, "rb");
-    char buf[16] = "";
-    ck_assert(f != NULL);
-    ck_assert_uint_eq(fread(buf, 1, sizeof buf, f), 5);
-    fclose(f);
-    ck_assert_str_eq(buf, "hello");
-    struct stat st;
-    ck_assert_int_eq(stat(e.path, &st), 0);
-    ck_assert_int_eq(st.st_mode & 0777, 0600);
+    char *data;
+    size_t len;
+    ck_assert_int_eq(mt_spool_read(sp, id, &data, &len, err, sizeof err), 0);
+    ck_assert_uint_eq(len, 5);
+    ck_assert(memcmp(data, "hello", 5) == 0);
+    free(data);
+    /* The file has no name: a crash leaves nothing of it in the directory. */
+    ck_assert_int_eq(files_in(dir), 0);
     /* A finished job cannot be finished again or failed. */
     ck_assert_int_eq(mt_spool_finish(sp, id, "x", 1, err, sizeof err), -1);
     ck_assert_int_eq(mt_spool_fail(sp, id, "late"), -1);
@@ -89,7 +90,73 @@ START_TEST(test_lifecycle)
     ck_assert_int_eq(mt_spool_lookup(sp, id, &e), 0);
     fake_now += 1;
     ck_assert_int_eq(mt_spool_lookup(sp, id, &e), -1);
+    ck_assert_int_eq(mt_spool_read(sp, id, &data, &len, err, sizeof err), -1);
     ck_assert_int_eq(files_in(dir), 0);
+    mt_spool_close(sp);
+    rmdir(dir);
+}
+END_TEST
+
+/* One owner cannot fill the spool: beyond max_per_owner it is refused with the time its
+ * earliest job frees, while others still get in; a full spool says when its first slot
+ * frees (a finished job's expiry; a running one's no earlier than a ttl away), not 1 s. */
+START_TEST(test_per_owner_limit)
+{
+    snprintf(dir, sizeof dir, "/tmp/mt_test_spool_XXXXXX");
+    ck_assert(mkdtemp(dir) != NULL);
+    mt_spool_options o = mt_spool_options_default();
+    o.dir = dir;
+    o.max_entries = 4;
+    o.max_per_owner = 2;
+    o.ttl = 60;
+    o.clock = fake_clock;
+    fake_now = 1000;
+    mt_spool *sp = mt_spool_open(&o, err, sizeof err);
+    ck_assert_msg(sp != NULL, "%s", err);
+    char a[MT_SPOOL_ID_LEN + 1], b[MT_SPOOL_ID_LEN + 1], c[MT_SPOOL_ID_LEN + 1];
+    double retry = -1;
+    ck_assert_int_eq(mt_spool_begin_for(sp, "addr:10.0.0.1", "a.txt", NULL, a, &retry, err, sizeof err), 0);
+    ck_assert_int_eq(mt_spool_finish(sp, a, "x", 1, err, sizeof err), 0);
+    fake_now += 10;
+    ck_assert_int_eq(mt_spool_begin_for(sp, "addr:10.0.0.1", "b.txt", NULL, b, &retry, err, sizeof err), 0);
+    ck_assert_int_eq(mt_spool_begin_for(sp, "addr:10.0.0.1", "c.txt", NULL, c, &retry, err, sizeof err),
+                     MT_SPOOL_OWNER_FULL);
+    ck_assert_msg(retry > 49.9 && retry < 50.1, "retry %g", retry); /* a expires at 1060 */
+    ck_assert_msg(strstr(err, "per client") != NULL, "%s", err);
+    /* someone else still gets in, up to the spool's own limit */
+    ck_assert_int_eq(mt_spool_begin_for(sp, "addr:10.0.0.2", "c.txt", NULL, c, &retry, err, sizeof err), 0);
+    ck_assert_int_eq(mt_spool_begin_for(sp, "key:k", "d.txt", NULL, c, &retry, err, sizeof err), 0);
+    ck_assert_int_eq(mt_spool_begin_for(sp, "key:k2", "e.txt", NULL, c, &retry, err, sizeof err), MT_SPOOL_FULL);
+    ck_assert_msg(retry > 49.9 && retry < 50.1, "retry %g", retry);
+    /* once a's expiry passes, its owner may begin again */
+    fake_now += 51;
+    ck_assert_int_eq(mt_spool_begin_for(sp, "addr:10.0.0.1", "c.txt", NULL, c, &retry, err, sizeof err), 0);
+    /* all running: the first could free no earlier than a ttl from now */
+    ck_assert_int_eq(mt_spool_begin_for(sp, "key:k3", "f.txt", NULL, c, &retry, err, sizeof err), MT_SPOOL_FULL);
+    ck_assert_msg(retry > 59.9 && retry < 60.1, "retry %g", retry);
+    mt_spool_close(sp);
+    rmdir(dir);
+}
+END_TEST
+
+/* A download name over 255 bytes is cut in its stem: the extension stays, and no UTF-8
+ * character is cut in half. */
+START_TEST(test_long_name_keeps_extension)
+{
+    mt_spool *sp = open_spool(4, 1000, 10000);
+    char name[700], id[MT_SPOOL_ID_LEN + 1];
+    size_t n = 0;
+    for (int i = 0; i < 200; i++) n += (size_t)snprintf(name + n, sizeof name - n, "\xc3\xa9"); /* é */
+    snprintf(name + n, sizeof name - n, ".docx");
+    ck_assert_int_eq(mt_spool_begin(sp, name, NULL, id, err, sizeof err), 0);
+    mt_spool_entry e;
+    ck_assert_int_eq(mt_spool_lookup(sp, id, &e), 0);
+    size_t len = strlen(e.name);
+    ck_assert_uint_le(len, 255);
+    ck_assert_uint_ge(len, 250);
+    ck_assert_str_eq(e.name + len - 5, ".docx");
+    ck_assert_uint_eq((len - 5) % 2, 0); /* whole two-byte characters */
+    ck_assert(memcmp(e.name, "\xc3\xa9", 2) == 0);
     mt_spool_close(sp);
     rmdir(dir);
 }
@@ -175,6 +242,17 @@ START_TEST(test_open_sweeps_leftovers)
     ck_assert_msg(sp != NULL, "%s", err);
     ck_assert_int_eq(files_in(dir), 1); /* only the file that is not the spool's */
     mt_spool_close(sp);
+    /* without sweep (a directory shared with others) nothing is touched */
+    snprintf(path, sizeof path, "%s/0123456789abcdef0123456789abcdef", dir);
+    fclose(fopen(path, "w"));
+    o.sweep = 0;
+    sp = mt_spool_open(&o, err, sizeof err);
+    ck_assert_msg(sp != NULL, "%s", err);
+    ck_assert_int_eq(files_in(dir), 2);
+    mt_spool_close(sp);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/keep-me.txt", dir);
+    o.sweep = 1;
     unlink(path);
     rmdir(dir);
     o.dir = "/proc/nope/spool";
@@ -193,6 +271,8 @@ int main(void)
     tcase_add_test(tc, test_ids_and_paths);
     tcase_add_test(tc, test_limits);
     tcase_add_test(tc, test_open_sweeps_leftovers);
+    tcase_add_test(tc, test_per_owner_limit);
+    tcase_add_test(tc, test_long_name_keeps_extension);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));
 }

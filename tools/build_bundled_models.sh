@@ -28,15 +28,16 @@
 #   --threads N     threads of each direction's trainer (default 1; 2 when training one
 #                   direction on two cores)
 #   --run-dir DIR   checkpoints and logs in DIR/<pair> (default runs)
-#   --manpages N    add the translated manual pages (tools/corpus/manpages.py, written to
-#                   runs/corpus/ on first use) N times to the mixture (data dir: -manN)
+#   --corpus NAME:N add the corpus tools/corpus/NAME.py extracts (manpages, handbook;
+#                   written to runs/corpus/ on first use) N times to the mixture; repeatable
+#                   (the data directory's name says which: -NAMEN)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
 # runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
 # is rewritten at every checkpoint; rerun with the same options plus RESUME=1 to resume
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs man=0
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs corpora=()
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -49,8 +50,8 @@ while [ $# -gt 0 ]; do
     --tatoeba-times) tat=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --run-dir) runs=$2; shift 2 ;;
-    --manpages) man=$2; shift 2 ;;
-    *) sed -n '2,38p' "$0" >&2; exit 2 ;;
+    --corpus) corpora+=("$2"); shift 2 ;;
+    *) sed -n '2,37p' "$0" >&2; exit 2 ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
@@ -78,12 +79,14 @@ else
   vocab_opts=()
 fi
 corpus_opts=()
-if [ "$man" != 0 ]; then
-  data=$data-man$man
-  corpus=runs/corpus/manpages.en-$lang.tsv.gz
-  [ -f "$corpus" ] || /usr/bin/python3 tools/corpus/manpages.py --lang "$lang" --out "$corpus" --shared "$shared"
-  corpus_opts=(--extra "$corpus:$man")
-fi
+for spec in "${corpora[@]}"; do
+  name=${spec%%:*} times=${spec#*:}
+  [ -f "tools/corpus/$name.py" ] || { echo "--corpus: no tools/corpus/$name.py" >&2; exit 2; }
+  data=$data-$name$times
+  corpus=runs/corpus/$name.en-$lang.tsv.gz
+  [ -f "$corpus" ] || /usr/bin/python3 "tools/corpus/$name.py" --lang "$lang" --out "$corpus" --shared "$shared"
+  corpus_opts+=(--extra "$corpus:$times")
+done
 if [ "$cont" = 1 ]; then
   # A continued run tokenizes with its model's own vocabulary: no new one is trained.
   if [ ! -f "$data/train.en.gz" ]; then
