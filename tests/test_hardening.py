@@ -237,7 +237,7 @@ class TestTargetsAndHeaders(unittest.TestCase):
 
     def test_control_bytes_are_escaped_in_the_access_log(self):
         self.status_of(b"GET /he%01llo%0aevent=forged HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        ok = ts.wait_until(lambda: "\\x01" in self.srv.log(), timeout=10)
+        ok = ts.wait_until(lambda: "\\x01" in self.srv.log(), timeout=60)
         self.assertTrue(ok, self.srv.log()[-2000:])
         self.assertNotIn("\nevent=forged", self.srv.log())
 
@@ -281,9 +281,11 @@ class TestSighup(unittest.TestCase):
         threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
         for t in threads:
             t.start()
-        for _ in range(3):
-            time.sleep(0.05)
+        # three SIGHUPs while requests are in flight, each once the last was handled
+        self.assertTrue(ts.wait_until(lambda: srv.metric("mt_queue_requests") >= 1, timeout=120))
+        for k in range(3):
             srv.proc.send_signal(signal.SIGHUP)
+            self.assertTrue(ts.wait_until(lambda: srv.log().count("sighup_ignored") > k, timeout=60))
         for t in threads:
             t.join(timeout=180)
         try:
@@ -810,7 +812,9 @@ class TestHalfClose(unittest.TestCase):
                             for i in range(128)]}
             t = threading.Thread(target=srv.post_json, args=(big,), kwargs={"timeout": 300})
             t.start()
-            time.sleep(0.3)
+            # the big request is on the only worker (not a fixed sleep: a loaded machine may
+            # take long to get there)
+            self.assertTrue(ts.wait_until(lambda: srv.metric("mt_workers_busy") >= 1, timeout=120))
             body = json.dumps({"text": "A dog runs in the park."}).encode()
             raw = self.half_closed_request(srv.port, body)
             # an interim 100 Continue may come first: it tells a half-close from a close
@@ -876,7 +880,7 @@ class TestFairShare(unittest.TestCase):
             t = threading.Thread(target=big)
             t.start()
             self.assertTrue(ts.wait_until(lambda: srv.metric("mt_queue_requests") >= 1, timeout=60))
-            time.sleep(0.2)
+            self.assertTrue(ts.wait_until(lambda: srv.metric("mt_workers_busy") >= 1, timeout=120))
             st, _, small = srv.post_json({"text": "A dog runs in the park."}, timeout=600)
             small_at = time.time()
             self.assertEqual(st, 200, small)
@@ -921,7 +925,7 @@ class TestMemoryAfterSpike(unittest.TestCase):
             peak = proc_status_mib(srv.proc.pid, "VmHWM")
             self.assertGreater(peak - base, 100, "the spike did not grow memory; the test proves nothing")
             returned = ts.wait_until(
-                lambda: proc_status_mib(srv.proc.pid, "VmRSS") - base < (peak - base) // 5, timeout=10)
+                lambda: proc_status_mib(srv.proc.pid, "VmRSS") - base < (peak - base) // 5, timeout=60)
             now = proc_status_mib(srv.proc.pid, "VmRSS")
             self.assertTrue(returned, "resident %d MiB after a spike to %d MiB (before: %d MiB)" % (now, peak, base))
             st, _, body = srv.post_json({"text": texts[:2]}, timeout=600)  # still serves after trimming
