@@ -150,6 +150,29 @@ class TrainSmoke(unittest.TestCase):
         left = sorted(os.listdir(os.path.join(self.tmp, "run2")))
         self.assertEqual([n for n in left if n.startswith("weights_")], ["weights_0001.pt"], left)
 
+    def test_continue_from_a_cut_short_directory(self):
+        """A directory written at a checkpoint of a run that never finished (its
+        training.json has "this_run", no entry in "runs") is continued with that run
+        counted: it becomes a "cut_short" entry of "runs", and the steps go on from it."""
+        first = json.load(open(os.path.join(self.model_dir, "training.json")))
+        cut = os.path.join(self.tmp, "cut-short")
+        shutil.copytree(self.model_dir, cut)
+        cut_json = dict(first, steps=first["steps"] + 4,
+                        this_run={"steps": 4, "target_tokens": 100, "minutes": 0.1,
+                                  "init_from": True})
+        with open(os.path.join(cut, "training.json"), "w") as f:
+            json.dump(cut_json, f)
+        out = os.path.join(self.tmp, "after-cut")
+        log = self.run_train(["--init-from", cut, "--warmup", "5", "--max-steps", "3"],
+                             os.path.join(self.tmp, "run3"), out)
+        self.assertIn(f"({first['steps'] + 4} earlier steps)", log)
+        after = json.load(open(os.path.join(out, "training.json")))
+        self.assertEqual(after["steps"], first["steps"] + 4 + 3)
+        self.assertEqual(len(after["runs"]), len(first["runs"]) + 2, after["runs"])
+        self.assertEqual(after["runs"][-2], dict(cut_json["this_run"], cut_short=True))
+        self.assertEqual(after["runs"][-1]["steps"], 3)
+        self.assertNotIn("this_run", after)
+
     def mt_translate(self, args, stdin):
         exe = os.path.join(BUILD, "cli", "mt-translate") if BUILD else ""
         if not (exe and os.access(exe, os.X_OK)):

@@ -391,8 +391,15 @@ def train(args):
         prior_steps, prior_warmup = ck.get("prior_steps", 0), ck.get("prior_warmup", 0)
         log(f"resumed from checkpoint {pos['ckpt']}: epoch {pos['epoch']} batch {pos['batch']} "
             f"step {pos['step']}")
+    earlier_runs = list(prior.get("runs", []))
+    if "this_run" in prior:
+        # The directory was written at a checkpoint of a run that never reached its end
+        # (stopped, or still going when it was copied): that run counts all the same.
+        earlier_runs.append(dict(prior["this_run"], cut_short=True))
+    if args.resume and checkpoints(args.run_dir):
+        earlier_runs = ck.get("earlier_runs", earlier_runs)
     history = {"steps": prior_steps + pos["step"], "warmup": prior_warmup or args.warmup,
-               "runs": prior.get("runs", []), "seed": args.seed}
+               "runs": earlier_runs, "seed": args.seed}
 
     last_ckpt_step = pos["step"]
 
@@ -402,10 +409,12 @@ def train(args):
         v = evaluate(model, valid_pairs, pad_id, args.max_tokens)
         pos["ckpt"] += 1
         save_checkpoint(args.run_dir, model, opt,
-                        dict(pos, prior_steps=prior_steps, prior_warmup=prior_warmup), v, args.keep)
+                        dict(pos, prior_steps=prior_steps, prior_warmup=prior_warmup,
+                             earlier_runs=history["runs"]), v, args.keep)
         history["steps"] = prior_steps + pos["step"]
         history["this_run"] = {"steps": pos["step"], "target_tokens": pos["tokens"],
-                               "minutes": round((time.time() - t0) / 60, 1)}
+                               "minutes": round((time.time() - t0) / 60, 1),
+                               "init_from": bool(args.init_from)}
         write_model_dir(args.out, model, args, sp_path, sp, history)
         where = f"end of epoch {pos['epoch'] - 1}" if epoch_done else f"in epoch {pos['epoch']}"
         log(f"checkpoint {pos['ckpt']} ({where}) step {pos['step']}: valid nll {v:.4f} ppl {math.exp(v):.2f} "
