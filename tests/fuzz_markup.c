@@ -2,18 +2,22 @@
  * and text pipelines: inline HTML taken out of a block and put back (translator/markup.h)
  * and protected spans cut out of a text and put back (translator/protect.h).
  *
- * Input: byte 0 picks the parser (bit 0) and how the "translation" is made (bit 1: the
- * plain text itself, else its words reversed); byte 1 seeds the word alignment (random
+ * Input: byte 0 picks the parser (bit 0) and how the "translation" is made (markup: bit 1,
+ * the plain text itself or its words reversed; protect: (byte 0 >> 1) % 3: the text the
+ * model reads itself, its words reversed, or some words dropped and some repeated); byte 1 seeds the word alignment (random
  * in-range pairs, as the search gives them); the rest is the text (valid UTF-8 only, as
  * the service passes on). Checks: the output is valid UTF-8; markup: when the block is
- * well-formed, so is the output, and it has as many tags of each name; protect: every
- * span comes back byte for byte, as often as the text had it.
+ * well-formed, so is the output, and it has as many tags of each name, also on the
+ * service's path (spans and do-not-translate elements wrapped first, which unwrapping
+ * undoes); protect: every span comes back byte for byte, as often as the text had it, and
+ * a translation that is the text the model read gives the text back exactly.
  * Under gcc this builds a replay tool: fuzz-markup FILE... (tests/fuzz_replay.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "markup.h"
 #include "protect.h"
 #include "utf8.h"
@@ -133,8 +137,46 @@ static size_t occurrences(const char *hay, const char *needle, size_t len)
     return n;
 }
 
+/* The service's path for an HTML block: protected spans and do-not-translate elements
+ * wrapped, split, restored, unwrapped. Checks: unwrapping the wrapped block gives it back;
+ * a well-formed block comes back well-formed with as many tags. */
+static void fuzz_wrapped(const char *text, size_t len, int reverse, unsigned seed)
+{
+    char *wrapped = mt_html_wrap_protected(text, len, MT_PROTECT_ALL | MT_PROTECT_LONG_WORD);
+    if (!wrapped) abort();
+    char *back = strdup(wrapped);
+    if (!back) abort();
+    mt_html_unwrap_protected(back);
+    if (strcmp(back, text) != 0 && !strstr(text, "mt-keep-7a1")) { /* the wrapper's own name is taken out */
+        fprintf(stderr, "fuzz-markup: wrapping is not undone:\n%s\n%s\n", text, back);
+        abort();
+    }
+    free(back);
+    mt_markup *m = mt_markup_split(wrapped, strlen(wrapped));
+    if (!m) abort();
+    const char *plain = mt_markup_text(m);
+    char *tr = reverse ? reversed_words(plain) : strdup(plain);
+    int n;
+    int (*align)[2] = random_alignment(seed, count_words(plain), count_words(tr), &n);
+    char *out = mt_markup_restore(m, tr, (const int (*)[2])align, n);
+    if (!out) abort();
+    mt_html_unwrap_protected(out);
+    check_utf8(out, "wrapped markup");
+    long in_counts[26], out_counts[26];
+    if (well_formed(text, in_counts) && (!well_formed(out, out_counts) || memcmp(in_counts, out_counts, sizeof in_counts))) {
+        fprintf(stderr, "fuzz-markup: a well-formed block came back malformed or with other tags:\n%s\n", out);
+        abort();
+    }
+    free(out);
+    free(align);
+    free(tr);
+    mt_markup_free(m);
+    free(wrapped);
+}
+
 static void fuzz_markup(const char *text, size_t len, int reverse, unsigned seed)
 {
+    fuzz_wrapped(text, len, reverse, seed);
     mt_markup *m = mt_markup_split(text, len);
     if (!m) abort();
     const char *plain = mt_markup_text(m);
@@ -161,17 +203,45 @@ static void fuzz_markup(const char *text, size_t len, int reverse, unsigned seed
     mt_markup_free(m);
 }
 
-static void fuzz_protect(const char *text, size_t len, int reverse, unsigned seed)
+/* The words of s with some dropped and some repeated, as a model may do (seeded). */
+static char *damaged_words(const char *s, unsigned seed)
+{
+    size_t n = strlen(s);
+    char *out = malloc(2 * n + 2), *o = out;
+    if (!out) abort();
+    for (const char *p = s; *p;) {
+        while (*p && strchr(" \t\n\r", *p)) p++;
+        const char *e = p;
+        while (*e && !strchr(" \t\n\r", *e)) e++;
+        if (e == p) break;
+        seed = seed * 1103515245u + 12345u;
+        int copies = (seed >> 16) % 5 == 0 ? 0 : (seed >> 16) % 5 == 1 ? 2 : 1;
+        for (int c = 0; c < copies; c++) {
+            if (o != out) *o++ = ' ';
+            memcpy(o, p, (size_t)(e - p));
+            o += e - p;
+        }
+        p = e;
+    }
+    *o = 0;
+    return out;
+}
+
+static void fuzz_protect(const char *text, size_t len, int mode, unsigned seed)
 {
     mt_protect *p = mt_protect_create(text, len, MT_PROTECT_ALL);
     if (!p) abort();
     const char *cut = mt_protect_text(p);
-    char *tr = reverse ? reversed_words(cut) : strdup(cut);
+    char *tr = mode == 1 ? reversed_words(cut) : mode == 2 ? damaged_words(cut, seed) : strdup(cut);
     int n;
     int (*align)[2] = random_alignment(seed, count_words(cut), count_words(tr), &n);
     char *out = mt_protect_restore(p, tr, (const int (*)[2])align, n);
     if (!out) abort();
     check_utf8(out, "protect");
+    if (mode == 0 && strcmp(out, text) != 0) { /* the model copied the text: it comes back */
+        fprintf(stderr, "fuzz-markup: '%s' sent as '%s' came back as '%s'\n", text, cut, out);
+        abort();
+    }
     for (int i = 0; i < mt_protect_count(p); i++) {
         const mt_protect_span *s = mt_protect_span_at(p, i);
         if (s->start + s->len > len) abort();
@@ -201,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     text[len] = 0;
     size_t bad;
     if (strlen(text) == len && mt_utf8_check(text, len, &bad)) {
-        if (data[0] & 1) fuzz_protect(text, len, data[0] & 2, data[1]);
+        if (data[0] & 1) fuzz_protect(text, len, (data[0] >> 1) % 3, data[1]);
         else fuzz_markup(text, len, data[0] & 2, data[1]);
     }
     free(text);

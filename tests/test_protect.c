@@ -165,6 +165,10 @@ START_TEST(damaged_extra_and_missing_copies)
     RESTORED("By %s and %s.", "Von %s %s und %s.", "Von %s %s und.");
     RESTORED("Hello %s", "Hallo %d %s", "Hallo %s");
     RESTORED("See http://a.io", "Siehe {0} {0}", "Siehe http://a.io");
+    /* a mask inside what reads as a placeholder ("$" + "{0}") is still the mask */
+    RESTORED("Pay $#tag now", "Zahle ${0} jetzt", "Zahle $#tag jetzt");
+    /* a look-alike glued to a word is text unless a placeholder needs it */
+    RESTORED("Got 100%done and %d", "Habe 100%done und %d", "Habe 100%done und %d");
     /* a dropped mask goes after the output word aligned to the source word before it */
     static const int al[][2] = {{0, 0}, {1, 1}, {3, 2}};
     char *out = restored("Visit the https://x/ page", "Besuche die Seite", al, 3);

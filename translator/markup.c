@@ -246,7 +246,12 @@ mt_markup *mt_markup_split(const char *html, size_t n)
             size_t j = end;
             while (j < n && depth) {
                 steps++;
-                if (s[j] == '<') {
+                if (!strncmp(s + j, "<!--", 4)) { /* a comment, read as the block's own are */
+                    const char *e = strstr(s + j + 4, "-->");
+                    size_t ce = e ? (size_t)(e - s) + 3 : n;
+                    steps += ce - j;
+                    j = ce;
+                } else if (s[j] == '<') {
                     char name[16];
                     int closing = j + 1 < n && s[j + 1] == '/';
                     tag_name(s, j + 1 + (size_t)closing, n, name, sizeof name);

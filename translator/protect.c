@@ -518,7 +518,8 @@ typedef struct {
 typedef struct {
     const char *s;
     size_t len;
-    int is_span, index;
+    int rank; /* 0 a span, 1 a copy, 2 a copy read only when glued */
+    int index;
 } key;
 
 static int same_bytes(const key *a, const key *b) { return a->len == b->len && !memcmp(a->s, b->s, a->len); }
@@ -531,8 +532,8 @@ static int key_order(const void *x, const void *y)
     int c = memcmp(a->s, b->s, a->len);
     if (c)
         return c;
-    if (a->is_span != b->is_span)
-        return a->is_span ? -1 : 1;
+    if (a->rank != b->rank)
+        return a->rank < b->rank ? -1 : 1;
     return (a->index > b->index) - (a->index < b->index);
 }
 
@@ -588,8 +589,13 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             continue;
         }
         size_t l = pass ? placeholder_len(tr, i, tl, 0) : 0;
-        if (l) {
-            cp[n_copies++] = (copy){i, l, -2}; /* decided below */
+        for (size_t j = i + 1; j < i + l; j++) { /* "${0}" around a mask is not a placeholder */
+            long w = mask_at(tr, j, tl, &ml);
+            if (w >= p->base && w < p->base + p->n && !passed_through(p->spans[w - p->base].kind))
+                l = 0;
+        }
+        if (l) { /* decided below; -3: only read as one when glued ("%ss") */
+            cp[n_copies++] = (copy){i, l, placeholder_len(tr, i, tl, 1) == l ? -2 : -3};
             i += l;
             continue;
         }
@@ -602,20 +608,20 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     int n_keys = 0;
     for (int k = 0; k < p->n; k++)
         if (passed_through(p->spans[k].kind))
-            keys[n_keys++] = (key){p->orig + p->spans[k].start, p->spans[k].len, 1, k};
+            keys[n_keys++] = (key){p->orig + p->spans[k].start, p->spans[k].len, 0, k};
     for (int c = 0; c < n_copies; c++)
-        if (cp[c].span == -2)
-            keys[n_keys++] = (key){tr + cp[c].at, cp[c].len, 0, c};
+        if (cp[c].span <= -2)
+            keys[n_keys++] = (key){tr + cp[c].at, cp[c].len, cp[c].span == -2 ? 1 : 2, c};
     qsort(keys, (size_t)n_keys, sizeof *keys, key_order);
     for (int a = 0; a < n_keys;) {
         int e = a;
         while (e < n_keys && same_bytes(&keys[a], &keys[e]))
             e++;
-        /* keys[a, e): one string; spans first, then copies, each in order */
+        /* keys[a, e): one string; spans first, then copies (strict ones first), in order */
         int sp = a, cc = a;
-        while (cc < e && keys[cc].is_span)
+        while (cc < e && !keys[cc].rank)
             cc++;
-        for (; sp < e && keys[sp].is_span && cc < e; sp++, cc++) {
+        for (; sp < e && !keys[sp].rank && cc < e; sp++, cc++) {
             cp[keys[cc].index].span = keys[sp].index;
             found[keys[sp].index] = 1;
         }
@@ -631,9 +637,11 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
         cp[c].span = k;
         found[k] = 1;
     }
+    int kept = 0; /* a glued look-alike no span took is text ("100%done") */
     for (int c = 0; c < n_copies; c++)
-        if (cp[c].span == -2)
-            cp[c].span = -1;
+        if (cp[c].span != -3)
+            cp[kept++] = (copy){cp[c].at, cp[c].len, cp[c].span == -2 ? -1 : cp[c].span};
+    n_copies = kept;
     /* The spans no copy stands for, by slot (then source order). */
     for (int w = 0; w < p->n_words; w++)
         lo[w] = hi[w] = -1;
