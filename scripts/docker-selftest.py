@@ -4,7 +4,8 @@
   docker-selftest.py get URL                   exit 0 when URL answers 200
   docker-selftest.py check URL                 /health, /translate, /translate_file, /metrics
   docker-selftest.py stop-under-load URL NAME  `docker stop NAME` while 8 clients send
-  docker-selftest.py spread URL SECONDS        4 clients for SECONDS; prints the answers
+  docker-selftest.py spread URL SECONDS [STOP] 4 clients for SECONDS or until the file STOP
+                                               exists; prints the answers and latencies
 """
 import http.client
 import json
@@ -206,19 +207,24 @@ def cmd_stop_under_load(base, name):
     return bad
 
 
-def cmd_spread(base, seconds):
-    """4 clients send translations for SECONDS; prints {answered, errors, p50_s, max_s, over_1s}."""
+def cmd_spread(base, seconds, stop_file=None):
+    """4 clients send translations for SECONDS, or until stop_file exists; prints
+    {answered, errors, p50_s, max_s, over_1s}."""
+    import os
     seconds = float(seconds)
     lock = threading.Lock()
     res = {"answered": 0, "errors": []}
     lat = []
     end = time.monotonic() + seconds
 
+    def going():
+        return time.monotonic() < end and not (stop_file and os.path.exists(stop_file))
+
     def client(k):
         host, port, _ = split(base)
         conn = http.client.HTTPConnection(host, port, timeout=120)
         i = k
-        while time.monotonic() < end:
+        while going():
             i += 1
             t0 = time.monotonic()
             try:
@@ -244,7 +250,7 @@ def cmd_spread(base, seconds):
         t.join()
     lat.sort()
     res.update(p50_s=round(lat[len(lat) // 2], 3) if lat else None, max_s=round(lat[-1], 3) if lat else None,
-               over_1s=sum(1 for x in lat if x > 1.0))
+               over_250ms=sum(1 for x in lat if x > 0.25), over_1s=sum(1 for x in lat if x > 1.0))
     res["errors"] = res["errors"][:5] + (["..."] if len(res["errors"]) > 5 else [])
     print(json.dumps(res))
     return 0 if res["answered"] and not res["errors"] else 1
@@ -260,7 +266,7 @@ def main(argv):
         if cmd == "stop-under-load":
             return cmd_stop_under_load(argv[2], argv[3])
         if cmd == "spread":
-            return cmd_spread(argv[2], argv[3])
+            return cmd_spread(argv[2], argv[3], argv[4] if len(argv) > 4 else None)
     except (AssertionError, OSError, ValueError, KeyError, http.client.HTTPException) as e:
         print("%s: %r" % (cmd, e))
         return 1

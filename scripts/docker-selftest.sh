@@ -133,7 +133,7 @@ debian_mirror() {
   for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
     [ -r "$f" ] || continue
     awk '
-      /^deb / && $3 == "bookworm" { print $2; exit }
+      /^deb / { l = $0; gsub(/\[[^]]*\] */, "", l); split(l, w, " "); if (w[3] == "bookworm") { print w[2]; exit } }
       /^URIs:/ { uri = $2 }
       /^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") found = 1 }
       /^$/ { if (found && uri) { print uri; exit } ; uri = ""; found = 0 }
@@ -402,15 +402,29 @@ DOCKERFILE
         before=$(replicas | tr '\n' ' ')
         say "compose: $(echo "$before" | wc -w) replicas ($before) behind nginx at $url after $((SECONDS - t0)) s"
 
-        # scale up while 4 clients keep sending
+        # wait_log N: until nginx has logged N lines (the load is flowing), 60 s at most
+        wait_log() {
+          local deadline=$((SECONDS + 60))
+          until [ "$(log_lines)" -ge "$1" ] || [ $SECONDS -ge $deadline ]; do sleep 0.2; done
+        }
+
+        # scale up while 4 clients keep sending, until the new replica has served 200
+        # translations (or 180 s)
         from=$(log_lines)
-        py spread "$url" 40 >"$work/spread-up.json" &
+        rm -f "$work/stop-load"
+        py spread "$url" 240 "$work/stop-load" >"$work/spread-up.json" &
         spread_pid=$!
-        sleep 3
+        wait_log $((from + 100))
         t1=$SECONDS
         dc up -d --no-build --no-recreate --scale mt=3 >>"$work/compose-up.log" 2>&1 || fail "docker-compose up --scale mt=3"
         new=$(comm -13 <(echo "$before" | tr ' ' '\n' | grep .) <(replicas))
         say "compose: scaled to 3 in $((SECONDS - t1)) s; new replica ${new:-none}"
+        deadline=$((SECONDS + 180))
+        until [ -z "$new" ] || [ $SECONDS -ge $deadline ] ||
+          [ "$(per_replica "$from" | grep -o "$new=[0-9]*" | cut -d= -f2)" -ge 200 ] 2>/dev/null; do
+          sleep 0.5
+        done
+        touch "$work/stop-load"
         wait $spread_pid
         up_rc=$?
         counts=$(per_replica "$from")
@@ -423,14 +437,18 @@ DOCKERFILE
           fail "the new replica ${new:-?} got no request (counts: $counts)"
         fi
 
-        # scale down to 1 while 4 clients keep sending
+        # scale down to 1 while 4 clients keep sending, and for 1,000 more requests after
         from=$(log_lines)
-        py spread "$url" 25 >"$work/spread-down.json" &
+        rm -f "$work/stop-load"
+        py spread "$url" 240 "$work/stop-load" >"$work/spread-down.json" &
         spread_pid=$!
-        sleep 3
+        wait_log $((from + 100))
         t1=$SECONDS
         dc up -d --no-build --no-recreate --scale mt=1 >>"$work/compose-up.log" 2>&1 || fail "docker-compose up --scale mt=1"
         say "compose: scaled to 1 in $((SECONDS - t1)) s; left: $(replicas | tr '\n' ' ')"
+        mark=$(log_lines)
+        wait_log $((mark + 1000))
+        touch "$work/stop-load"
         wait $spread_pid
         down_rc=$?
         say "scale-down window: $(cat "$work/spread-down.json")"
