@@ -144,6 +144,16 @@ static void finish_item_locked(mt_batcher *b, mt_item *it, mt_job **chain)
 
 static void run_callbacks(mt_job *chain)
 {
+    /* the chain was built newest first: answer in the order the jobs finished, so jobs
+     * finished by one batch are answered oldest first */
+    mt_job *prev = NULL;
+    while (chain) {
+        mt_job *next = chain->jnext;
+        chain->jnext = prev;
+        prev = chain;
+        chain = next;
+    }
+    chain = prev;
     while (chain) {
         mt_job *next = chain->jnext; /* read before on_done: the job may be freed after it */
         chain->jnext = NULL;
@@ -689,7 +699,7 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
     }
     double now = mt_now();
     double need = admission_wait_locked(b, job);
-    if (job->deadline > 0 && need > job->deadline - now) {
+    if (job->deadline > 0 && need > 0 && need > job->deadline - now) {
         /* It would wait out its deadline in the queue: refused now, with the time after
          * which the work ahead of it should have shrunk enough. */
         job->retry_after = need - (job->deadline - now);
