@@ -1,4 +1,4 @@
-/* lt_files.c: file translation in the server (issue 14): POST /translate_file (multipart
+/* ep_files.c: file translation in the server: POST /translate_file (multipart
  * form: file, source, target, api_key) answers {"translatedFileUrl": ".../download_file/ID"}
  * at once; the file is translated by a thread of its own through formats/ and the shared
  * translation service (its sentences batch with everyone else's), and lands in the spool
@@ -32,7 +32,7 @@
 
 /* ---------------------------------------------------------------- life cycle */
 
-int srv_lt_files_init(mt_server *s, char *err, size_t errlen)
+int srv_files_init(mt_server *s, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
     pthread_mutex_init(&s->files_mu, NULL);
@@ -59,7 +59,7 @@ int srv_lt_files_init(mt_server *s, char *err, size_t errlen)
     return s->spool ? 0 : -1;
 }
 
-void srv_lt_files_stop(mt_server *s)
+void srv_files_stop(mt_server *s)
 {
     if (!s->files_init) return;
     pthread_mutex_lock(&s->files_mu);
@@ -68,10 +68,10 @@ void srv_lt_files_stop(mt_server *s)
     pthread_mutex_unlock(&s->files_mu);
 }
 
-void srv_lt_files_free(mt_server *s)
+void srv_files_free(mt_server *s)
 {
     if (!s->files_init) return;
-    srv_lt_files_stop(s);
+    srv_files_stop(s);
     mt_spool_close(s->spool);
     s->spool = NULL;
     if (s->spool_dir_made) rmdir(s->spool_dir);
@@ -80,7 +80,6 @@ void srv_lt_files_free(mt_server *s)
     s->files_init = 0;
 }
 
-int srv_lt_files_enabled(const mt_server *s) { return s->spool != NULL; }
 
 /* ---------------------------------------------------------------- the translating thread */
 
@@ -90,7 +89,7 @@ typedef struct {
     mt_file_format fmt;
     unsigned char *data;
     size_t len;
-    char client[160];  /* the rate limits' client (srv_lt_client) */
+    char client[160];  /* the rate limits' client (srv_rate_client) */
     char source[33], target[33]; /* the route, resolved (and detected) at upload */
 } file_job;
 
@@ -140,7 +139,7 @@ static int on_extracted(void *user, long units, long long chars, char *err, size
 {
     (void)units;
     file_job *fj = user;
-    return srv_lt_charge_chars(fj->srv, fj->client, chars, err, errlen);
+    return srv_charge_chars(fj->srv, fj->client, chars, err, errlen);
 }
 
 static void *file_thread(void *arg)
@@ -249,7 +248,7 @@ static enum MHD_Result fail(req_ctx *c, json_t *fields, int status, const char *
     return srv_send_error(c, status, msg);
 }
 
-enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
+enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
 {
     char err[512];
     if (!s->spool) return srv_send_error(c, 403, "Files translation are disabled on this server.");
@@ -282,8 +281,8 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
     enum MHD_Result limited;
     /* a request now; its characters once the text is extracted (on_extracted) */
     char client[160];
-    srv_lt_client(s, c, field(u.fields, "api_key"), client, sizeof client);
-    if (srv_lt_rate_check(s, c, field(u.fields, "api_key"), 0, &limited)) {
+    srv_rate_client(s, c, field(u.fields, "api_key"), client, sizeof client);
+    if (srv_rate_check(s, c, field(u.fields, "api_key"), 0, &limited)) {
         json_decref(u.fields);
         return limited;
     }
@@ -350,12 +349,7 @@ enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c)
 
 /* ---------------------------------------------------------------- GET /download_file/ID */
 
-int srv_lt_is_download_path(const char *path)
-{
-    return strncmp(path, DOWNLOAD_PREFIX, strlen(DOWNLOAD_PREFIX)) == 0;
-}
-
-enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c)
+enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c)
 {
     const char *id = c->path + strlen(DOWNLOAD_PREFIX);
     mt_spool_entry e;

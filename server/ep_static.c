@@ -1,9 +1,9 @@
-/* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings in its
+/* ep_static.c: the web page and LibreTranslate's GET endpoints: /frontend/settings in its
  * shape (charLimit is [limits] max_text_chars, the limit /translate enforces per text, so
  * the web page's counter and the server agree), /spec (web/openapi.json) and the web page
  * at / (index.html, app.js, style.css, favicon.svg). Files are served from a fixed table
- * of names, so no request path ever reaches the file system: no traversal is possible.
- * Routed from handler.c as "other" endpoints (the metrics count them under "other"). */
+ * of names (routes.c lists their paths), so no request path ever reaches the file
+ * system: no traversal is possible. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -33,12 +33,6 @@ static const static_file *static_of(const char *path)
     for (size_t i = 0; i < N_FILES; i++)
         if (strcmp(path, FILES[i].path) == 0) return &FILES[i];
     return NULL;
-}
-
-int srv_lt_is_get_path(const char *path)
-{
-    return strcmp(path, "/frontend/settings") == 0 || static_of(path) != NULL ||
-           srv_lt_is_download_path(path);
 }
 
 /* Reads the file anew for each request: the page can be edited without a restart. */
@@ -84,25 +78,27 @@ static json_t *lang_json(const char *code)
     return json_pack("{s:s, s:s}", "code", code, "name", name ? name : code);
 }
 
-enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
+enum MHD_Result srv_ep_static(mt_server *s, req_ctx *c)
 {
     const static_file *f = static_of(c->path);
-    if (f) return respond_file(s, c, f);
-    if (srv_lt_is_download_path(c->path)) return srv_lt_respond_download(s, c);
-    if (strcmp(c->path, "/frontend/settings") != 0) return srv_send_error(c, 404, "not found");
+    return f ? respond_file(s, c, f) : srv_send_error(c, 404, "not found");
+}
+
+enum MHD_Result srv_ep_settings(mt_server *s, req_ctx *c)
+{
     if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
     const mt_langs *langs = mt_service_langs(s->svc);
     const mt_route *r = mt_langs_count(langs) > 0 ? mt_langs_get(langs, 0) : NULL;
     json_t *lang = json_object();
     if (r) {
-        /* LibreTranslate's page starts on "auto" when it can detect (issue 14) */
+        /* LibreTranslate's page starts on "auto" when it can detect */
         json_object_set_new(lang, "source", mt_service_can_detect(s->svc) ? json_pack("{s:s, s:s}", "code", "auto", "name",
                                                                    "Auto Detect")
                                                         : lang_json(r->source));
         json_object_set_new(lang, "target", lang_json(r->target));
     }
     json_t *formats = json_array();
-    if (srv_lt_files_enabled(s)) { /* ".txt,.html,..." as a list */
+    if ((s->spool != NULL)) { /* ".txt,.html,..." as a list */
         const char *p = mt_format_extensions();
         while (*p) {
             size_t n = strcspn(p, ",");
@@ -113,12 +109,12 @@ enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c)
     json_t *body = json_pack("{s:b, s:i, s:b, s:i, s:b, s:o, s:b, s:o, s:I}",
                              "apiKeys", s->cfg->n_api_keys > 0,
                              "charLimit", s->cfg->max_text_chars,
-                             "filesTranslation", srv_lt_files_enabled(s),
+                             "filesTranslation", (s->spool != NULL),
                              "frontendTimeout", 500,
                              "keyRequired", s->cfg->n_api_keys > 0,
                              "language", lang,
                              "suggestions", s->suggest != NULL,
                              "supportedFilesFormat", formats,
-                             "maxFileBytes", (json_int_t)(srv_lt_files_enabled(s) ? s->cfg->max_file_bytes : 0));
+                             "maxFileBytes", (json_int_t)((s->spool != NULL) ? s->cfg->max_file_bytes : 0));
     return srv_send_json(c, 200, body, NULL, NULL);
 }

@@ -1,6 +1,7 @@
-/* translate.c: POST /translate: decode the body, check the API key, route the language
- * pair, hand the texts to the translation service, answer in the request's form (native
- * or LibreTranslate) when the job is finished. Knows no tokenizer, search or model. */
+/* ep_translate.c: POST /translate: decode the body (request.c), check the API key and the
+ * rate limit, submit one request to the translation service (which routes, detects,
+ * resolves options and translates), wait suspended, and answer in the request's form
+ * (render.c) when the task is finished. */
 #include "internal.h"
 
 #include <math.h>
@@ -11,53 +12,6 @@
 
 #include "utf8.h"
 
-/* Compares keys in time independent of where they differ. */
-int srv_key_equal(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    unsigned char d = (unsigned char)(la != lb);
-    for (size_t i = 0; i < la; i++) d |= (unsigned char)(a[i] ^ b[i % (lb ? lb : 1)]);
-    return d == 0;
-}
-
-const char *srv_presented_key(req_ctx *c, const json_t *obj)
-{
-    /* The body's api_key, else the query's (?api_key=, as LibreTranslate clients send it),
-     * else the headers; an empty one counts as absent (clients send "" with a header key). */
-    const char *key = mt_request_api_key(obj);
-    if (key && !*key) key = NULL;
-    if (!key) key = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "api_key");
-    if (key && !*key) key = NULL;
-    const char *auth = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (!key && auth && strncasecmp(auth, "Bearer ", 7) == 0) {
-        key = auth + 7;
-        while (*key == ' ') key++;
-        if (!*key) key = NULL; /* an empty "Bearer " does not hide an X-API-Key */
-    }
-    if (!key) key = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, "X-API-Key");
-    return key && *key ? key : NULL;
-}
-
-/* 0 when no keys are configured or a configured key is presented; else 403 + message. */
-int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
-{
-    const mt_config *cfg = s->cfg;
-    if (cfg->n_api_keys == 0) return 0;
-    const char *key = srv_presented_key(c, obj);
-    if (!key) {
-        snprintf(err, errlen, "missing API key: send \"api_key\" in the body, an "
-                 "\"Authorization: Bearer KEY\" or an \"X-API-Key\" header");
-        return 403;
-    }
-    int ok = 0;
-    for (int i = 0; i < cfg->n_api_keys; i++) ok |= srv_key_equal(key, cfg->api_keys[i]);
-    if (!ok) {
-        snprintf(err, errlen, "invalid API key");
-        return 403;
-    }
-    return 0;
-}
-
 void srv_free_translation(req_ctx *c)
 {
     mt_service_task_free(c->task);
@@ -65,145 +19,11 @@ void srv_free_translation(req_ctx *c)
     mt_request_clear(&c->req);
 }
 
-static double round3(double x) { return floor(x * 1000.0 + 0.5) / 1000.0; }
-
-/* Text t's detectedLanguage: the language of the route it took, and how sure detection was. */
-static json_t *detected_json(const mt_service_task *task, int t)
-{
-    double conf = (double)(long)(mt_service_task_confidence(task, t) * 10 + 0.5) / 10.0;
-    return json_pack("{s:f, s:s}", "confidence", conf, "language", mt_service_task_route(task, t)->source);
-}
-
-/* The translations as the response's arrays: texts and scores (best), n-best lists
- * (native) and alternatives (LibreTranslate), one detectedLanguage entry per text. */
-typedef struct {
-    json_t *texts, *scores, *nbest, *alts, *detected;
-} answer_parts;
-
-static void parts_free(answer_parts *p)
-{
-    json_decref(p->texts), json_decref(p->scores), json_decref(p->nbest);
-    json_decref(p->alts), json_decref(p->detected);
-}
-
-static int build_parts(req_ctx *c, const mt_translation *res, int n_texts, answer_parts *p)
-{
-    *p = (answer_parts){json_array(), json_array(), json_array(), json_array(), json_array()};
-    if (!p->texts || !p->scores || !p->nbest || !p->alts || !p->detected) return -1;
-    for (int t = 0; t < n_texts; t++) {
-        json_t *list = json_array(), *alt = json_array();
-        for (int k = 0; list && alt && k < res[t].n_best; k++) {
-            const char *str = res[t].texts[k];
-            float score = res[t].scores[k];
-            if (k == 0) {
-                json_array_append_new(p->texts, json_string(str));
-                json_array_append_new(p->scores, json_real(score));
-            } else {
-                json_array_append_new(alt, json_string(str));
-            }
-            json_array_append_new(list, json_pack("{s:s, s:f}", "text", str, "score", (double)score));
-        }
-        json_array_append_new(p->nbest, list);
-        json_array_append_new(p->alts, alt);
-        json_array_append_new(p->detected, detected_json(c->task, t));
-    }
-    return 0;
-}
-
-/* LibreTranslate's answer: translatedText (and alternatives, detectedLanguage), a string
- * or an array as the request's q was. Takes the parts. */
-static json_t *libre_body(req_ctx *c, int n_best, answer_parts *p)
-{
-    json_t *body;
-    int detected = mt_service_task_detected(c->task);
-    if (c->req.text_is_array) {
-        body = json_pack("{s:o}", "translatedText", p->texts);
-        if (n_best > 1) json_object_set_new(body, "alternatives", p->alts);
-        else json_decref(p->alts);
-        if (detected) json_object_set_new(body, "detectedLanguage", p->detected);
-        else json_decref(p->detected);
-    } else {
-        body = json_pack("{s:O}", "translatedText", json_array_get(p->texts, 0));
-        if (n_best > 1) json_object_set(body, "alternatives", json_array_get(p->alts, 0));
-        if (detected) json_object_set(body, "detectedLanguage", json_array_get(p->detected, 0));
-        json_decref(p->texts), json_decref(p->alts), json_decref(p->detected);
-    }
-    json_decref(p->scores);
-    json_decref(p->nbest);
-    return body;
-}
-
-static json_t *pairs_json(const int (*p)[2], int n)
-{
-    json_t *a = json_array();
-    for (int i = 0; a && i < n; i++) json_array_append_new(a, json_pack("[ii]", p[i][0], p[i][1]));
-    return a;
-}
-
-/* return_scores / return_alignments: per text, of the best translation. */
-static void add_extras(json_t *body, const mt_request *rq, const mt_translation *res)
-{
-    unsigned set = rq->decoding.set;
-    if ((set & (1u << MT_OPT_RETURN_SCORES)) && rq->decoding.v.return_scores) {
-        json_t *all = json_array();
-        for (int t = 0; t < rq->n_texts; t++) {
-            json_t *a = json_array();
-            for (int q = 0; res[t].token_scores && q < res[t].n_tokens; q++)
-                json_array_append_new(a, json_real(res[t].token_scores[q]));
-            json_array_append_new(all, a);
-        }
-        json_object_set_new(body, "token_scores", all);
-    }
-    if ((set & (1u << MT_OPT_RETURN_ALIGNMENTS)) && rq->decoding.v.return_alignments) {
-        json_t *words = json_array(), *tokens = json_array();
-        for (int t = 0; t < rq->n_texts; t++) {
-            json_array_append_new(words, pairs_json((const int(*)[2])res[t].alignments, res[t].n_alignments));
-            json_array_append_new(tokens, pairs_json((const int(*)[2])res[t].token_alignments,
-                                                     res[t].token_alignments ? res[t].n_tokens : 0));
-        }
-        json_object_set_new(body, "alignments", words);
-        json_object_set_new(body, "token_alignments", tokens);
-    }
-}
-
-/* The native answer: translations, scores, model, languages, timings (of every part),
- * n_best. Takes the parts. */
-static json_t *native_body(mt_server *s, req_ctx *c, int n_best, const mt_translation *res, answer_parts *p)
-{
-    const mt_route *route = mt_service_task_route(c->task, 0);
-    mt_service_stats st;
-    mt_service_task_stats(c->task, &st);
-    double now = mt_now();
-    double queue_ms = st.t_started > 0 ? (st.t_started - st.t_submitted) * 1e3 : 0;
-    double translate_ms = st.t_started > 0 && st.t_done > 0 ? (st.t_done - st.t_started) * 1e3 : 0;
-    json_t *body = json_pack("{s:o, s:o, s:s, s:s, s:s, s:{s:f, s:f, s:f}}", "translations", p->texts,
-                             "scores", p->scores, "model", mt_service_model_info(s->svc, route->model)->name,
-                             "source", route->source, "target", route->target, "timing_ms", "queue",
-                             round3(queue_ms), "translate", round3(translate_ms), "total",
-                             round3((now - c->t_start) * 1e3));
-    if (body && n_best > 1) json_object_set_new(body, "n_best", p->nbest);
-    else json_decref(p->nbest);
-    if (body) add_extras(body, &c->req, res);
-    if (body && mt_service_task_detected(c->task)) {
-        if (mt_service_task_detected(c->task) == 2) json_object_set(body, "detectedLanguage", p->detected);
-        else json_object_set_new(body, "detectedLanguage", detected_json(c->task, 0));
-    }
-    json_decref(p->alts);
-    json_decref(p->detected);
-    return body;
-}
-
-/* Builds the 200 answer once every text is translated. */
+/* The 200 answer once every text is translated. */
 static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
 {
-    const mt_translation *res = mt_service_task_results(c->task);
-    int n_best = c->req.n_texts > 0 ? res[0].n_best : 1;
-    answer_parts p;
-    if (build_parts(c, res, c->req.n_texts, &p)) {
-        parts_free(&p);
-        return srv_send_error(c, 500, "could not decode the translation");
-    }
-    json_t *body = c->req.form == MT_FORM_LIBRE ? libre_body(c, n_best, &p) : native_body(s, c, n_best, res, &p);
+    json_t *body = srv_render_translation(s, c);
+    if (!body) return srv_send_error(c, 500, "could not decode the translation");
     return srv_send_json(c, 200, body, NULL, NULL);
 }
 
@@ -258,14 +78,12 @@ static int read_request(mt_server *s, req_ctx *c, char *key, size_t keylen, char
 {
     json_t *obj = NULL;
     int from_form = 0;
-    int st = mt_request_decode(c->ctype, c->boundary, c->body ? c->body : "", c->len, &obj,
-                               &from_form, err, errlen);
-    if (st) return st;
-    if ((st = srv_check_api_key(s, c, obj, err, errlen))) {
+    int st = srv_read_body(s, c, &obj, &from_form, err, errlen);
+    if (st) {
         json_decref(obj);
         return st;
     }
-    const char *k = mt_request_api_key(obj); /* the rate limit's client (issue 14) */
+    const char *k = mt_request_api_key(obj); /* the rate limit's client */
     snprintf(key, keylen, "%s", k ? k : "");
     mt_request_limits lim = {s->cfg->max_texts, s->cfg->max_text_chars, s->cfg->max_beam_size};
     st = mt_request_parse(obj, from_form, &lim, &c->req, err, errlen);
@@ -293,8 +111,9 @@ static enum MHD_Result queue_task(mt_server *s, req_ctx *c)
     return MHD_YES;
 }
 
-/* The whole body is here: parse, rate-limit, submit to the service (or answer now). */
-enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c)
+/* The body is whole: decode, rate-limit, submit to the service; the connection waits
+ * suspended for the task, or is answered now (an error, a limit). */
+static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
 {
     char err[512], key[128];
     int st = read_request(s, c, key, sizeof key, err, sizeof err);
@@ -302,7 +121,7 @@ enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c)
     long chars = 0;
     for (int i = 0; i < c->req.n_texts; i++) chars += (long)mt_utf8_chars(c->req.texts[i], c->req.lens[i]);
     enum MHD_Result limited;
-    if (srv_lt_rate_check(s, c, key, chars, &limited)) return limited;
+    if (srv_rate_check(s, c, key, chars, &limited)) return limited;
     mt_service_request rq;
     mt_service_request_init(&rq);
     rq.source = c->req.source;
@@ -322,4 +141,12 @@ enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c)
     c->sentences += stats.sentences;
     c->model_name = mt_service_model_info(s->svc, mt_service_task_route(c->task, 0)->model)->name;
     return queue_task(s, c);
+}
+
+enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c)
+{
+    mt_service_arriving(s->svc, 1); /* batches being formed wait for it */
+    enum MHD_Result r = start_translate(s, c);
+    mt_service_arriving(s->svc, -1);
+    return r;
 }

@@ -1,6 +1,6 @@
-/* handler.c: the libmicrohttpd callbacks: routing by path and method, early refusals,
- * body reading up to the limit, dispatch to the endpoints, and the access log and
- * request metrics when a request completes. */
+/* handler.c: the libmicrohttpd callbacks: framing checks, the request's route (the table
+ * in routes.c) and early refusals, body reading up to the route's limit, dispatch to the
+ * route's handler, and the access log and request metrics when a request completes. */
 #include "internal.h"
 
 #include <arpa/inet.h>
@@ -12,18 +12,6 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-static mt_endpoint endpoint_of(const char *url)
-{
-    if (strcmp(url, "/translate") == 0) return MT_EP_TRANSLATE;
-    if (strcmp(url, "/languages") == 0) return MT_EP_LANGUAGES;
-    if (strcmp(url, "/health") == 0 || strcmp(url, "/health/live") == 0 ||
-        strcmp(url, "/health/ready") == 0)
-        return MT_EP_HEALTH;
-    if (strcmp(url, "/metrics") == 0) return MT_EP_METRICS;
-    return MT_EP_OTHER;
-}
-
-/* First call for a request: route it; answer at once or start reading the body. */
 /* Answers after the (empty or ignored) body has been read: MHD keeps the connection
  * alive only for answers queued once the request is complete. */
 static enum MHD_Result defer(req_ctx *c, int status, const char *msg)
@@ -125,54 +113,25 @@ static enum MHD_Result check_request(mt_server *s, req_ctx *c, const char *versi
     return MHD_YES;
 }
 
-/* First call for a request: route it; refuse at once what cannot succeed, else read
- * the body first. */
+/* First call for a request: find its route (routes.c); refuse at once what cannot
+ * succeed, else read the body first (dropped for routes that take none). */
 static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *method)
 {
-    int is_get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    int is_post = strcmp(method, "POST") == 0;
-    /* ---- LibreTranslate parity (issue 14): GET endpoints in lt_frontend.c ---- */
-    if (c->ep == MT_EP_OTHER && srv_lt_is_get_path(c->path)) {
-        if (!is_get && strcmp(method, "OPTIONS") != 0)
-            return defer(c, 405, "method not allowed: use GET");
-        return defer(c, strcmp(method, "OPTIONS") == 0 ? 204 : 0, NULL);
-    }
-    int lt = strcmp(c->path, "/detect") == 0        ? SRV_LT_DETECT
-             : strcmp(c->path, "/suggest") == 0       ? SRV_LT_SUGGEST
-             : strcmp(c->path, "/translate_file") == 0 ? SRV_LT_FILE
-                                                      : SRV_LT_NONE;
-    if (c->ep == MT_EP_OTHER && lt != SRV_LT_NONE) {
-        if (strcmp(method, "OPTIONS") == 0) return defer(c, 204, NULL);
-        if (!is_post) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "method not allowed: use POST %s", c->path);
-            return defer(c, 405, msg);
-        }
-        c->lt_post = lt;
-        if (lt == SRV_LT_FILE) c->body_limit = (size_t)s->cfg->max_file_bytes + 65536;
-    }
-    /* ---- end issue 14 ---- */
-    if (c->ep == MT_EP_OTHER && !c->lt_post) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "not found: %s (endpoints: POST /translate, GET /languages, "
-                 "GET /health, GET /metrics, POST /detect, POST /translate_file, GET /spec)", c->path);
+    const srv_route *r = c->route;
+    if (!r) {
+        char msg[512];
+        srv_route_not_found(c->path, msg, sizeof msg);
         return defer(c, 404, msg);
     }
     if (strcmp(method, "OPTIONS") == 0) return defer(c, 204, NULL); /* CORS preflight */
-    if (c->lt_post) {
-        /* issue 14: POST /detect, /suggest, /translate_file: read the body as /translate's */
-    } else if (c->ep == MT_EP_TRANSLATE) {
-        if (!is_post) return defer(c, 405, "method not allowed: use POST /translate");
-    } else if (c->ep == MT_EP_LANGUAGES && is_post) {
-        return defer(c, 0, NULL); /* LibreTranslate accepts POST /languages; body ignored */
-    } else if (!is_get) {
+    if (!(r->methods & srv_method_bit(method))) {
         char msg[256];
-        snprintf(msg, sizeof msg, "method not allowed: use GET %s", c->path);
+        srv_route_not_allowed(r, msg, sizeof msg);
         return defer(c, 405, msg);
-    } else {
-        return defer(c, 0, NULL);
     }
-    /* POST /translate: refuse early what cannot succeed. */
+    if (r->body == SRV_BODY_NONE) return defer(c, 0, NULL);
+    c->body_limit = r->body == SRV_BODY_FILE ? (size_t)s->cfg->max_file_bytes + 65536 : (size_t)s->cfg->max_body_bytes;
+    /* A body to read: refuse early what cannot succeed. */
     if (atomic_load(&s->draining)) return srv_send_error(c, 503, "server is shutting down");
     if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
     char err[256];
@@ -212,7 +171,8 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         c->fd = -1;
         c->http11 = strcmp(version, MHD_HTTP_VERSION_1_1) == 0;
         c->t_start = mt_now();
-        c->ep = endpoint_of(url);
+        c->route = srv_route_find(url);
+        c->ep = c->route ? c->route->ep : MT_EP_OTHER;
         c->body_limit = (size_t)s->cfg->max_body_bytes;
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%s", url);
@@ -266,18 +226,16 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         if (c->discard) {
             if (c->deferred_status == 204) return srv_send_preflight(c);
             if (c->deferred_status) return srv_send_error(c, c->deferred_status, c->deferred_msg);
-            return srv_respond_get(s, c);
         }
         if (c->too_large) {
             char msg[128];
             snprintf(msg, sizeof msg, "request body too large (limit %zu bytes)", c->body_limit);
             return srv_send_error(c, 413, msg);
         }
-        if (c->lt_post) return srv_lt_respond_post(s, c); /* issue 14 */
-        mt_service_arriving(s->svc, 1);
-        enum MHD_Result r = srv_start_translate(s, c);
-        mt_service_arriving(s->svc, -1);
-        return r;
+        if (c->route->auth == SRV_AUTH_METRICS && !srv_metrics_allowed(s, c))
+            return srv_send_error(c, 403, "GET /metrics needs an API key or the metrics key (server.metrics_key); "
+                                          "server.metrics_public opens it");
+        return c->route->handler(s, c);
     }
     if (c->phase == P_QUEUED) return srv_finish_translate(s, c);
     *upload_data_size = 0; /* P_DONE: an answer is queued already */

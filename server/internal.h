@@ -1,15 +1,22 @@
-/* internal.h: what the files of server/ share: the server and per-request state, and
- * the calls between the parts (responses, watcher, /translate, GET endpoints, handler).
+/* internal.h: what the files of server/ share: the server and per-request state, the
+ * route table's types, and the calls between the parts. Where things happen:
  *
- *   server.c     life cycle: listen, load the models and start the service, drain, free
- *   handler.c    libmicrohttpd callbacks: routing, body reading, access log
- *   respond.c    response plumbing: JSON bodies, error answers, common headers
- *   translate.c  POST /translate: request -> service job -> response
- *   endpoints.c  GET /health, /metrics, /languages, CORS preflight
- *   watcher.c    cancels jobs of clients that hung up or whose deadline passed
- *   lt_*.c       LibreTranslate's endpoints (issue 14): lt_limits.c rate limit, lt_frontend.c
- *                /frontend/settings, /spec and the page, lt_detect.c /detect, source "auto"
- *                per text and /suggest, lt_files.c /translate_file and /download_file
+ *   server.c      life cycle: listen, start the service (models), drain, free
+ *   handler.c     libmicrohttpd callbacks: framing checks, the route (routes.c), body
+ *                 reading up to the route's limit, dispatch, access log
+ *   routes.c      the route table: method, path, handler, auth, body limit; 404/405 texts
+ *   request.c     request decoding: where a JSON or form field is parsed (request.h)
+ *   render.c      response rendering: translations and detections as JSON bodies
+ *   respond.c     HTTP plumbing: JSON and error answers, common headers, CORS preflight
+ *   auth.c        API keys: the key a request presents, checks, the metrics key
+ *   limits.c      per-client rate limits (429 + Retry-After)
+ *   ep_*.c        one file per endpoint: ep_translate.c POST /translate, ep_detect.c
+ *                 POST /detect, ep_suggest.c POST /suggest, ep_files.c POST /translate_file
+ *                 and GET /download_file/ID, ep_static.c the page, /spec and
+ *                 /frontend/settings, ep_health.c, ep_languages.c, ep_metrics.c
+ *   watcher.c     cancels tasks of clients that hung up or whose deadline passed
+ *   conns.c       per-connection limits: receive deadlines, per-address limits, proxies
+ *   metrics.c, log.c  /metrics counters and the log
  */
 #ifndef MT_SERVER_INTERNAL_H
 #define MT_SERVER_INTERNAL_H
@@ -49,7 +56,7 @@ struct mt_server {
     req_ctx *watched;
     int n_watched, watch_stop, watch_started;
     pthread_t watcher;
-    /* ---- LibreTranslate parity (issue 14; lt_*.c) ---- */
+    /* per-client limits (limits.c), suggestions (ep_suggest.c), file jobs (ep_files.c) */
     mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
     mt_ratelimit *suggest_limit; /* POST /suggest per client; NULL: none */
     mt_suggest *suggest;      /* POST /suggest's store; NULL: disabled (403) */
@@ -70,15 +77,45 @@ struct mt_server {
     int n_proxies;
 };
 
-/* POST endpoints of lt_*.c whose body handler.c reads (req_ctx.lt_post). */
-enum { SRV_LT_NONE = 0, SRV_LT_DETECT, SRV_LT_SUGGEST, SRV_LT_FILE };
+/* ---- the route table (routes.c) ---- */
+
+enum { SRV_GET = 1, SRV_POST = 2 };                         /* methods (GET includes HEAD) */
+enum { SRV_AUTH_NONE = 0, SRV_AUTH_KEY, SRV_AUTH_METRICS };   /* who may call */
+enum { SRV_BODY_NONE = 0, SRV_BODY_REQUEST, SRV_BODY_FILE };  /* what body is read */
+
+typedef enum MHD_Result (*srv_handler)(mt_server *s, req_ctx *c);
+
+typedef struct {
+    unsigned methods;   /* SRV_GET | SRV_POST */
+    const char *path;   /* the path, or with prefix set the start of it */
+    int prefix;
+    srv_handler handler;/* answers once the body is in (or dropped, SRV_BODY_NONE) */
+    int auth;           /* SRV_AUTH_KEY: an API key when keys are configured (checked by the
+                         * handler: it may be in the body); SRV_AUTH_METRICS: an API key or
+                         * the metrics key unless metrics are public (checked before) */
+    int body;           /* SRV_BODY_REQUEST: limits.max_body_bytes; SRV_BODY_FILE:
+                         * limits.max_file_bytes + 64 KiB; SRV_BODY_NONE: read and dropped */
+    mt_endpoint ep;     /* metrics label */
+} srv_route;
+
+/* The route of path, or NULL (404). */
+const srv_route *srv_route_find(const char *path);
+/* SRV_GET for GET and HEAD, SRV_POST for POST, else 0. */
+unsigned srv_method_bit(const char *method);
+/* The Allow header of route r (CORS preflights: its methods). */
+const char *srv_route_allow(const srv_route *r);
+/* "method not allowed: use POST /translate" into out. */
+void srv_route_not_allowed(const srv_route *r, char *out, size_t cap);
+/* "not found: PATH (endpoints: ...)" into out, every route listed. */
+void srv_route_not_found(const char *path, char *out, size_t cap);
 
 enum { P_NEW = 0, P_BODY, P_QUEUED, P_DONE };
 
 struct req_ctx {
     mt_server *srv;
     struct MHD_Connection *conn;
-    mt_endpoint ep;
+    const srv_route *route;   /* NULL: no route (404) */
+    mt_endpoint ep;           /* the route's metrics label */
     char method[16];
     char path[160];
     char remote[64];
@@ -91,7 +128,8 @@ struct req_ctx {
     int too_large, discard, deferred_status;
     int close_after;          /* answer with Connection: close (framing errors) */
     size_t dropped;
-    char deferred_msg[300];
+    size_t body_limit;        /* largest body read (413 beyond) */
+    char deferred_msg[512];
     mt_content_type ctype;
     char boundary[80];
     /* outcome, for the access log */
@@ -110,9 +148,6 @@ struct req_ctx {
     int fd;
     req_ctx *wnext, *wprev;
     int watched;
-    /* ---- issue 14 ---- */
-    int lt_post;              /* SRV_LT_*: which lt_*.c endpoint answers the body */
-    size_t body_limit;        /* largest body read (413 beyond) */
 };
 
 /* respond.c */
@@ -134,59 +169,70 @@ void *srv_watcher_main(void *arg);
 /* The service's callback: the task is finished; resumes the connection. */
 void srv_job_done(mt_service_task *task, void *user);
 
-/* translate.c */
-enum MHD_Result srv_start_translate(mt_server *s, req_ctx *c);  /* the body is complete */
-enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c); /* the job is finished */
-void srv_free_translation(req_ctx *c);
-
-/* endpoints.c */
-enum MHD_Result srv_respond_get(mt_server *s, req_ctx *c);
+/* respond.c: the CORS preflight answer (204) with the route's methods. */
 enum MHD_Result srv_send_preflight(req_ctx *c);
 
-/* lt_limits.c: LibreTranslate's per-client limits (issue 14) */
-int srv_lt_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */
-void srv_lt_free(mt_server *s);
+/* The endpoints (ep_*.c), as the route table names them. */
+enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_languages(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_health(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_metrics(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_detect(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_suggest(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_settings(mt_server *s, req_ctx *c);
+enum MHD_Result srv_ep_static(mt_server *s, req_ctx *c);
+
+/* ep_translate.c: the task of a POST /translate is finished (resumed connection): 200,
+ * or why not. */
+enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c);
+void srv_free_translation(req_ctx *c);
+
+/* render.c: a finished task's answer in the request's form (native or LibreTranslate);
+ * NULL out of memory. */
+json_t *srv_render_translation(mt_server *s, req_ctx *c);
+/* Detection results as LibreTranslate's [{"confidence", "language"}]. */
+json_t *srv_render_detection(const mt_detect_result *res, int n);
+
+/* ep_suggest.c: the suggestion store ([server] suggestions_db). */
+int srv_suggest_init(mt_server *s, char *err, size_t errlen);
+void srv_suggest_free(mt_server *s);
+
+/* ep_files.c: the file spool and the file-translation threads. */
+int srv_files_init(mt_server *s, char *err, size_t errlen);
+void srv_files_stop(mt_server *s); /* waits for the translating threads (service aborted first) */
+void srv_files_free(mt_server *s);
+
+/* limits.c: per-client rate limits. */
+int srv_limits_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */
+void srv_limits_free(mt_server *s);
 /* 0 when the request may go on; else an answer (429 + Retry-After) was queued. The
  * client is its API key only when keys are configured and it presents a valid one (the
  * body's api_key, else the query's or the headers'), else its address: unverifiable
  * keys on an open server cannot buy fresh allowances. */
-int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
-                      enum MHD_Result *ret);
+int srv_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars, enum MHD_Result *ret);
 /* The client those limits key on ("key:K" or "addr:A") into out. */
-void srv_lt_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap);
+void srv_rate_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap);
 /* POST /suggest: the per-client suggestion limit, then the request limits; as above. */
-int srv_lt_suggest_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
-                         enum MHD_Result *ret);
+int srv_suggest_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars, enum MHD_Result *ret);
 /* Charges `chars` characters (no request) to client, e.g. a file's text once extracted;
  * 0, or -1 with a message (how long to wait) when over the limit. */
-int srv_lt_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen);
+int srv_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen);
 
-/* lt_frontend.c: LibreTranslate's GET endpoints (issue 14): /frontend/settings */
-int srv_lt_is_get_path(const char *path);
-enum MHD_Result srv_lt_respond_get(mt_server *s, req_ctx *c);
-
-/* lt_detect.c: POST /detect, POST /suggest */
-int srv_lt_suggest_init(mt_server *s, char *err, size_t errlen);
-void srv_lt_detect_free(mt_server *s);
-/* The body of a POST /detect, /suggest or /translate_file is complete. */
-enum MHD_Result srv_lt_respond_post(mt_server *s, req_ctx *c);
-
-/* lt_files.c: POST /translate_file, GET /download_file/ID (issue 14) */
-int srv_lt_files_init(mt_server *s, char *err, size_t errlen);
-void srv_lt_files_stop(mt_server *s); /* waits for the translating threads (service aborted first) */
-void srv_lt_files_free(mt_server *s);
-int srv_lt_files_enabled(const mt_server *s);
-int srv_lt_is_download_path(const char *path);
-enum MHD_Result srv_lt_respond_file_post(mt_server *s, req_ctx *c);
-enum MHD_Result srv_lt_respond_download(mt_server *s, req_ctx *c);
-
-/* translate.c: 0 when no keys are configured or obj / the headers present one; else 403. */
+/* auth.c: API keys. */
+/* 0 when no keys are configured or obj / the headers present one; else 403. */
 int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen);
 /* The API key the request presents (obj's api_key, ?api_key=, Authorization: Bearer,
  * X-API-Key; empty ones are absent), or NULL. Not checked. */
 const char *srv_presented_key(req_ctx *c, const json_t *obj);
 /* 1 when keys a and b are equal (compared in constant time for equal lengths). */
 int srv_key_equal(const char *a, const char *b);
+/* SRV_AUTH_METRICS: 1 when the request may read /metrics. */
+int srv_metrics_allowed(mt_server *s, req_ctx *c);
+/* The body decoded (request.h) with its API key checked: 0, or an HTTP status with a
+ * message (*obj, when set, is the caller's to release). */
+int srv_read_body(mt_server *s, req_ctx *c, json_t **obj, int *from_form, char *err, size_t errlen);
 
 /* handler.c: libmicrohttpd callbacks (cls: the server) */
 /* MHD_OPTION_URI_LOG_CALLBACK: sees the request target before it is unescaped. */

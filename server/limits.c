@@ -1,4 +1,4 @@
-/* lt_limits.c: LibreTranslate's per-client limits (issue 14): requests and characters per
+/* limits.c: per-client limits, as LibreTranslate has them: requests and characters per
  * minute ([limits] requests_per_minute, chars_per_minute; both 0, LibreTranslate's
  * default, means no limiter at all) for POST /translate and /translate_file (a request at
  * upload, then the characters of the text extracted from the file), and a limit of its
@@ -16,10 +16,9 @@
 
 #include "ratelimit.h"
 
-int srv_lt_init(mt_server *s, char *err, size_t errlen)
+int srv_limits_init(mt_server *s, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
-    if (srv_lt_files_init(s, err, errlen) || srv_lt_suggest_init(s, err, errlen)) return -1;
     if (cfg->suggest_limit > 0) {
         mt_ratelimit_options o = mt_ratelimit_options_default();
         o.requests_per_minute = cfg->suggest_limit;
@@ -33,17 +32,15 @@ int srv_lt_init(mt_server *s, char *err, size_t errlen)
     return s->ratelimit ? 0 : -1;
 }
 
-void srv_lt_free(mt_server *s)
+void srv_limits_free(mt_server *s)
 {
     mt_ratelimit_free(s->ratelimit);
     s->ratelimit = NULL;
     mt_ratelimit_free(s->suggest_limit);
     s->suggest_limit = NULL;
-    srv_lt_files_free(s);
-    srv_lt_detect_free(s);
 }
 
-void srv_lt_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap)
+void srv_rate_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap)
 {
     const mt_config *cfg = s->cfg;
     const char *key = api_key && *api_key ? api_key : srv_presented_key(c, NULL);
@@ -60,7 +57,7 @@ static int charge(mt_server *s, mt_ratelimit *rl, req_ctx *c, const char *api_ke
     if (!rl) return 0;
     int retry = 1;
     char client[160];
-    srv_lt_client(s, c, api_key, client, sizeof client);
+    srv_rate_client(s, c, api_key, client, sizeof client);
     int rc = mt_ratelimit_check(rl, client, chars, &retry);
     if (rc == MT_RATE_OK) return 0;
     char msg[200], after[24];
@@ -80,20 +77,20 @@ static int charge(mt_server *s, mt_ratelimit *rl, req_ctx *c, const char *api_ke
     return -1;
 }
 
-int srv_lt_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+int srv_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
                       enum MHD_Result *ret)
 {
     return charge(s, s->ratelimit, c, api_key, chars, NULL, 0, ret);
 }
 
-int srv_lt_suggest_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
+int srv_suggest_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars,
                          enum MHD_Result *ret)
 {
     if (charge(s, s->suggest_limit, c, api_key, 0, "suggestions", s->cfg->suggest_limit, ret)) return -1;
     return charge(s, s->ratelimit, c, api_key, chars, NULL, 0, ret);
 }
 
-int srv_lt_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen)
+int srv_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen)
 {
     if (!s->ratelimit) return 0;
     int retry = 1;

@@ -1,7 +1,9 @@
-/* request.h: POST /translate bodies, parsed without any model: content type, JSON /
- * form-encoded / multipart decoding, the native and LibreTranslate field sets, types and
- * limits. Every failure comes with the HTTP status to answer and a message saying what
- * and where. Pure functions of their inputs (fuzzed by tests/fuzz_request.c).
+/* request.h: request decoding, where every field of a body is parsed, without any model:
+ * content type, JSON / form-encoded / multipart decoding (also /detect's, /suggest's and
+ * /translate_file's bodies), the native and LibreTranslate field sets of POST /translate,
+ * types and limits; the decoding options are read as the table in translator/options.h
+ * names them. Every failure comes with the HTTP status to answer and a message saying
+ * what and where. Pure functions of their inputs (fuzzed by tests/fuzz_request.c).
  *
  * Three steps, so that the API key is checked before field errors are reported:
  *   mt_request_decode()  body -> JSON object (form fields become strings / arrays)

@@ -61,12 +61,26 @@ enum MHD_Result srv_send_error(req_ctx *c, int status, const char *msg)
         h = MHD_HTTP_HEADER_RETRY_AFTER;
         v = "1";
     } else if (status == 405) {
-        snprintf(allow, sizeof allow, "%s",
-                 c->ep == MT_EP_TRANSLATE ? "POST, OPTIONS"
-                 : c->ep == MT_EP_LANGUAGES ? "GET, HEAD, POST, OPTIONS"
-                                            : "GET, HEAD");
+        snprintf(allow, sizeof allow, "%s", srv_route_allow(c->route));
         h = MHD_HTTP_HEADER_ALLOW;
         v = allow;
     }
     return srv_send_json(c, status, json_pack("{s:s}", "error", msg), h, v);
+}
+
+enum MHD_Result srv_send_preflight(req_ctx *c)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Access-Control-Allow-Methods", srv_route_allow(c->route));
+    MHD_add_response_header(r, "Access-Control-Allow-Headers",
+                            "Content-Type, Authorization, X-API-Key");
+    MHD_add_response_header(r, "Access-Control-Max-Age", "86400");
+    srv_add_common_headers(c, r);
+    srv_conn_received(c); /* an answer is going out: no 408 may be written now */
+    enum MHD_Result ret = MHD_queue_response(c->conn, 204, r);
+    MHD_destroy_response(r);
+    c->status = 204;
+    c->phase = P_DONE;
+    return ret;
 }

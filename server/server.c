@@ -34,8 +34,7 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         mt_server_free(s);
         return NULL;
     }
-    /* ---- LibreTranslate parity (issue 14) ---- */
-    if (srv_lt_init(s, err, errlen)) {
+    if (srv_limits_init(s, err, errlen) || srv_files_init(s, err, errlen) || srv_suggest_init(s, err, errlen)) {
         mt_server_free(s);
         return NULL;
     }
@@ -242,10 +241,12 @@ void mt_server_free(mt_server *s)
     /* Give resumed connections a moment to send their answers. */
     for (int i = 0; i < 50 && atomic_load(&s->in_flight) > 0; i++) usleep(10000);
     if (s->daemon) MHD_stop_daemon(s->daemon);
-    srv_lt_files_stop(s); /* issue 14: file threads use the service (aborted above) */
+    srv_files_stop(s); /* file threads use the service (aborted above) */
     mt_service_free(s->svc);
     free(s->languages_json);
-    srv_lt_free(s); /* issue 14 */
+    srv_files_free(s);
+    srv_suggest_free(s);
+    srv_limits_free(s);
     pthread_cond_destroy(&s->watch_cond);
     pthread_mutex_destroy(&s->watch_mu);
     pthread_mutex_destroy(&s->conns_mu);

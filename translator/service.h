@@ -47,7 +47,7 @@ typedef struct mt_service_job mt_service_job;
 
 typedef struct {
     int workers;             /* worker threads, each with one model state per model */
-    int threads_per_worker;  /* BLAS threads of each state */
+    int threads_per_worker;  /* compute threads of each worker (a batch split by sentence) */
     int capacity;            /* requests admitted at once (beyond: MT_SERVICE_BUSY) */
     int max_sentences;       /* sentences per batch */
     int max_tokens;          /* padded source tokens per batch */
@@ -128,17 +128,16 @@ typedef enum {
     MT_FORMAT_IDS = 2,   /* one sentence of space-separated source ids (eos appended) */
 } mt_format;
 
-/* Per-request options. New decoding options are added here (with their default in
- * mt_service_options_default); requests with different options never share a batch. */
+/* One model's fully resolved options (mt_service_resolve makes them from a request; a
+ * new decoding option is a row in options.h's table). Jobs whose options differ in a
+ * batch_key option never share a batch. */
 typedef struct {
-    mt_search_options search; /* beam_size, n_best, length_penalty, max_length (cancel: the service's) */
+    mt_search_options search; /* every decoding option (options.h); cancel, target_prefix and
+                               * sentence_index there are set by the service */
     mt_format input;          /* what the texts are */
     int output_ids;           /* 1: translations are target ids ("12 7 9"), sentences joined by a space */
     const char *target_lang;  /* multilingual models: the target ("fra"); NULL: the model's own */
     double deadline;          /* CLOCK_MONOTONIC seconds (mt_now()), 0: none */
-    /* Decoding controls (issue 17) are in `search` (sampling_*, seed, no_repeat_ngram_size,
-     * repetition_penalty, min_length, return_scores, return_alignments, alignment_layer,
-     * replace_unknowns); target_prefix and sentence_index there are set by the service. */
     const char *const *target_prefix; /* per text of the request (NULL, or NULL entries: none):
                                          * the text its translation starts with (its first
                                          * sentence's); with prefix_ids: target ids "12 7" */
