@@ -159,7 +159,7 @@ def cmd_stop_under_load(base, name):
                         answered.set()
                 elif status == 503 and stop_at[0] is not None:
                     note_refused("503 " + ("with Retry-After" if "retry-after" in headers else "")
-                                 + ("" if began_after_stop else " (sent before the stop)"))
+                                 + ("" if began_after_stop else " (sent as the stop began)"))
                     refusals += 1
                 else:
                     stats["lost"].append("%d %r" % (status, body[:200]))

@@ -495,6 +495,11 @@ class ComposeFiles(unittest.TestCase):
         self.assertTrue(m, "no resolver at Docker's DNS with a short valid=")
         self.assertLessEqual(int(m.group(1)), 5)
         self.assertNotRegex(conf, r"(?m)^\s*upstream\s", "an upstream block is resolved once")
+        # a connect to a replica gone from DNS but still cached hangs for this long (5 s was
+        # a 5 s stall on scale-down); live replicas on the host's Docker network answer at once
+        m = re.search(r"(?m)^\s*proxy_connect_timeout\s+(\d+)(ms|s)\s*;", conf)
+        self.assertTrue(m)
+        self.assertLessEqual(int(m.group(1)) * (1 if m.group(2) == "ms" else 1000), 1000)
         self.assertRegex(conf, r"proxy_next_upstream [^;]*\berror\b[^;]*\btimeout\b")
 
 
