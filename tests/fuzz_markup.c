@@ -91,9 +91,16 @@ static int well_formed(const char *s, long counts[26])
             p++; /* '<' not starting a tag is text */
             continue;
         }
-        const char *e = p + 1; /* the tag's end: quoted attribute values may hold '>' */
-        for (char q = 0; *e && (q || *e != '>'); e++)
-            if (q ? *e == q : (*e == '"' || *e == '\'')) q = q ? 0 : *e;
+        const char *e = p + 1; /* the tag's end: quoted attribute values may hold '>' (a
+                                * quote opens a value only after '=', as HTML5 reads it) */
+        for (char q = 0, prev = 0; *e && (q || *e != '>'); e++) {
+            if (q) {
+                if (*e == q) q = 0;
+            } else if ((*e == '"' || *e == '\'') && prev == '=') {
+                q = *e;
+            }
+            if (!q && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r' && *e != '\f') prev = *e;
+        }
         if (!*e) return 0;
         int closing = p[1] == '/';
         if (p[1] == '!') {

@@ -63,8 +63,13 @@ START_TEST(void_elements_comments_and_opaque_parts)
 {
     /* a marker that stood before whitespace keeps a space before the next word */
     static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+    CHECK("One line<br>two lines<!-- c --> <span translate=\"no\">@bob</span>",
+          "One line two lines {2}", "Eine Zeile zwei Zeilen {2}", al,
+          "Eine Zeile <br>zwei Zeilen <!-- c --> <span translate=\"no\">@bob</span>");
+    /* the model dropped the masks of an image and an opaque element: placed by alignment */
+    static const int al2[][2] = {{0, 0}, {1, 1}, {2, 2}, {4, 3}};
     CHECK("One line<br>two <img src=\"a.png\" alt=\"x\"> lines<!-- c --> <span translate=\"no\">@bob</span>",
-          "One line two  lines ", "Eine Zeile zwei Zeilen", al,
+          "One line two {1} lines {3}", "Eine Zeile zwei Zeilen", al2,
           "Eine Zeile <br>zwei <img src=\"a.png\" alt=\"x\"> Zeilen<!-- c --><span translate=\"no\">@bob</span>");
 }
 END_TEST
@@ -281,9 +286,9 @@ START_TEST(notranslate_attributes_are_parsed)
 {
     static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}};
     /* class="notranslate" (a token of the list) is opaque, like translate="no" */
-    CHECK("Say <span class=\"x notranslate\">hi there</span> now", "Say  now", "Sag jetzt", al,
+    CHECK("Say <span class=\"x notranslate\">hi there</span> now", "Say {0} now", "Sag {0} jetzt", al,
           "Sag <span class=\"x notranslate\">hi there</span> jetzt");
-    CHECK("Say <a translate=no>hi there</a> now", "Say  now", "Sag jetzt", al,
+    CHECK("Say <a translate=no>hi there</a> now", "Say {0} now", "Sag {0} jetzt", al,
           "Sag <a translate=no>hi there</a> jetzt");
     /* not "no", and not an attribute: translated */
     static const int al4[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
@@ -373,6 +378,28 @@ START_TEST(nested_links_are_linear)
 }
 END_TEST
 
+START_TEST(masked_elements_keep_their_quotes)
+{
+    /* Opaque and void elements go to the model as masks "{N}" with the text around them
+     * as written: the quotes and brackets stay on the right side, where the model put
+     * them (as markers placed by alignment: "Drücke '' <x id="1"/>zum Beenden"). */
+    static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
+    CHECK("Press '<x id=\"1\"/>' to quit", "Press '{0}' to quit", "Drücke '{0}' zum Beenden", al,
+          "Drücke '<x id=\"1\"/>' zum Beenden");
+    CHECK("Press (<x id=\"1\"/>) to quit", "Press ({0}) to quit", "Drücke „{0}“ zum Beenden", al,
+          "Drücke „<x id=\"1\"/>“ zum Beenden");
+    /* the service's wrapped protected span: an opaque element like any other */
+    CHECK("See \"" MT_HTML_KEEP_OPEN "https://x.io/a" MT_HTML_KEEP_CLOSE "\" now", "See \"{0}\" now",
+          "Siehe \"{0}\"jetzt", al, "Siehe \"" MT_HTML_KEEP_OPEN "https://x.io/a" MT_HTML_KEEP_CLOSE "\"jetzt");
+    /* a second copy is dropped; the text's own "{0}" is text (masks are numbered above it) */
+    CHECK("Got {0} and <img src=a> here", "Got {0} and {1} here", "Habe {0} und {1} {1} hier", al,
+          "Habe {0} und <img src=a>  hier");
+    /* inside an element, the mask's element stays inside it */
+    CHECK("Click <b>the <img src=i> icon</b>", "Click the {1} icon", "Klicke das {1} Symbol", al,
+          "Klicke <b>das <img src=i> Symbol</b>");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("markup");
@@ -391,6 +418,7 @@ int main(void)
     tcase_add_test(tc, notranslate_links_are_kept_whole);
     tcase_add_test(tc, translate_attribute_values_are_read_exactly);
     tcase_add_test(tc, nested_links_are_linear);
+    tcase_add_test(tc, masked_elements_keep_their_quotes);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));

@@ -272,6 +272,64 @@ class Weblate(unittest.TestCase):
                 self.assertEqual(out.count(span), src.count(span), (src, out, span))
 
 
+class SpansInContext(unittest.TestCase):
+    """Spans keep the quotes, brackets and punctuation around them (issue 25 item 12, issue 29
+    item 3), in text and HTML; do-not-translate links are kept (issue 25 item 11)."""
+
+    OPEN, CLOSE = "'\"(„“‚‘«»‹›", "'\")“”‘’»«›‹"
+
+    def enclosed(self, out, span):
+        """span occurs in out between an opening and a closing quote or bracket."""
+        return any(out[i - 1:i] and out[i - 1] in self.OPEN and out[i + len(span):i + len(span) + 1] in
+                   tuple(self.CLOSE) for i in [m.start() for m in re.finditer(re.escape(span), out)])
+
+    def check(self, outs, srcs):
+        for src, out in zip(srcs, outs):
+            for m in re.finditer(r"""(['"(])(https?://[^'")\s<]+|www\.[^'")\s<]+|%\.255s|%s|<x id="\d"/>)['")]""", src):
+                span = m.group(2)
+                self.assertEqual(out.count(span), src.count(span), (src, out, span))
+                self.assertTrue(self.enclosed(out, span), (src, out, span))
+                # not glued to a following word: the next character is not a letter
+                i = out.index(span) + len(span)
+                self.assertFalse(out[i + 1:i + 2].isalpha() and out[i].isalpha(), (src, out))
+
+    TEXTS = [
+        'See "https://x.io/a" (or www.x.io/b) for details.',
+        "Cannot open '%.255s' (%s).",
+        'Use keyID = "%s" for this key?',
+        "Error when closing '%s' (%s).",
+    ]
+
+    def test_text_spans_keep_their_quotes(self):
+        st, body = D.request({"q": self.TEXTS, "source": "en", "target": "de", "api_key": ""})
+        self.assertEqual(st, 200, body)
+        self.check(body["translatedText"], self.TEXTS)
+
+    def test_html_spans_keep_their_quotes(self):
+        docs = ["<p>" + t.replace("&", "&amp;") + "</p>" for t in self.TEXTS] + [
+            '<p>Press <x id="0"/> to save and \'<x id="1"/>\' to quit.</p>']
+        st, body = D.request({"text": docs, "format": "html"})
+        self.assertEqual(st, 200, body)
+        self.check(body["translations"], docs)
+
+    def test_notranslate_links_are_kept(self):
+        docs = ['<p>See <a class="notranslate" href="/x">the Home page</a> now.</p>',
+                '<p>See <a translate="no" href="/x">the Home page</a> now.</p>',
+                '<p>See <span class="menu notranslate">the Home page</span> now.</p>']
+        st, body = D.request({"text": docs, "format": "html"})
+        self.assertEqual(st, 200, body)
+        for src, out in zip(docs, body["translations"]):
+            element = src[src.index("<", 3):src.index(" now")]
+            self.assertEqual(out.count(element), 1, (src, out))
+        # not "do not translate": translated
+        docs = ['<p>See <a translate="nope" href="/x">the house</a> now.</p>',
+                '<p>See <a title="translate=no" href="/x">the house</a> now.</p>']
+        st, body = D.request({"text": docs, "format": "html"})
+        self.assertEqual(st, 200, body)
+        for src, out in zip(docs, body["translations"]):
+            self.assertNotIn("the house", out, (src, out))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import testmain

@@ -206,6 +206,14 @@ size_t mt_html_markup_end(const char *s, size_t len, size_t i)
     return t.end;
 }
 
+size_t mt_html_tag_end(const char *s, size_t len, size_t i)
+{
+    if (i >= len || s[i] != '<')
+        return i;
+    tag t = read_tag(s, len, i);
+    return t.kind == TAG_NONE ? i : t.end;
+}
+
 int mt_html_says_no_translate(const char *s, size_t len, size_t i)
 {
     if (i >= len || s[i] != '<')

@@ -16,6 +16,7 @@ typedef struct {
     char name[16];
     int parent;                 /* index or -1 */
     int marker;                 /* 1: void / comment / opaque: no content of its own */
+    int mask;                   /* a marker sent as the mask "{base + index}" in the text */
     size_t t0, t1;              /* covered bytes of the plain text */
     int w0, w1;                 /* covered words [w0, w1) (markers: w0 = w1 = position) */
 } node;
@@ -26,6 +27,7 @@ struct mt_markup {
     node *nodes;
     int n;
     int n_words;  /* whitespace-separated words of text */
+    long base;    /* node k's mask is "{base + k}" */
     size_t steps; /* work done by the split (mt_markup_split_steps) */
 };
 
@@ -43,9 +45,15 @@ static size_t tag_name(const char *s, size_t i, size_t n, char *name, size_t cap
     return i;
 }
 
-/* End of the tag starting at s[i] == '<' (index after '>'), quotes respected; n if none. */
+/* End of the tag starting at s[i] == '<' (index after '>'); n if none. Read as html.c
+ * reads tags (HTML5: a quote opens a value only after '='), so that the service's
+ * wrapping and this split agree on where each tag ends; what html.c takes for text
+ * ("</ x") is read up to the first '>' outside quotes. */
 static size_t tag_end(const char *s, size_t i, size_t n)
 {
+    size_t e = mt_html_tag_end(s, n, i);
+    if (e > i)
+        return e;
     char q = 0;
     for (size_t j = i + 1; j < n; j++) {
         if (q) {
@@ -152,6 +160,64 @@ static size_t name_slot(const name_map *nm, const node *nodes, const char *name,
     return i;
 }
 
+/* Masks: an opaque element (translate="no", class="notranslate", the service's wrapped
+ * protected spans, script, style) or a void element other than a line break (img, input,
+ * <x id="0"/> as Weblate sends placeholders) is sent in the text as "{base + k}", k its
+ * node, a brace field the bundled models copy through; the text around it goes as
+ * written, so quotes and brackets stay on the right side ('<x id="1"/>' -> '{7}'). A
+ * copy of a mask in the translation is replaced by the element; one the model dropped is
+ * placed by alignment like any other marker. base is above every number in the block
+ * followed by '}' or '&' (so above every "{N}" of its text, entities decoded). */
+enum { MASK_CHARS = 12, MASK_DIGITS_MAX = 9, MASK_BASE_MAX = 1000000 };
+
+static long mask_base(const char *s, size_t n)
+{
+    long base = 0;
+    for (size_t i = 0; i < n;) {
+        if (s[i] < '0' || s[i] > '9') {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        long v = 0;
+        while (j < n && s[j] >= '0' && s[j] <= '9') {
+            if (v < MASK_BASE_MAX)
+                v = v * 10 + (s[j] - '0');
+            j++;
+        }
+        if (j < n && (s[j] == '}' || s[j] == '&') && v < MASK_BASE_MAX && v >= base)
+            base = v + 1;
+        i = j;
+    }
+    return base;
+}
+
+/* Writes node m->n's mask at text[t]; returns the text's new end. */
+static size_t put_mask(mt_markup *m, size_t t)
+{
+    node *nd = &m->nodes[m->n];
+    nd->mask = 1;
+    nd->t0 = t;
+    t += (size_t)sprintf(m->text + t, "{%ld}", m->base + m->n);
+    nd->t1 = t;
+    return t;
+}
+
+/* The node whose mask is at s[i] (*len its bytes), or -1. */
+static int mask_at(const mt_markup *m, const char *s, size_t i, size_t n, size_t *len)
+{
+    if (s[i] != '{')
+        return -1;
+    size_t j = i + 1;
+    long v = 0;
+    while (j < n && s[j] >= '0' && s[j] <= '9' && j - i <= MASK_DIGITS_MAX)
+        v = v * 10 + (s[j++] - '0');
+    if (j == i + 1 || j >= n || s[j] != '}' || v < m->base || v - m->base >= m->n || !m->nodes[v - m->base].mask)
+        return -1;
+    *len = j + 1 - i;
+    return (int)(v - m->base);
+}
+
 mt_markup *mt_markup_split(const char *html, size_t n)
 {
     mt_markup *m = calloc(1, sizeof *m);
@@ -162,7 +228,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
     for (nm.mask = 1; nm.mask < 2 * max_nodes; nm.mask <<= 1)
         ;
     m->html = malloc(n + 1);
-    m->text = malloc(n + 1);
+    m->text = malloc(n + 1 + (MASK_CHARS - 3) * max_nodes); /* a mask may be longer than its tag */
     m->nodes = malloc(sizeof *m->nodes * max_nodes);
     nm.key = malloc(sizeof *nm.key * nm.mask);
     nm.open = malloc(sizeof *nm.open * nm.mask);
@@ -179,6 +245,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
         nm.key[k] = -1;
     memcpy(m->html, html, n);
     m->html[n] = 0;
+    m->base = mask_base(html, n);
     const char *s = m->html;
     size_t t = 0, steps = 0;
     int open = -1; /* innermost open element */
@@ -236,6 +303,8 @@ mt_markup *mt_markup_split(const char *html, size_t n)
         if (is_void(nd->name) || self_closing || s[i + 1] == '!') {
             if (!strcmp(nd->name, "br") || !strcmp(nd->name, "hr")) /* a line break separates words */
                 m->text[t++] = ' ';
+            else if (s[i + 1] != '!' && strcmp(nd->name, "wbr"))
+                t = put_mask(m, t);
             m->n++;
             i = end;
             continue;
@@ -265,6 +334,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                 }
             }
             nd->open_len = j - i;
+            t = put_mask(m, t);
             m->n++;
             i = j;
             continue;
@@ -349,8 +419,12 @@ typedef struct {
     int n_out, next_word;
     int *a0, *a1;    /* per node: output range */
     char *o, *o0;    /* write position, start */
+    size_t *copy_at;   /* the masks in the translation, in order: offset, length, node (-1: */
+    size_t *copy_len;  /* a repeated copy, dropped) */
+    int *copy_node, n_copies, next_copy;
     size_t tag_end;  /* offset just after the last tag (or marker) written */
     int tag_closes;  /* ... and whether that ended in a closing tag ("...</b>") */
+    char *found;     /* per node: its mask is in the translation */
     size_t steps;
 } writer;
 
@@ -397,13 +471,33 @@ static void put_escaped(writer *w, const char *s, size_t len)
     }
 }
 
+static void put_tag(writer *w, const char *s, size_t len);
+
+/* The translation's bytes [at, at + len), escaped, with the masks in them replaced by
+ * their elements (pieces come in the translation's order). */
+static void put_text(writer *w, size_t at, size_t len)
+{
+    size_t end = at + len;
+    while (w->next_copy < w->n_copies && w->copy_at[w->next_copy] < end) {
+        int c = w->next_copy++;
+        size_t ca = w->copy_at[c];
+        put_escaped(w, w->tr + at, ca - at);
+        if (w->copy_node[c] >= 0) {
+            const node *nd = &w->m->nodes[w->copy_node[c]];
+            put_tag(w, w->m->html + nd->open_at, nd->open_len);
+        }
+        at = ca + w->copy_len[c];
+    }
+    put_escaped(w, w->tr + at, end - at);
+}
+
 /* Output words up to (excluding) `until`, each preceded by the translation's own gap. */
 static void words_until(writer *w, int until)
 {
     while (w->next_word < until) {
         int k = w->next_word++;
-        put_escaped(w, w->tr + w->gs[k], w->ws[k] - w->gs[k]);
-        put_escaped(w, w->tr + w->ws[k], w->we[k] - w->ws[k]);
+        put_text(w, w->gs[k], w->ws[k] - w->gs[k]);
+        put_text(w, w->ws[k], w->we[k] - w->ws[k]);
     }
 }
 
@@ -411,7 +505,7 @@ static void words_until(writer *w, int until)
 static void gap_before(writer *w, int at)
 {
     if (at == w->next_word && at < w->n_out) {
-        put_escaped(w, w->tr + w->gs[at], w->ws[at] - w->gs[at]);
+        put_text(w, w->gs[at], w->ws[at] - w->gs[at]);
         w->gs[at] = w->ws[at];
     }
 }
@@ -445,6 +539,8 @@ static void emit(writer *w, const int *first_child, const int *next_sibling, int
         }
         frame_next[depth] = next_sibling[k];
         const node *nd = &m->nodes[k];
+        if (nd->mask && w->found[k]) /* written where the translation has its mask */
+            continue;
         words_until(w, w->a0[k]);
         gap_before(w, w->a0[k]);
         /* A marker that followed whitespace, put after an output word: a space between. */
@@ -519,10 +615,15 @@ char *mt_markup_restore_steps(const mt_markup *m, const char *tr, const int (*al
     int *frame_node = malloc(sizeof *frame_node * nn), *frame_next = malloc(sizeof *frame_next * nn);
     rt.lo = malloc(sizeof *rt.lo * 2 * (size_t)rt.size);
     rt.hi = malloc(sizeof *rt.hi * 2 * (size_t)rt.size);
+    w.copy_at = malloc(sizeof *w.copy_at * (tl / 3 + 1)); /* a mask is >= 3 bytes */
+    w.copy_len = malloc(sizeof *w.copy_len * (tl / 3 + 1));
+    w.copy_node = malloc(sizeof *w.copy_node * (tl / 3 + 1));
+    w.found = calloc(nn, 1);
     size_t cap = 5 * tl + strlen(m->html) + 24 * (size_t)m->n + 16; /* escaping at most x5 */
     char *out = malloc(cap);
     if (!w.ws || !w.we || !w.gs || !w.a0 || !w.a1 || !last_end || !first_child || !last_child || !next_sibling ||
-        !frame_node || !frame_next || !rt.lo || !rt.hi || !out) {
+        !frame_node || !frame_next || !rt.lo || !rt.hi || !w.copy_at || !w.copy_len || !w.copy_node || !w.found ||
+        !out) {
         free(out);
         out = NULL;
         goto done;
@@ -535,6 +636,20 @@ char *mt_markup_restore_steps(const mt_markup *m, const char *tr, const int (*al
     }
     for (int k = 0; k < w.n_out; k++)
         w.gs[k] = k ? w.we[k - 1] : 0;
+    for (size_t i = 0; i < tl;) { /* the masks the model copied: the first of each stands */
+        size_t ml;
+        int k = mask_at(m, tr, i, tl, &ml);
+        if (k < 0) {
+            i++;
+            continue;
+        }
+        w.copy_at[w.n_copies] = i;
+        w.copy_len[w.n_copies] = ml;
+        w.copy_node[w.n_copies++] = w.found[k] ? -1 : k;
+        w.found[k] = 1;
+        i += ml;
+    }
+    w.steps += tl;
     /* Per source word: the output words aligned to it. Pairs naming source word -1 (the
      * word before the first) only place what stands at the start. */
     int after_start = -1;
@@ -602,9 +717,9 @@ char *mt_markup_restore_steps(const mt_markup *m, const char *tr, const int (*al
     w.o = w.o0 = out;
     emit(&w, first_child, next_sibling, frame_node, frame_next);
     if (w.n_out > 0)
-        put_escaped(&w, tr + w.we[w.n_out - 1], tl - w.we[w.n_out - 1]);
+        put_text(&w, w.we[w.n_out - 1], tl - w.we[w.n_out - 1]);
     else
-        put_escaped(&w, tr, tl);
+        put_text(&w, 0, tl);
     *w.o = 0;
     if (steps)
         *steps = w.steps;
@@ -622,5 +737,9 @@ done:
     free(frame_next);
     free(rt.lo);
     free(rt.hi);
+    free(w.copy_at);
+    free(w.copy_len);
+    free(w.copy_node);
+    free(w.found);
     return out;
 }

@@ -10,14 +10,19 @@
  * covered; void elements (br, img, wbr, hr, input), comments, stray closing tags and
  * opaque elements (script, style, and any element with translate="no" or
  * class="notranslate", attributes parsed as html.c does; content included)
- * are kept verbatim as markers between words. Entities in text are decoded (&amp; &lt;
- * &gt; &quot; &apos; &#39; &nbsp; &#N; &#xH;); others stay as written.
+ * are kept verbatim as markers between words. Opaque elements and void elements other
+ * than line breaks (img, input, <x id="0"/> placeholders) stand in the text as a mask
+ * "{N}" (N above every number of the block followed by '}' or '&'), which the bundled
+ * models copy through: the text around them (quotes, brackets) goes to the model as
+ * written. Entities in text are decoded (&amp; &lt; &gt; &quot; &apos; &#39; &nbsp;
+ * &#N; &#xH;); others stay as written.
  * Restore: given the translation of mt_markup_text() and [src_word, tgt_word] alignment
  * pairs over whitespace-separated words, each element wraps the output words aligned to
  * the words it covered (their hull, clipped to its parent and after its previous sibling,
- * so the result nests); an element with no aligned word, and each marker, goes to the
- * output position after the word aligned to the source word before it (else the start of
- * its parent). Tags are written byte for byte; an element left unclosed in the input gets
+ * so the result nests); the first copy of a mask in the translation is replaced by its
+ * element (further copies are dropped); an element with no aligned word, and each other
+ * marker (a mask the model dropped included), goes to the output position after the word
+ * aligned to the source word before it (else the start of its parent). Tags are written byte for byte; an element left unclosed in the input gets
  * a closing tag. Output text is escaped (& < >). The result is well-formed.
  * Cost: split and restore are linear in the block, its words and the alignment (restore:
  * times log(words)); no recursion, whatever the nesting depth. */

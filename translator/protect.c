@@ -184,15 +184,15 @@ static size_t format_len(const char *s, size_t i, size_t n, int strict)
  * capitals, digits and '_' (so "$5" and "costs $x" stay text). */
 static size_t match_variable(const char *s, size_t i, size_t n)
 {
-    if (s[i] != '$' || (i > 0 && (is_word((unsigned char)s[i - 1]) || s[i - 1] == '$')) || i + 1 >= n)
+    if (s[i] != '$' || (i > 0 && s[i - 1] == '$') || i + 1 >= n)
         return 0;
     size_t j = i + 1;
-    if (s[j] == '{') {
+    if (s[j] == '{') { /* also after a word ("x${HOME}"): else "{HOME}" alone would be one */
         for (j++; j < n && s[j] != '}' && s[j] != '{' && !is_space((unsigned char)s[j]); j++)
             ;
         return j < n && s[j] == '}' && j > i + 2 ? j + 1 - i : 0;
     }
-    if (!((s[j] >= 'A' && s[j] <= 'Z') || s[j] == '_'))
+    if (!((s[j] >= 'A' && s[j] <= 'Z') || s[j] == '_') || (i > 0 && is_word((unsigned char)s[i - 1])))
         return 0;
     while (j < n && ((s[j] >= 'A' && s[j] <= 'Z') || (s[j] >= '0' && s[j] <= '9') || s[j] == '_'))
         j++;
@@ -524,6 +524,15 @@ typedef struct {
 
 static int same_bytes(const key *a, const key *b) { return a->len == b->len && !memcmp(a->s, b->s, a->len); }
 
+/* By bytes only: spans with the same bytes are equal. */
+static int bytes_order(const void *x, const void *y)
+{
+    const key *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return memcmp(a->s, b->s, a->len);
+}
+
 static int key_order(const void *x, const void *y)
 {
     const key *a = x, *b = y;
@@ -560,13 +569,13 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     for (int k = 0; k < p->n; k++)
         pass |= passed_through(p->spans[k].kind);
     copy *cp = malloc(sizeof *cp * (tl / 2 + 1));
-    key *keys = malloc(sizeof *keys * (tl / 2 + 1 + (size_t)p->n));
+    key *keys = malloc(sizeof *keys * (tl / 2 + 1 + (size_t)p->n)), *span_keys = malloc(sizeof *span_keys * (size_t)(p->n + 1));
     size_t *ws = malloc(sizeof *ws * (size_t)(n_out + 1)), *we = malloc(sizeof *we * (size_t)(n_out + 1));
     int *found = malloc(sizeof *found * (size_t)(p->n + 1)); /* per span: 1 when a copy stands for it */
     slotted *miss = malloc(sizeof *miss * (size_t)(p->n + 1));
     int *lo = malloc(sizeof *lo * (size_t)(p->n_words + 1)), *hi = malloc(sizeof *hi * (size_t)(p->n_words + 1));
     buf b = {0};
-    if (!cp || !keys || !ws || !we || !found || !miss || !lo || !hi || put(&b, "", 0))
+    if (!cp || !keys || !span_keys || !ws || !we || !found || !miss || !lo || !hi || put(&b, "", 0))
         goto fail;
     for (size_t i = 0, k = 0; i < tl; i++) {
         if (!is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1])))
@@ -578,6 +587,11 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
      * that reads as a placeholder. */
     for (int k = 0; k < p->n; k++)
         found[k] = 0;
+    int n_span_keys = 0;
+    for (int k = 0; k < p->n; k++)
+        if (passed_through(p->spans[k].kind))
+            span_keys[n_span_keys++] = (key){p->orig + p->spans[k].start, p->spans[k].len, 0, k};
+    qsort(span_keys, (size_t)n_span_keys, sizeof *span_keys, bytes_order);
     for (size_t i = 0; i < tl;) {
         size_t ml = 0;
         long v = mask_at(tr, i, tl, &ml);
@@ -589,9 +603,16 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             continue;
         }
         size_t l = pass ? placeholder_len(tr, i, tl, 0) : 0;
-        for (size_t j = i + 1; j < i + l; j++) { /* "${0}" around a mask is not a placeholder */
+        /* Read in the translation's context, a placeholder may take in what the text had
+         * apart: "${0}" around a mask is not one, and "${HOME}" is "$" and the span
+         * "{HOME}" when the text had "x${HOME}". Only a copy that is no span is checked. */
+        key at = {tr + i, l, 0, 0};
+        for (size_t j = i + 1; l && j < i + l && !bsearch(&at, span_keys, (size_t)n_span_keys, sizeof *span_keys, bytes_order); j++) {
             long w = mask_at(tr, j, tl, &ml);
-            if (w >= p->base && w < p->base + p->n && !passed_through(p->spans[w - p->base].kind))
+            size_t lj = w < 0 ? placeholder_len(tr, j, tl, 0) : 0;
+            key inner = {tr + j, lj, 0, 0};
+            if ((w >= p->base && w < p->base + p->n && !passed_through(p->spans[w - p->base].kind)) ||
+                (lj && bsearch(&inner, span_keys, (size_t)n_span_keys, sizeof *span_keys, bytes_order)))
                 l = 0;
         }
         if (l) { /* decided below; -3: only read as one when glued ("%ss") */
@@ -630,7 +651,9 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     for (int k = 0, c = 0; k < p->n; k++) {
         if (!passed_through(p->spans[k].kind) || found[k])
             continue;
-        while (c < n_copies && cp[c].span != -2)
+        /* a copy with some span's very bytes was repeated, not damaged: not taken */
+        while (c < n_copies && (cp[c].span != -2 || bsearch(&(key){tr + cp[c].at, cp[c].len, 0, 0}, span_keys,
+                                                            (size_t)n_span_keys, sizeof *span_keys, bytes_order)))
             c++;
         if (c == n_copies)
             break;
@@ -735,6 +758,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             goto fail;
     free(cp);
     free(keys);
+    free(span_keys);
     free(ws);
     free(we);
     free(found);
@@ -745,6 +769,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
 fail:
     free(cp);
     free(keys);
+    free(span_keys);
     free(ws);
     free(we);
     free(found);
