@@ -1,0 +1,307 @@
+/* test_service.c: the service's request layer (translator/submit.c, registry.c) and the
+ * decoding options table (translator/options.c), on tiny random models that use the real
+ * OPUS-MT tokenizer files from ../shared/fixtures: routing, "auto" fan-out with results and
+ * stats merged over the parts, options merged over the service's defaults, the policy
+ * between them, and the table's checks. */
+#include <check.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_main.h"
+#include "service.h"
+#include "tiny_model.h"
+
+static char dir_en[256], dir_fr[256];
+
+/* A tiny en->pt model, and a copy labelled fr->pt. */
+static void setup(void)
+{
+    const char *shared = getenv("MT_SHARED_DIR");
+    snprintf(dir_en, sizeof dir_en, "/tmp/mt-test-service-en-XXXXXX");
+    snprintf(dir_fr, sizeof dir_fr, "/tmp/mt-test-service-fr-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir_en));
+    ck_assert_ptr_nonnull(mkdtemp(dir_fr));
+    ck_assert_int_eq(tiny_model_write_opus(dir_en, shared ? shared : "../shared"), 0);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd,
+             "cp -r '%s'/. '%s'/ && sed -i 's/\"source_lang\": \"en\"/\"source_lang\": \"fr\"/' "
+             "'%s/tokenizer_config.json'",
+             dir_en, dir_fr, dir_fr);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+static void teardown(void)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir_en, dir_fr);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+typedef struct {
+    long sentences[2];
+    int parts;
+} counts;
+
+static void on_translated(void *user, int model, long sentences, long src, long tgt)
+{
+    (void)src, (void)tgt;
+    counts *c = user;
+    c->sentences[model] += sentences;
+    c->parts++;
+}
+
+static mt_service *load(int n, const mt_decoding *defaults, counts *seen)
+{
+    mt_service_spec specs[2] = {{dir_en, "en-pt", NULL, NULL, NULL}, {dir_fr, "fr-pt", NULL, NULL, NULL}};
+    mt_service_config cfg;
+    mt_service_config_default(&cfg);
+    cfg.workers = 2;
+    cfg.detect = 1;
+    if (defaults) cfg.defaults = *defaults;
+    mt_service_observer obs = {0};
+    obs.translated = on_translated;
+    obs.user = seen;
+    char err[512];
+    mt_service *svc = mt_service_load(specs, n, &cfg, seen ? &obs : NULL, err, sizeof err);
+    ck_assert_msg(svc != NULL, "%s", err);
+    return svc;
+}
+
+static const char *EN = "A man in a blue shirt is riding a bicycle down the street. He is fast.";
+static const char *FR = "Un homme en chemise bleue fait du vélo dans la rue.";
+static const char *EN2 = "Two dogs are playing in the snow near the old house.";
+
+/* The translations of texts through one request with this source. */
+static void translate(mt_service *svc, const char *source, int n, const char **texts, mt_translation *out)
+{
+    size_t lens[8];
+    for (int i = 0; i < n; i++) lens[i] = strlen(texts[i]);
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.source = source;
+    rq.target = "pt";
+    rq.n = n;
+    rq.texts = texts;
+    rq.lens = lens;
+    char err[512];
+    ck_assert_msg(mt_service_translate_request(svc, &rq, out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done;
+} waiter;
+
+static void wake(mt_service_task *t, void *user)
+{
+    (void)t;
+    waiter *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->mu);
+}
+
+START_TEST(auto_fans_out_and_merges_results_and_stats)
+{
+    counts seen = {{0, 0}, 0};
+    mt_service *svc = load(2, NULL, &seen);
+    ck_assert(mt_service_can_detect(svc));
+    const char *texts[3] = {EN, FR, EN2};
+    size_t lens[3] = {strlen(EN), strlen(FR), strlen(EN2)};
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.source = "auto";
+    rq.target = "pt";
+    rq.n = 3;
+    rq.texts = texts;
+    rq.lens = lens;
+    mt_service_task *task;
+    char err[512];
+    ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    ck_assert_int_eq(mt_service_task_start(task, wake, &w), MT_SERVICE_OK);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done) pthread_cond_wait(&w.cond, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    ck_assert_int_eq(mt_service_task_outcome(task, NULL), MT_SERVICE_OK);
+    /* each text went to its language's model, in request order */
+    ck_assert_int_eq(mt_service_task_detected(task), 2);
+    ck_assert_str_eq(mt_service_task_route(task, 0)->source, "en");
+    ck_assert_str_eq(mt_service_task_route(task, 1)->source, "fr");
+    ck_assert_str_eq(mt_service_task_route(task, 2)->source, "en");
+    ck_assert_int_eq(mt_service_task_route(task, 1)->model, 1);
+    ck_assert(mt_service_task_confidence(task, 0) > 0);
+    /* stats of every part: sentences and tokens of both parts, timing from the first
+     * part's submission to the last part's end; the metrics observer heard of each part
+     * for its own model */
+    mt_service_stats st;
+    mt_service_task_stats(task, &st);
+    ck_assert_int_eq(st.texts, 3);
+    ck_assert_int_eq(seen.parts, 2);
+    ck_assert(seen.sentences[0] >= 2 && seen.sentences[1] >= 1);
+    ck_assert_int_eq(st.sentences, seen.sentences[0] + seen.sentences[1]);
+    ck_assert(st.source_tokens > 0 && st.target_tokens > 0);
+    ck_assert(st.t_submitted > 0 && st.t_started >= st.t_submitted && st.t_done >= st.t_started);
+    /* the same translations, and the same sentence counts, as requests that name the source */
+    counts parts = seen;
+    mt_translation en[2], fr[1];
+    const char *en_texts[2] = {EN, EN2}, *fr_texts[1] = {FR};
+    translate(svc, "en", 2, en_texts, en);
+    translate(svc, "fr", 1, fr_texts, fr);
+    const mt_translation *res = mt_service_task_results(task);
+    ck_assert_str_eq(res[0].texts[0], en[0].texts[0]);
+    ck_assert_str_eq(res[1].texts[0], fr[0].texts[0]);
+    ck_assert_str_eq(res[2].texts[0], en[1].texts[0]);
+    ck_assert_int_eq(seen.sentences[0], 2 * parts.sentences[0]);
+    ck_assert_int_eq(seen.sentences[1], 2 * parts.sentences[1]);
+    mt_service_task_free(task);
+    for (int i = 0; i < 2; i++) mt_translation_clear(&en[i]);
+    mt_translation_clear(&fr[0]);
+    mt_service_free(svc);
+}
+END_TEST
+
+START_TEST(routing_errors_name_the_pairs)
+{
+    mt_service *svc = load(2, NULL, NULL);
+    const char *text = EN;
+    size_t len = strlen(EN);
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.source = "de";
+    rq.target = "pt";
+    rq.n = 1;
+    rq.texts = &text;
+    rq.lens = &len;
+    mt_service_task *task;
+    char err[512];
+    ck_assert_int_eq(mt_service_submit(svc, &rq, &task, err, sizeof err), MT_SERVICE_INVALID);
+    ck_assert_ptr_null(task);
+    ck_assert_msg(strstr(err, "unsupported language pair de-pt; supported pairs: en-pt, ") && strstr(err, "fr-pt"), "%s",
+                  err);
+    int detected;
+    int r = mt_service_route(svc, "fr", "pt", &detected, err, sizeof err);
+    ck_assert_int_ge(r, 0);
+    ck_assert_int_eq(mt_langs_get(mt_service_langs(svc), r)->model, 1);
+    ck_assert_int_eq(mt_service_route(svc, NULL, NULL, &detected, err, sizeof err), 0); /* the default */
+    ck_assert_str_eq(mt_service_model_info(svc, 1)->name, "fr-pt");
+    mt_service_free(svc);
+}
+END_TEST
+
+/* The options a request with `set` gets from a service with `defaults`. */
+static int resolve(mt_service *svc, const mt_decoding *given, mt_service_options *o, char *err, size_t errlen)
+{
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.decoding = *given;
+    return mt_service_resolve(svc, 0, &rq, o, err, errlen);
+}
+
+static mt_decoding with(int id, double x)
+{
+    mt_decoding d = {0};
+    char err[256];
+    ck_assert_msg(mt_option_set(&d, id, x, 0, "x", err, sizeof err) == 0, "%s", err);
+    return d;
+}
+
+START_TEST(options_merge_defaults_and_policy)
+{
+    mt_decoding defaults = with(MT_OPT_BEAM_SIZE, 3);
+    char err[256];
+    mt_option_set(&defaults, MT_OPT_NO_REPEAT_NGRAM_SIZE, 2, 0, "x", err, sizeof err);
+    mt_service *svc = load(1, &defaults, NULL);
+    mt_service_options o;
+    mt_decoding none = {0};
+    /* the service's defaults over the model's */
+    ck_assert_int_eq(resolve(svc, &none, &o, err, sizeof err), MT_SERVICE_OK);
+    ck_assert_int_eq(o.search.beam_size, 3);
+    ck_assert_int_eq(o.search.no_repeat_ngram_size, 2);
+    ck_assert_int_eq(o.search.n_best, 1);
+    /* the request's over the service's */
+    mt_decoding d = with(MT_OPT_BEAM_SIZE, 2);
+    ck_assert_int_eq(resolve(svc, &d, &o, err, sizeof err), MT_SERVICE_OK);
+    ck_assert_int_eq(o.search.beam_size, 2);
+    /* n_best without a beam size widens the beam */
+    d = with(MT_OPT_N_BEST, 5);
+    ck_assert_int_eq(resolve(svc, &d, &o, err, sizeof err), MT_SERVICE_OK);
+    ck_assert_int_eq(o.search.beam_size, 5);
+    ck_assert_int_eq(o.search.n_best, 5);
+    /* with one, n_best may not exceed it */
+    mt_option_set(&d, MT_OPT_BEAM_SIZE, 2, 0, "x", err, sizeof err);
+    ck_assert_int_eq(resolve(svc, &d, &o, err, sizeof err), MT_SERVICE_INVALID);
+    ck_assert_str_eq(err, "n_best (5) must not exceed beam_size (2)");
+    /* sampling without a beam size draws one hypothesis */
+    d = with(MT_OPT_SAMPLING_TOPK, 0);
+    ck_assert_int_eq(resolve(svc, &d, &o, err, sizeof err), MT_SERVICE_OK);
+    ck_assert_int_eq(o.search.beam_size, 1);
+    mt_service_free(svc);
+}
+END_TEST
+
+START_TEST(options_table_checks_and_keys)
+{
+    char err[256];
+    mt_decoding d = {0};
+    /* a temperature so small the scaled logits overflow is refused (it gave "") */
+    ck_assert_int_eq(mt_option_set(&d, MT_OPT_SAMPLING_TEMPERATURE, 1e-38, 0, "field 'sampling_temperature'", err,
+                                   sizeof err),
+                     -1);
+    ck_assert_str_eq(err, "field 'sampling_temperature' must be a number between 1e-06 and 1000");
+    ck_assert_int_eq(d.set, 0);
+    ck_assert_int_eq(mt_option_parse(&d, MT_OPT_SAMPLING_TOPP, "0", 0, "--sampling-topp", err, sizeof err), -1);
+    ck_assert_str_eq(err, "--sampling-topp must be a number in (0, 1]");
+    ck_assert_int_eq(mt_option_parse(&d, MT_OPT_BEAM_SIZE, "9", 8, "field 'beam_size'", err, sizeof err), -1);
+    ck_assert_str_eq(err, "field 'beam_size' must be an integer between 1 and 8");
+    ck_assert_int_eq(mt_option_parse(&d, MT_OPT_RETURN_SCORES, "yes", 0, "x", err, sizeof err), -1);
+    ck_assert_int_eq(mt_option_parse(&d, MT_OPT_RETURN_SCORES, "true", 0, "x", err, sizeof err), 0);
+    ck_assert_int_eq(d.v.return_scores, 1);
+    ck_assert_int_eq(mt_option_parse(&d, MT_OPT_SEED, "12345678901", 0, "x", err, sizeof err), 0);
+    ck_assert(d.v.seed == 12345678901ull);
+    ck_assert_uint_eq(d.set, (1u << MT_OPT_RETURN_SCORES) | (1u << MT_OPT_SEED));
+    /* names and flags */
+    ck_assert_int_eq(mt_option_by_name("no_repeat_ngram_size"), MT_OPT_NO_REPEAT_NGRAM_SIZE);
+    ck_assert_int_eq(mt_option_by_flag("--beam"), MT_OPT_BEAM_SIZE);
+    ck_assert_int_eq(mt_option_by_flag("--beam-size"), MT_OPT_BEAM_SIZE);
+    ck_assert_int_eq(mt_option_by_name("nope"), -1);
+    /* every batch-key option separates batches; cache keys differ with a cache-key option */
+    mt_search_options a, b;
+    memset(&a, 0, sizeof a);
+    for (int id = 0; id < MT_OPT_COUNT; id++) {
+        b = a;
+        mt_decoding m = {b, 0};
+        const mt_option_desc *row = mt_option(id);
+        mt_option_set(&m, id, row->type == MT_OPT_BOOL ? 1 : row->max, 0, "x", err, sizeof err);
+        b = m.v;
+        if (row->batch_key) ck_assert_msg(!mt_options_same_batch(&a, &b), "%s", row->name);
+        unsigned char ka[256], kb[256];
+        ck_assert(mt_options_key_size() <= sizeof ka);
+        mt_options_key(&a, ka);
+        mt_options_key(&b, kb);
+        if (row->cache_key) ck_assert_msg(memcmp(ka, kb, mt_options_key_size()) != 0, "%s", row->name);
+        else ck_assert_msg(memcmp(ka, kb, mt_options_key_size()) == 0, "%s", row->name);
+    }
+    ck_assert(mt_options_same_batch(&a, &a));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("service");
+    TCase *tc = tcase_create("requests");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, auto_fans_out_and_merges_results_and_stats);
+    tcase_add_test(tc, routing_errors_name_the_pairs);
+    tcase_add_test(tc, options_merge_defaults_and_policy);
+    suite_add_tcase(s, tc);
+    TCase *tt = tcase_create("options");
+    tcase_add_test(tt, options_table_checks_and_keys);
+    suite_add_tcase(s, tt);
+    return mt_check_run(srunner_create(s));
+}
