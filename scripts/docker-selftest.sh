@@ -340,6 +340,10 @@ DOCKERFILE
           result="$(sd_show Result) $(sd_show ExecMainCode)/$(sd_show ExecMainStatus)"
           journal=$(docker exec "$name" journalctl -u mt-server --no-pager)
           grep -E 'event=(draining|stopped)|Deactivated|Stopped' <<<"$journal" | tail -4 | sed 's/^/    /'
+          # what the sandbox denied shows up as warnings or errors: none expected
+          if grep -E 'level=(warn|error)' <<<"$journal" | sed 's/^/    /' | grep .; then
+            fail "mt-server logged warnings or errors under systemd (above)"
+          fi
           # Result success, the main process exited (code 1 = CLD_EXITED) with status 0
           if [ "$result" = "success 1/0" ] && grep -q 'event=stopped exit_code=0' <<<"$journal"; then
             ok "systemctl stop: clean ($result) in $((SECONDS - t1)) s"
