@@ -601,6 +601,39 @@ class TestFiles(unittest.TestCase):
             self.assertIn(ext, b["supportedFilesFormat"])
 
 
+class TestFileDecodingDefaults(unittest.TestCase):
+    """/translate_file takes the same path as /translate: the server's [decoding] defaults
+    apply to files too (it used to take beam_size, length_penalty and max_length only)."""
+
+    def test_min_length_applies_to_files(self):
+        text = "A dog runs."
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--max-file-bytes", "60000",
+                         "--min-length", "12"], name="lt-file-defaults")
+        plain = ts.Server(["--model", MODEL, "--workers", "1"], name="lt-file-plain")
+        try:
+            st, _, b = srv.post_json({"text": text, "source": "en", "target": "de"})
+            self.assertEqual(st, 200, b)
+            want = b["translations"][0]
+            st, _, b = plain.post_json({"text": text, "source": "en", "target": "de"})
+            self.assertNotEqual(b["translations"][0], want)  # the setting changes the translation
+            body, hd = multipart({"source": "en", "target": "de"}, [("file", "one.txt", text.encode())])
+            st, _, raw = srv.request("POST", "/translate_file", body, hd)
+            self.assertEqual(st, 200, raw[:300])
+            path = "/download_file/" + ts.json.loads(raw)["translatedFileUrl"].rsplit("/download_file/", 1)[1]
+            got = {}
+
+            def done():
+                st, _, raw = srv.request("GET", path)
+                got["st"], got["raw"] = st, raw
+                return st != 202
+            self.assertTrue(ts.wait_until(done, timeout=120))
+            self.assertEqual(got["st"], 200, got["raw"][:300])
+            self.assertEqual(got["raw"].decode().strip(), want)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+            self.assertEqual(plain.stop(), 0)
+
+
 class TestSuggestions(unittest.TestCase):
     def test_stored_in_sqlite(self):
         import sqlite3
