@@ -1,9 +1,11 @@
-/* langs.h: the language table: which loaded model serves which (source, target) pair,
- * "auto" source resolution, language names, and the LibreTranslate /languages list.
+/* langs.h: the language table, where a model is picked: which loaded model serves which
+ * (source, target) pair, "auto" source resolution, language names, and the
+ * LibreTranslate /languages list. The service (registry.c) fills it as it loads the
+ * models and routes every request through it (submit.c); front ends only read it.
  *
  * A route is one pair served by one model. A plain bilingual model gives one route; a
  * multilingual model (source vocabulary with ">>xxx<<" tokens) gives one more route per
- * target token: the service is asked for that target (it prepends the token).
+ * target token: the service prepends that token for the route's target.
  *
  * Thread-safety: filled once at load, then read-only and shared by all threads.
  */
