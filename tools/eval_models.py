@@ -19,6 +19,9 @@ separated; a set a language lacks shows "n/a"):
   tatoeba-dev      Tatoeba dev, everyday sentences
   everyday         tools/data/everyday.en-X.tsv, written for this evaluation
   everyday-unseen  its pairs neither of whose sentences is a training line
+  long             tools/data/long.en-X.tsv: documentation sentences of 26-50 words from
+                   manual pages and the Debian Administrator's Handbook pages that
+                   tools/corpus/ holds out of training (tools/corpus/long_dev.py)
   numbers          tools/data/numbers.en-X.tsv: sentences with numbers, prices, times
                    and dates; the cell gives the share of the reference's numbers (each
                    maximal run of digits) that the output has, and the sentences with all
@@ -92,7 +95,7 @@ def training_sentences(d, x):
 
 
 SET_NAMES = ("multi30k-test", "debian-dev", "tatoeba-dev", "everyday", "everyday-unseen",
-             "numbers", "emoji")
+             "long", "numbers", "emoji")
 CHECKS = ("numbers", "emoji")  # scored by what they keep, not BLEU
 
 
@@ -100,7 +103,8 @@ def load_set(name, x):
     """(English lines, X lines) of a set, or None when it has no X version."""
     d = os.path.join(SHARED, "data")
     local = {"everyday": f"everyday.en-{x}.tsv", "everyday-unseen": f"everyday.en-{x}.tsv",
-             "numbers": f"numbers.en-{x}.tsv", "emoji": f"emoji.en-{x}.tsv"}
+             "numbers": f"numbers.en-{x}.tsv", "emoji": f"emoji.en-{x}.tsv",
+             "long": f"long.en-{x}.tsv"}
     if name == "multi30k-test":
         path = f"{d}/multi30k/test_2016_flickr.{x}.gz"
         return (read_gz(f"{d}/multi30k/test_2016_flickr.en.gz"), read_gz(path)) \

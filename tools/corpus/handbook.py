@@ -18,7 +18,6 @@ Freexian SARL and the translators.
 """
 import argparse
 import glob
-import gzip
 import html.parser
 import os
 import sys
@@ -99,13 +98,15 @@ def main():
     p.add_argument("--cache", default="runs/corpus/debs")
     p.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared"))
     p.add_argument("--max-chars", type=int, default=600)
+    p.add_argument("--dev-out", help="write the held-out pages' pairs of 26-50 English "
+                   "words here (TSV: en, X)")
     args = p.parse_args()
     x = args.lang
     root = os.path.join(manpages.fetch(args.cache, ["debian-handbook"])[0],
                         "usr/share/doc/debian-handbook/html")
     held = manpages.held_out_keys(args.shared, x)
-    seen, rows = set(), []
-    stats = dict(pages=0, sections=0, skipped_sections=0, paragraphs=0, held_out=0)
+    seen, rows, dev_rows = set(), [], []
+    stats = dict(pages=0, sections=0, skipped_sections=0, paragraphs=0, held_out=0, dev_pages=0)
     for en_path in sorted(glob.glob(os.path.join(root, LANG_DIR["en"], "*.html"))):
         x_path = os.path.join(root, LANG_DIR[x], os.path.basename(en_path))
         if not os.path.exists(x_path):
@@ -113,6 +114,8 @@ def main():
         stats["pages"] += 1
         es, xs = page_paragraphs(en_path), page_paragraphs(x_path)
         page = os.path.basename(en_path)[:-5]
+        dev = manpages.held_out_page(page)
+        stats["dev_pages"] += dev
         for key, eps in es.items():
             xps = xs.get(key)
             stats["sections"] += 1
@@ -136,16 +139,8 @@ def main():
                     if prepare_corpus.eval_key(a) in held or prepare_corpus.eval_key(b) in held:
                         stats["held_out"] += 1
                         continue
-                    rows.append((a, b, f"debian-handbook:{page}"))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with gzip.open(args.out + ".tmp", "wt", encoding="utf-8") as f:
-        for r in rows:
-            f.write("\t".join(r) + "\n")
-    os.replace(args.out + ".tmp", args.out)
-    words = sum(len(r[0].split()) for r in rows)
-    long = sum(1 for r in rows if len(r[0].split()) > 25)
-    print(f"{args.out}: {len(rows)} pairs, {words} English words, {long} of over 25 words; "
-          + ", ".join(f"{k} {v}" for k, v in stats.items()))
+                    (dev_rows if dev else rows).append((a, b, f"debian-handbook:{page}"))
+    manpages.write_outputs(rows, manpages.long_dev(dev_rows), args.out, args.dev_out, stats)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import os
 import re
 import subprocess
 import sys
-import unicodedata
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -42,6 +42,34 @@ ENGLISH_DEBS = ["manpages", "manpages-dev"]
 GROFF = ["groff", "-k", "-t", "-man", "-Tutf8", "-rLL=5000n", "-rHY=0",
          "-P-c", "-P-b", "-P-o", "-P-u"]
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'«(]?[^\W\d_])")
+
+
+def held_out_page(name):
+    """One page in 10, chosen by its name (the same in every language), is kept out of
+    training whole: its long sentences make the long-sentence dev set."""
+    return zlib.crc32(name.encode()) % 10 == 0
+
+
+def write_outputs(rows, dev_rows, out, dev_out, stats):
+    """The training TSV, the dev TSV (the held-out pages' pairs of 26-50 English words)
+    and a summary line on stdout."""
+    for path, data in ((out, rows), (dev_out, dev_rows)):
+        if path is None:
+            continue
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path + ".tmp", "wt", encoding="utf-8") as f:
+            for r in data:
+                f.write("\t".join(r[:2] if path == dev_out else r) + "\n")
+        os.replace(path + ".tmp", path)
+    words = sum(len(r[0].split()) for r in rows)
+    long = sum(1 for r in rows if len(r[0].split()) > 25)
+    print(f"{out}: {len(rows)} pairs, {words} English words, {long} of over 25 words; "
+          f"dev {len(dev_rows)} pairs; " + ", ".join(f"{k} {v}" for k, v in stats.items()))
+
+
+def long_dev(pairs):
+    return [p for p in pairs if 26 <= len(p[0].split()) <= 50]
 
 
 def fetch(cache, packages):
@@ -152,6 +180,8 @@ def main():
     p.add_argument("--max-chars", type=int, default=600,
                    help="longest side kept (about 150 tokens; the models take 512)")
     p.add_argument("--installed", default="/usr/share/man")
+    p.add_argument("--dev-out", help="write the held-out pages' pairs of 26-50 English "
+                   "words here (TSV: en, X)")
     args = p.parse_args()
     x = args.lang
     roots = fetch(args.cache, ENGLISH_DEBS + [f"manpages-{x}"])
@@ -164,8 +194,9 @@ def main():
         for path in glob.glob(os.path.join(root, "man*", "*")):
             translated[os.path.relpath(path, root)] = path
     held = held_out_keys(args.shared, x)
-    seen, rows = set(), []
-    stats = dict(pages=0, aligned_pages=0, paragraphs=0, skipped_sections=0, held_out=0)
+    seen, rows, dev_rows = set(), [], []
+    stats = dict(pages=0, aligned_pages=0, paragraphs=0, skipped_sections=0, held_out=0,
+                 dev_pages=0)
     for rel in sorted(translated):
         if rel not in english:
             continue
@@ -180,6 +211,8 @@ def main():
             stats["aligned_pages"] += 1
         name = os.path.basename(rel)
         name = name[:-3] if name.endswith(".gz") else name
+        dev = held_out_page(name)
+        stats["dev_pages"] += dev
         for e, t in pairs:
             e, t = prepare_corpus.clean(e), prepare_corpus.clean(t)
             if (e, t) in seen:
@@ -188,16 +221,8 @@ def main():
             if prepare_corpus.eval_key(e) in held or prepare_corpus.eval_key(t) in held:
                 stats["held_out"] += 1
                 continue
-            rows.append((e, t, f"manpages:{name}"))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with gzip.open(args.out + ".tmp", "wt", encoding="utf-8") as f:
-        for r in rows:
-            f.write("\t".join(r) + "\n")
-    os.replace(args.out + ".tmp", args.out)
-    words = sum(len(r[0].split()) for r in rows)
-    long = sum(1 for r in rows if len(r[0].split()) > 25)
-    print(f"{args.out}: {len(rows)} pairs, {words} English words, {long} of over 25 words; "
-          + ", ".join(f"{k} {v}" for k, v in stats.items()))
+            (dev_rows if dev else rows).append((e, t, f"manpages:{name}"))
+    write_outputs(rows, long_dev(dev_rows), args.out, args.dev_out, stats)
 
 
 if __name__ == "__main__":
