@@ -1,20 +1,23 @@
 #!/usr/bin/python3
-"""English-X sentence pairs from The Debian Administrator's Handbook (X = de or fr).
+"""English-X sentence pairs from Debian 12's translated books (X = de or fr).
 
-Debian 12's `debian-handbook` package (11.20220922) ships the book as HTML in each
-language, built by publican from one DocBook source and per-language PO files: every
-language has the same pages, sections (with the same ids) and paragraphs. So each
-page's paragraphs (DocBook `para`, screen listings left out) are grouped by the
-section heading before them and paired by position inside a section whose paragraph
-count agrees in both languages; then split into sentences as tools/corpus/manpages.py
-does (sentence pairs where both sides have as many, the paragraph whole up to
---max-chars otherwise) and filtered the same way, evaluation sentences included.
+The Debian Administrator's Handbook (`debian-handbook` 11.20220922), the Debian New
+Maintainers' Guide (`maint-guide[-X]` 1.2.53), the Debian Developer's Reference
+(`developers-reference[-X]` 12.18) and the Debian FAQ (`debian-faq[-X]` 11.1) ship as
+HTML in each language, built from one DocBook or Sphinx source and per-language PO
+files: every language has the same pages, sections (with the same ids) and paragraphs.
+So each page's paragraphs (`para` blocks or <p>; listings left out) are grouped by the
+section before them and paired by position inside a section whose paragraph count
+agrees in both languages; then split into sentences as tools/corpus/manpages.py does
+(sentence pairs where both sides have as many, the paragraph whole up to --max-chars
+otherwise) and filtered the same way, evaluation sentences included.
 
   tools/corpus/handbook.py --lang fr --out runs/corpus/handbook.en-fr.tsv.gz
 
-Output: gzip TSV, columns en, X, source ("debian-handbook:PAGE"). Counts on stdout.
-Licence of the book: GPL-2+ or CC-BY-SA-3.0, (c) Raphaël Hertzog, Roland Mas,
-Freexian SARL and the translators.
+Output: gzip TSV, columns en, X, source ("BOOK:PAGE"). Counts on stdout. Licences:
+debian-handbook GPL-2+ or CC-BY-SA-3.0 (Raphaël Hertzog, Roland Mas, Freexian SARL);
+maint-guide, developers-reference and debian-faq: see their copyright files
+(tools/corpus/README.md).
 """
 import argparse
 import glob
@@ -29,6 +32,34 @@ import manpages  # noqa: E402
 import prepare_corpus  # noqa: E402
 
 LANG_DIR = {"en": "en-US", "de": "de-DE", "fr": "fr-FR"}
+# book: (package of language L, glob of its pages, page name of a path); {L} is the
+# language, {LL} publican's (en-US).
+BOOKS = {
+    "debian-handbook": ("debian-handbook", "usr/share/doc/debian-handbook/html/{LL}/*.html",
+                        lambda path: os.path.basename(path)[:-5]),
+    "maint-guide": ("maint-guide{-L}", "usr/share/doc/maint-guide{-L}/html/*.{L}.html",
+                    lambda path: os.path.basename(path).split(".")[0]),
+    "developers-reference": ("developers-reference{-L}",
+                             "usr/share/developers-reference/{L/}*.html",
+                             lambda path: os.path.basename(path)[:-5]),
+    "debian-faq": ("debian-faq{-L}", "usr/share/doc/debian/FAQ/{L/}*.{L}.html",
+                   lambda path: os.path.basename(path).split(".")[0]),
+}
+
+
+def book_pages(cache, book, lang):
+    """{page name: path} of one book in one language."""
+    pkg, pattern, name = BOOKS[book]
+    sub = {"{LL}": LANG_DIR[lang], "{L}": lang, "{-L}": "" if lang == "en" else "-" + lang,
+           "{L/}": "" if lang == "en" else lang + "/"}
+    for k, v in sub.items():
+        pkg, pattern = pkg.replace(k, v), pattern.replace(k, v)
+    root = manpages.fetch(cache, [pkg])[0]
+    pages = {name(p): p for p in glob.glob(os.path.join(root, pattern)) if not os.path.islink(p)}
+    # The Developer's Reference also ships as one page holding every chapter: it would
+    # put the held-out chapters' text into training.
+    pages.pop("developers-reference", None)
+    return pages
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
 VOID = {"br", "img", "hr", "meta", "link", "input", "col", "area", "base", "wbr"}
 
@@ -48,14 +79,16 @@ class Paragraphs(html.parser.HTMLParser):
         a = dict(attrs)
         if tag in HEADINGS:
             self.in_heading += 1
-        if tag == "a" and self.in_heading and a.get("id"):
+        if a.get("id") and ((tag == "a" and self.in_heading) or tag == "section" or
+                            (tag == "div" and "section" in (a.get("class") or "").split())):
             self.key = a["id"]
         if tag in VOID:
             return
         if tag in ("pre", "script", "style"):
             self.skip += 1
         buf = None
-        if tag == "div" and "para" in (a.get("class") or "").split():
+        classes = (a.get("class") or "").split()
+        if (tag == "div" and "para" in classes) or (tag == "p" and "title" not in classes):
             buf = []
             self.sections.setdefault(self.key, []).append(buf)
         self.stack.append((tag, buf))
@@ -98,22 +131,21 @@ def main():
     p.add_argument("--cache", default="runs/corpus/debs")
     p.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared"))
     p.add_argument("--max-chars", type=int, default=600)
+    p.add_argument("--books", default=",".join(BOOKS), help="comma-separated: " + ", ".join(BOOKS))
     p.add_argument("--dev-out", help="write the held-out pages' pairs of 26-50 English "
                    "words here (TSV: en, X)")
     args = p.parse_args()
     x = args.lang
-    root = os.path.join(manpages.fetch(args.cache, ["debian-handbook"])[0],
-                        "usr/share/doc/debian-handbook/html")
     held = manpages.held_out_keys(args.shared, x)
     seen, rows, dev_rows = set(), [], []
     stats = dict(pages=0, sections=0, skipped_sections=0, paragraphs=0, held_out=0, dev_pages=0)
-    for en_path in sorted(glob.glob(os.path.join(root, LANG_DIR["en"], "*.html"))):
-        x_path = os.path.join(root, LANG_DIR[x], os.path.basename(en_path))
-        if not os.path.exists(x_path):
-            continue
+    pages = []
+    for book in args.books.split(","):
+        en, other = book_pages(args.cache, book, "en"), book_pages(args.cache, book, x)
+        pages += [(book, name, en[name], other[name]) for name in sorted(en) if name in other]
+    for book, page, en_path, x_path in pages:
         stats["pages"] += 1
         es, xs = page_paragraphs(en_path), page_paragraphs(x_path)
-        page = os.path.basename(en_path)[:-5]
         dev = manpages.held_out_page(page)
         stats["dev_pages"] += dev
         for key, eps in es.items():
@@ -139,7 +171,7 @@ def main():
                     if prepare_corpus.eval_key(a) in held or prepare_corpus.eval_key(b) in held:
                         stats["held_out"] += 1
                         continue
-                    (dev_rows if dev else rows).append((a, b, f"debian-handbook:{page}"))
+                    (dev_rows if dev else rows).append((a, b, f"{book}:{page}"))
     manpages.write_outputs(rows, manpages.long_dev(dev_rows), args.out, args.dev_out, stats)
 
 
