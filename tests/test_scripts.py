@@ -371,7 +371,9 @@ class ScriptLint(unittest.TestCase):
     def test_shellcheck(self):
         if not shutil.which("shellcheck"):
             self.skipTest("shellcheck is not installed")
-        r = subprocess.run(["shellcheck", TRANSLATE_FILE, TRANSLATE_DIR], capture_output=True, text=True)
+        scripts = [TRANSLATE_FILE, TRANSLATE_DIR] + [os.path.join(SOURCE, "scripts", n) for n in
+                                                     ("install-deps.sh", "quickstart.sh", "build.sh")]
+        r = subprocess.run(["shellcheck"] + scripts, capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_usage_errors(self):

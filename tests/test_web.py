@@ -635,6 +635,13 @@ class WebPage(unittest.TestCase):
                 "const done = arguments[0]; fetch(document.getElementById('download').href)"
                 ".then(r => r.text()).then(done, e => done('ERROR ' + e));")
             self.assertEqual(text, fake_translate("Hello drop.\n", "de"))
+        with StandIn() as s:  # a file over the server's maxFileBytes is refused in the page
+            s.settings["maxFileBytes"] = 8
+            self.open(s.url)
+            self.driver.execute_script(self.DROP_JS, "big.txt", "Hello, a bit too long.\n", "files")
+            self.wait(lambda d: "error" in self.el("file-status").get_attribute("class"), "the size error")
+            self.assertIn("at most 8 bytes", self.el("file-status").text)
+            self.assertEqual(s.files, {}, "an over-limit file was uploaded")
 
     def test_detected_language_warning(self):
         with StandIn() as s:
