@@ -373,15 +373,37 @@ class TestSlowClients(unittest.TestCase):
         srv = ts.Server(["--model", MODEL, "--max-connections", "4", "--max-connections-per-ip", "0"],
                         name="full-busy")
         held = []
+
+        def hold():
+            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+            s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 100\r\n\r\n{")
+            return s
+
+        def probe():
+            # a probe that came before a held connection's header was read may have
+            # reclaimed it (408): hold another in its place
+            for i, s in enumerate(held):
+                s.setblocking(False)
+                try:
+                    s.recv(4096)  # an answer or the end: it is not held any more
+                    gone = True
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                s.setblocking(True)
+                if gone:
+                    s.close()
+                    held[i] = hold()
+            probes.append(exchange(srv.port, GET_HEALTH_CLOSE, timeout=5))
+            return statuses(probes[-1][0]) == [503]
+
         try:
             for _ in range(4):
-                s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-                s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: 100\r\n\r\n{")
-                held.append(s)
+                held.append(hold())
             probes = []
-            ok = ts.wait_until(lambda: probes.append(exchange(srv.port, GET_HEALTH_CLOSE, timeout=5)) or
-                               statuses(probes[-1][0]) == [503], timeout=30, step=0.1)
+            ok = ts.wait_until(probe, timeout=60, step=0.1)
             raw, closed = probes[-1]
             self.assertTrue(ok, raw[:300])
             self.assertIn(b"Retry-After", raw)
