@@ -28,6 +28,8 @@
 #   --threads N     threads of each direction's trainer (default 1; 2 when training one
 #                   direction on two cores)
 #   --run-dir DIR   checkpoints and logs in DIR/<pair> (default runs)
+#   --size "D L H F"   d_model, layers (encoder and decoder each), heads and FFN width of a
+#                   model (default "256 3 4 1024"; a continued run must give its model's)
 #   --corpus NAME:N add the corpus tools/corpus/NAME.py extracts (manpages, handbook;
 #                   written to runs/corpus/ on first use) N times to the mixture; repeatable
 #                   (the data directory's name says which: -NAMEN)
@@ -37,7 +39,7 @@
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs corpora=()
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs corpora=() size="256 3 4 1024"
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -51,7 +53,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift 2 ;;
     --run-dir) runs=$2; shift 2 ;;
     --corpus) corpora+=("$2"); shift 2 ;;
-    *) sed -n '2,37p' "$0" >&2; exit 2 ;;
+    --size) size=$2; shift 2 ;;
+    *) sed -n '2,39p' "$0" >&2; exit 2 ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
@@ -99,6 +102,7 @@ elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
 fi
 export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
        MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
+read -r d_model layers heads ffn <<< "$size"
 pids=()
 for pair in $pairs; do
   src=${pair%-*} tgt=${pair#*-}
@@ -112,7 +116,7 @@ for pair in $pairs; do
       --train-src "$data/train.$src.gz" --train-tgt "$data/train.$tgt.gz" \
       --valid-src "$data/valid.$src.gz" --valid-tgt "$data/valid.$tgt.gz" \
       --out "$out/$pair" --run-dir "$runs/$pair" "${extra[@]}" \
-      --d-model 256 --layers 3 --heads 4 --ffn 1024 --max-tokens 4096 --lr 1e-3 \
+      --d-model "$d_model" --layers "$layers" --heads "$heads" --ffn "$ffn" --max-tokens 4096 --lr 1e-3 \
       --epochs 100 --time-budget-min "$minutes" --checkpoint-min 12 --average 4 --keep 3 \
       --threads "$threads" --bf16 --seed "$seed" --log-every 100 >> "$runs/$pair/train.log" 2>&1 &
   pids+=($!)
