@@ -107,11 +107,11 @@ static int well_formed(const char *s, long counts[26])
             p = e + 1;
             continue;
         }
-        char lower[16]; /* the name as markup.c reads it: letters, digits, '-', truncated */
+        char lower[16]; /* the name as markup.c reads it: letters, digits, - : _ ., truncated */
         size_t len = 0;
-        for (const char *q = p + 1 + closing;
-             ((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') || *q == '-'; q++)
-            if (len + 1 < sizeof lower) lower[len++] = (char)(*q | 32);
+        for (const char *q = p + 1 + closing; ((*q | 32) >= 'a' && (*q | 32) <= 'z') || (*q >= '0' && *q <= '9') ||
+                                              *q == '-' || *q == ':' || *q == '_' || *q == '.'; q++)
+            if (len + 1 < sizeof lower) lower[len++] = (char)(*q >= 'A' && *q <= 'Z' ? *q | 32 : *q);
         lower[len] = 0;
         if (lower[0] >= 'a' && lower[0] <= 'z') counts[lower[0] - 'a']++;
         int is_void = e[-1] == '/';
@@ -170,7 +170,8 @@ static void fuzz_wrapped(const char *text, size_t len, int reverse, unsigned see
     mt_html_unwrap_protected(out);
     check_utf8(out, "wrapped markup");
     long in_counts[26], out_counts[26];
-    if (well_formed(text, in_counts) && (!well_formed(out, out_counts) || memcmp(in_counts, out_counts, sizeof in_counts))) {
+    if (!strstr(text, "mt-keep-7a1") && well_formed(text, in_counts) &&
+        (!well_formed(out, out_counts) || memcmp(in_counts, out_counts, sizeof in_counts))) {
         fprintf(stderr, "fuzz-markup: a well-formed block came back malformed or with other tags:\n%s\n", out);
         abort();
     }

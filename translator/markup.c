@@ -36,37 +36,21 @@ static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n'
 static size_t tag_name(const char *s, size_t i, size_t n, char *name, size_t cap)
 {
     size_t k = 0;
-    while (i < n && (((s[i] | 32) >= 'a' && (s[i] | 32) <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-')) {
+    /* html.c's name characters, so both read the same elements */
+    while (i < n && (((s[i] | 32) >= 'a' && (s[i] | 32) <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+                     s[i] == ':' || s[i] == '_' || s[i] == '.')) {
         if (k + 1 < cap)
-            name[k++] = (char)(s[i] | 32);
+            name[k++] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] | 32 : s[i]);
         i++;
     }
     name[k] = 0;
     return i;
 }
 
-/* End of the tag starting at s[i] == '<' (index after '>'); n if none. Read as html.c
- * reads tags (HTML5: a quote opens a value only after '='), so that the service's
- * wrapping and this split agree on where each tag ends; what html.c takes for text
- * ("</ x") is read up to the first '>' outside quotes. */
-static size_t tag_end(const char *s, size_t i, size_t n)
-{
-    size_t e = mt_html_tag_end(s, n, i);
-    if (e > i)
-        return e;
-    char q = 0;
-    for (size_t j = i + 1; j < n; j++) {
-        if (q) {
-            if (s[j] == q)
-                q = 0;
-        } else if (s[j] == '"' || s[j] == '\'') {
-            q = s[j];
-        } else if (s[j] == '>') {
-            return j + 1;
-        }
-    }
-    return n;
-}
+/* End of the tag starting at s[i] == '<' (index after '>'), or i when s[i] starts text
+ * ("a < b", "</ x"). Read as html.c reads tags (HTML5: a quote opens a value only after
+ * '='), so that the service's wrapping and this split agree on every tag. */
+static size_t tag_end(const char *s, size_t i, size_t n) { return mt_html_tag_end(s, n, i); }
 
 static int is_void(const char *name)
 {
@@ -259,7 +243,8 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                 continue;
             }
         }
-        if (s[i] != '<' || i + 1 >= n || !(((s[i + 1] | 32) >= 'a' && (s[i + 1] | 32) <= 'z') || s[i + 1] == '/' || s[i + 1] == '!')) {
+        size_t end = s[i] == '<' && strncmp(s + i, "<!--", 4) ? tag_end(s, i, n) : i;
+        if (s[i] != '<' || (end == i && strncmp(s + i, "<!--", 4))) {
             m->text[t++] = s[i++];
             continue;
         }
@@ -274,7 +259,6 @@ mt_markup *mt_markup_split(const char *html, size_t n)
             i = end;
             continue;
         }
-        size_t end = tag_end(s, i, n);
         steps += end - i;
         if (s[i + 1] == '/') {
             char name[16];
@@ -300,10 +284,10 @@ mt_markup *mt_markup_split(const char *html, size_t n)
         tag_name(s, i + 1, n, nd->name, sizeof nd->name);
         nd->open_len = end - i;
         int self_closing = end >= 2 && s[end - 2] == '/';
-        if (is_void(nd->name) || self_closing || s[i + 1] == '!') {
+        if (is_void(nd->name) || self_closing || !nd->name[0]) { /* also <!...>, <?...?> */
             if (!strcmp(nd->name, "br") || !strcmp(nd->name, "hr")) /* a line break separates words */
                 m->text[t++] = ' ';
-            else if (s[i + 1] != '!' && strcmp(nd->name, "wbr"))
+            else if (nd->name[0] && strcmp(nd->name, "wbr"))
                 t = put_mask(m, t);
             m->n++;
             i = end;
@@ -320,7 +304,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                     size_t ce = e ? (size_t)(e - s) + 3 : n;
                     steps += ce - j;
                     j = ce;
-                } else if (s[j] == '<') {
+                } else if (s[j] == '<' && tag_end(s, j, n) > j) {
                     char name[16];
                     int closing = j + 1 < n && s[j + 1] == '/';
                     tag_name(s, j + 1 + (size_t)closing, n, name, sizeof name);
