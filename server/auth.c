@@ -71,7 +71,7 @@ int srv_metrics_allowed(mt_server *s, req_ctx *c)
 
 int srv_read_body(mt_server *s, req_ctx *c, json_t **obj, int *from_form, char *err, size_t errlen)
 {
-    int st = mt_request_decode(c->ctype, c->boundary, c->body ? c->body : "", c->len, obj, from_form, err,
+    int st = mt_request_decode(c->in.ctype, c->in.boundary, c->in.body ? c->in.body : "", c->in.len, obj, from_form, err,
                                errlen);
     return st ? st : srv_check_api_key(s, c, *obj, err, errlen);
 }

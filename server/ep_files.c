@@ -252,12 +252,12 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
 {
     char err[512];
     if (!s->spool) return srv_send_error(c, 403, "Files translation are disabled on this server.");
-    if (c->ctype != MT_CT_MULTIPART)
+    if (c->in.ctype != MT_CT_MULTIPART)
         return srv_send_error(c, 400, "Invalid request: send the file as multipart/form-data "
                               "(fields file, source, target)");
     upload u = {.fields = json_object()};
     if (!u.fields) return srv_send_error(c, 500, "out of memory");
-    int st = mt_multipart_parse(c->boundary, c->body ? c->body : "", c->len, on_part, &u, err, sizeof err);
+    int st = mt_multipart_parse(c->in.boundary, c->in.body ? c->in.body : "", c->in.len, on_part, &u, err, sizeof err);
     if (st) return fail(c, u.fields, st, err);
     if ((st = srv_check_api_key(s, c, u.fields, err, sizeof err))) return fail(c, u.fields, st, err);
     if (!u.file) return fail(c, u.fields, 400, "Invalid request: missing file parameter");
@@ -293,7 +293,7 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
     if (route < 0) route = mt_service_route(s->svc, source, target, &detected, err, sizeof err);
     if (route < 0) return fail(c, u.fields, 400, err);
     const mt_route *r = mt_langs_get(mt_service_langs(s->svc), route);
-    c->model_name = mt_service_model_info(s->svc, r->model)->name;
+    c->out.model_name = mt_service_model_info(s->svc, r->model)->name;
     file_job *fj = calloc(1, sizeof *fj);
     if (fj) fj->data = malloc(u.file->len ? u.file->len : 1);
     if (!fj || !fj->data) {
@@ -316,7 +316,7 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
         /* when the first slot that would let this upload in frees, not "1" */
         char after[32];
         snprintf(after, sizeof after, "%ld", retry > 1 ? (long)(retry + 0.999) : 1L);
-        srv_copy_text(c->error, sizeof c->error, err);
+        srv_copy_text(c->out.error, sizeof c->out.error, err);
         return srv_send_json(c, sr == MT_SPOOL_OWNER_FULL ? 429 : 503, json_pack("{s:s}", "error", err),
                              MHD_HTTP_HEADER_RETRY_AFTER, after);
     }
@@ -384,8 +384,8 @@ enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c)
     srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, 200, r);
     MHD_destroy_response(r);
-    c->status = 200;
-    c->bytes_out = e.size;
+    c->out.status = 200;
+    c->out.bytes_out = e.size;
     c->phase = P_DONE;
     return ret;
 }

@@ -46,7 +46,7 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
             snprintf(msg, sizeof msg, "server overloaded: %d requests queued; retry later",
                      s->cfg->queue_capacity);
         snprintf(after, sizeof after, "%ld", retry);
-        srv_copy_text(c->error, sizeof c->error, msg);
+        srv_copy_text(c->out.error, sizeof c->out.error, msg);
         return srv_send_json(c, 503, json_pack("{s:s}", "error", msg), MHD_HTTP_HEADER_RETRY_AFTER, after);
     }
     const char *why;
@@ -54,8 +54,8 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
     case MT_SERVICE_OK: return respond_translation(s, c);
     case MT_SERVICE_BUSY: c->rejected = 1; return srv_finish_translate(s, c);
     case MT_SERVICE_CLIENT_GONE:
-        c->status = 499; /* nobody to answer: close */
-        snprintf(c->error, sizeof c->error, "client disconnected");
+        c->out.status = 499; /* nobody to answer: close */
+        snprintf(c->out.error, sizeof c->out.error, "client disconnected");
         c->phase = P_DONE;
         return MHD_NO;
     case MT_SERVICE_DEADLINE: {
@@ -138,8 +138,8 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     if (st) return srv_send_error(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
     mt_service_stats stats;
     mt_service_task_stats(c->task, &stats);
-    c->sentences += stats.sentences;
-    c->model_name = mt_service_model_info(s->svc, mt_service_task_route(c->task, 0)->model)->name;
+    c->out.sentences += stats.sentences;
+    c->out.model_name = mt_service_model_info(s->svc, mt_service_task_route(c->task, 0)->model)->name;
     return queue_task(s, c);
 }
 

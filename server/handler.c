@@ -16,10 +16,10 @@
  * alive only for answers queued once the request is complete. */
 static enum MHD_Result defer(req_ctx *c, int status, const char *msg)
 {
-    c->discard = 1;
+    c->in.discard = 1;
     c->phase = P_BODY;
-    c->deferred_status = status;
-    if (msg) srv_copy_text(c->deferred_msg, sizeof c->deferred_msg, msg);
+    c->in.deferred_status = status;
+    if (msg) srv_copy_text(c->in.deferred_msg, sizeof c->in.deferred_msg, msg);
     return MHD_YES;
 }
 
@@ -67,7 +67,7 @@ static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const ch
  * sent after the headers is read as another request. */
 static enum MHD_Result refuse_and_close(req_ctx *c, int status, const char *msg)
 {
-    c->close_after = 1;
+    c->in.close_after = 1;
     return srv_send_error(c, status, msg);
 }
 
@@ -105,7 +105,7 @@ static enum MHD_Result check_request(mt_server *s, req_ctx *c, const char *versi
     if (h.content_encoding && strcasecmp(h.ce, "identity") != 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "unsupported Content-Encoding \"%.60s\": send the body uncompressed", h.ce);
-        c->close_after = 1;
+        c->in.close_after = 1;
         return srv_send_error(c, 415, msg);
     }
     (void)s;
@@ -130,22 +130,22 @@ static enum MHD_Result begin_request(mt_server *s, req_ctx *c, const char *metho
         return defer(c, 405, msg);
     }
     if (r->body == SRV_BODY_NONE) return defer(c, 0, NULL);
-    c->body_limit = r->body == SRV_BODY_FILE ? (size_t)s->cfg->max_file_bytes + 65536 : (size_t)s->cfg->max_body_bytes;
+    c->in.limit = r->body == SRV_BODY_FILE ? (size_t)s->cfg->max_file_bytes + 65536 : (size_t)s->cfg->max_body_bytes;
     /* A body to read: refuse early what cannot succeed. */
     if (atomic_load(&s->draining)) return srv_send_error(c, 503, "server is shutting down");
     if (!atomic_load(&s->ready)) return srv_send_error(c, 503, "models are loading; retry shortly");
     char err[256];
     const char *ct = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    c->ctype = mt_request_content_type(ct, c->boundary, sizeof c->boundary, err, sizeof err);
-    if (c->ctype == MT_CT_UNSUPPORTED) return srv_send_error(c, 415, err);
+    c->in.ctype = mt_request_content_type(ct, c->in.boundary, sizeof c->in.boundary, err, sizeof err);
+    if (c->in.ctype == MT_CT_UNSUPPORTED) return srv_send_error(c, 415, err);
     const char *cl = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (cl) {
         char *end;
         errno = 0;
         unsigned long long n = strtoull(cl, &end, 10);
-        if (!errno && end != cl && n > (unsigned long long)c->body_limit) {
+        if (!errno && end != cl && n > (unsigned long long)c->in.limit) {
             snprintf(err, sizeof err, "request body too large: %llu bytes (limit %zu)", n,
-                     c->body_limit);
+                     c->in.limit);
             return srv_send_error(c, 413, err);
         }
     }
@@ -173,7 +173,7 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         c->t_start = mt_now();
         c->route = srv_route_find(url);
         c->ep = c->route ? c->route->ep : MT_EP_OTHER;
-        c->body_limit = (size_t)s->cfg->max_body_bytes;
+        c->in.limit = (size_t)s->cfg->max_body_bytes;
         snprintf(c->method, sizeof c->method, "%s", method);
         snprintf(c->path, sizeof c->path, "%s", url);
         srv_conn_client(s, conn, c->remote, sizeof c->remote); /* behind a trusted proxy: its client */
@@ -187,29 +187,29 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
         if (*upload_data_size) {
             size_t n = *upload_data_size;
             *upload_data_size = 0;
-            if (c->too_large || c->discard) {
+            if (c->in.too_large || c->in.discard) {
                 /* Bodies are read (and dropped) so that an answer can be sent; one that
                  * goes on far past the limit gets the connection closed instead. */
-                c->dropped += n;
-                return c->dropped > c->body_limit + (1u << 20) ? MHD_NO : MHD_YES;
+                c->in.dropped += n;
+                return c->in.dropped > c->in.limit + (1u << 20) ? MHD_NO : MHD_YES;
             }
-            if (c->len + n > c->body_limit) {
-                c->too_large = 1;
-                c->dropped = c->len + n;
+            if (c->in.len + n > c->in.limit) {
+                c->in.too_large = 1;
+                c->in.dropped = c->in.len + n;
                 return MHD_YES;
             }
-            if (c->len + n + 1 > c->cap) {
-                size_t cap = c->cap ? c->cap : 4096;
-                while (cap < c->len + n + 1) cap *= 2;
-                if (cap > c->body_limit + 1) cap = c->body_limit + 1;
-                char *b = realloc(c->body, cap);
+            if (c->in.len + n + 1 > c->in.cap) {
+                size_t cap = c->in.cap ? c->in.cap : 4096;
+                while (cap < c->in.len + n + 1) cap *= 2;
+                if (cap > c->in.limit + 1) cap = c->in.limit + 1;
+                char *b = realloc(c->in.body, cap);
                 if (!b) return MHD_NO;
-                c->body = b;
-                c->cap = cap;
+                c->in.body = b;
+                c->in.cap = cap;
             }
-            memcpy(c->body + c->len, upload_data, n);
-            c->len += n;
-            c->body[c->len] = '\0';
+            memcpy(c->in.body + c->in.len, upload_data, n);
+            c->in.len += n;
+            c->in.body[c->in.len] = '\0';
             return MHD_YES;
         }
         /* The body is complete. libmicrohttpd 0.9.75 does not update a connection's
@@ -223,13 +223,13 @@ enum MHD_Result srv_on_request(void *cls, struct MHD_Connection *conn, const cha
             srv_conn_received(c);
             return MHD_YES;
         }
-        if (c->discard) {
-            if (c->deferred_status == 204) return srv_send_preflight(c);
-            if (c->deferred_status) return srv_send_error(c, c->deferred_status, c->deferred_msg);
+        if (c->in.discard) {
+            if (c->in.deferred_status == 204) return srv_send_preflight(c);
+            if (c->in.deferred_status) return srv_send_error(c, c->in.deferred_status, c->in.deferred_msg);
         }
-        if (c->too_large) {
+        if (c->in.too_large) {
             char msg[128];
-            snprintf(msg, sizeof msg, "request body too large (limit %zu bytes)", c->body_limit);
+            snprintf(msg, sizeof msg, "request body too large (limit %zu bytes)", c->in.limit);
             return srv_send_error(c, 413, msg);
         }
         if (c->route->auth == SRV_AUTH_METRICS && !srv_metrics_allowed(s, c))
@@ -250,24 +250,24 @@ void srv_on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
     srv_conn_answered(s, conn);
     if (!c || c == (void *)&s->nul_in_path || c == (void *)&s->nul_in_query) return; /* markers */
-    if (c->status == 0) c->status = 499; /* the client went away before an answer */
+    if (c->out.status == 0) c->out.status = 499; /* the client went away before an answer */
     double secs = mt_now() - c->t_start;
-    mt_metrics_request(s->metrics, c->ep, c->status, secs);
+    mt_metrics_request(s->metrics, c->ep, c->out.status, secs);
     if (s->cfg->access_log && mt_log_enabled(s->log, MT_LOG_INFO)) {
         char path[200], err[200], model[80], method[40];
         mt_log_write(s->log, MT_LOG_INFO, "access",
                      "method=%s path=%s status=%d bytes_in=%zu bytes_out=%zu sentences=%d "
                      "latency_ms=%.3f remote=%s model=%s%s%s%s",
                      mt_log_quote(method, sizeof method, c->method), mt_log_quote(path, sizeof path, c->path),
-                     c->status, c->len,
-                     c->bytes_out, c->sentences, secs * 1e3, c->remote,
-                     mt_log_quote(model, sizeof model, c->model_name ? c->model_name : "-"),
-                     c->error[0] ? " error=" : "",
-                     c->error[0] ? mt_log_quote(err, sizeof err, c->error) : "",
+                     c->out.status, c->in.len,
+                     c->out.bytes_out, c->out.sentences, secs * 1e3, c->remote,
+                     mt_log_quote(model, sizeof model, c->out.model_name ? c->out.model_name : "-"),
+                     c->out.error[0] ? " error=" : "",
+                     c->out.error[0] ? mt_log_quote(err, sizeof err, c->out.error) : "",
                      toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? "" : " aborted=1");
     }
     srv_free_translation(c);
-    free(c->body);
+    free(c->in.body);
     free(c);
     atomic_fetch_sub(&s->in_flight, 1);
 }

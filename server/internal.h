@@ -111,6 +111,29 @@ void srv_route_not_found(const char *path, char *out, size_t cap);
 
 enum { P_NEW = 0, P_BODY, P_QUEUED, P_DONE };
 
+/* A request's body as it is read (handler.c). */
+typedef struct {
+    char *body;               /* NUL-terminated, len bytes */
+    size_t len, cap;
+    size_t limit;             /* largest body read (413 beyond): the route's */
+    int too_large, discard;   /* over the limit / not wanted: read and dropped */
+    size_t dropped;
+    int deferred_status;      /* answered once the body is in: this status and message */
+    char deferred_msg[512];
+    int close_after;          /* answer with Connection: close (framing errors) */
+    mt_content_type ctype;
+    char boundary[80];
+} srv_body;
+
+/* What the access log says of a request. */
+typedef struct {
+    int status;
+    size_t bytes_out;
+    int sentences;
+    const char *model_name;
+    char error[160];
+} srv_outcome;
+
 struct req_ctx {
     mt_server *srv;
     struct MHD_Connection *conn;
@@ -122,31 +145,17 @@ struct req_ctx {
     double t_start;
     int phase;
     int settled;              /* the whole request has been seen (see handler.c) */
-    /* body */
-    char *body;
-    size_t len, cap;
-    int too_large, discard, deferred_status;
-    int close_after;          /* answer with Connection: close (framing errors) */
-    size_t dropped;
-    size_t body_limit;        /* largest body read (413 beyond) */
-    char deferred_msg[512];
-    mt_content_type ctype;
-    char boundary[80];
-    /* outcome, for the access log */
-    int status;
-    size_t bytes_out;
-    int sentences;
-    const char *model_name;
-    char error[160];
-    /* /translate */
-    mt_request req;
-    int rejected;
-    mt_service_task *task;
-    int stopped;              /* the watcher cancelled the job */
     int http11;               /* the request is HTTP/1.1 (may be sent a 1xx interim answer) */
+    srv_body in;
+    srv_outcome out;
+    /* POST /translate, while its task runs */
+    mt_request req;
+    mt_service_task *task;
+    int rejected;             /* the queue refused it: 503 */
+    int stopped;              /* the watcher cancelled the task */
     int probed;               /* the watcher sent "100 Continue" after a half-close */
     int fd;
-    req_ctx *wnext, *wprev;
+    req_ctx *wnext, *wprev;   /* the watcher's list */
     int watched;
 };
 

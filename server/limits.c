@@ -72,7 +72,7 @@ static int charge(mt_server *s, mt_ratelimit *rl, req_ctx *c, const char *api_ke
                  "per minute); retry after %d s", s->cfg->req_limit, s->cfg->char_limit_per_minute,
                  retry);
     snprintf(after, sizeof after, "%d", retry);
-    srv_copy_text(c->error, sizeof c->error, msg);
+    srv_copy_text(c->out.error, sizeof c->out.error, msg);
     *ret = srv_send_json(c, 429, json_pack("{s:s}", "error", msg), MHD_HTTP_HEADER_RETRY_AFTER, after);
     return -1;
 }

@@ -18,7 +18,7 @@ void srv_copy_text(char *d, size_t cap, const char *s)
 void srv_add_common_headers(req_ctx *c, struct MHD_Response *r)
 {
     MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
-    if (atomic_load(&c->srv->draining) || c->close_after)
+    if (atomic_load(&c->srv->draining) || c->in.close_after)
         MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 }
 
@@ -36,8 +36,8 @@ enum MHD_Result srv_send_buffer(req_ctx *c, int status, char *buf, size_t len,
     srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, (unsigned)status, r);
     MHD_destroy_response(r);
-    c->status = status;
-    c->bytes_out = len;
+    c->out.status = status;
+    c->out.bytes_out = len;
     c->phase = P_DONE;
     return ret;
 }
@@ -54,7 +54,7 @@ enum MHD_Result srv_send_json(req_ctx *c, int status, json_t *body, const char *
 /* {"error": "..."}: LibreTranslate's error shape, used by both request forms. */
 enum MHD_Result srv_send_error(req_ctx *c, int status, const char *msg)
 {
-    srv_copy_text(c->error, sizeof c->error, msg);
+    srv_copy_text(c->out.error, sizeof c->out.error, msg);
     const char *h = NULL, *v = NULL;
     char allow[64];
     if (status == 503) {
@@ -80,7 +80,7 @@ enum MHD_Result srv_send_preflight(req_ctx *c)
     srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, 204, r);
     MHD_destroy_response(r);
-    c->status = 204;
+    c->out.status = 204;
     c->phase = P_DONE;
     return ret;
 }
