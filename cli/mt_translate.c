@@ -31,8 +31,12 @@ static void usage_options(FILE *f)
         char lhs[64];
         snprintf(lhs, sizeof lhs, "%s%s%s%s%s", d->flag, d->arg ? " " : "", d->arg ? d->arg : "",
                  d->alias ? ", " : "", d->alias ? d->alias : "");
-        fprintf(f, "  %-24s%s\n", lhs, d->help);
+        if (strlen(lhs) < 23)
+            fprintf(f, "  %-24s%s\n", lhs, d->help);
+        else
+            fprintf(f, "  %s\n  %-24s%s\n", lhs, "", d->help);
     }
+    fprintf(f, "With --n-best N, each line's hypotheses are printed as 'INDEX ||| text ||| score'.\n");
 }
 
 static void usage(FILE *f)
