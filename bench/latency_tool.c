@@ -11,7 +11,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "config.h"
 #include "service.h"
+
+extern char **environ;
 
 static double now_s(void)
 {
@@ -22,18 +25,27 @@ static double now_s(void)
 
 int main(int argc, char **argv)
 {
-    mt_process_setup(argv);
+    mt_process_setup(argv, getenv("MT_BLAS_CORETYPE"));
     if (argc != 6) {
         fprintf(stderr, "usage: latency-tool MODEL_DIR COMPUTE_TYPE THREADS BEAM MAX_LENGTH < lines\n");
         return 2;
     }
+    char err[1024];
+    mt_config engine; /* MT_KERNELS, MT_CPU_HIDE, MT_SPLIT_MIN, as mt-translate reads them */
+    mt_config_init(&engine);
+    if (mt_config_apply_engine_env(&engine, environ, err, sizeof err)) {
+        fprintf(stderr, "latency-tool: %s\n", err);
+        return 2;
+    }
     mt_model_options mo;
     mt_model_options_default(&mo);
+    mo.kernels = engine.kernels;
+    mo.cpu_hide = engine.cpu_hide;
+    mo.split_min = engine.split_min;
     if (mt_compute_type_parse(argv[2], &mo.compute_type)) {
         fprintf(stderr, "latency-tool: unknown compute type '%s'\n", argv[2]);
         return 2;
     }
-    char err[1024];
     double t0 = now_s();
     mt_translator *tr = mt_translator_load_ex(argv[1], NULL, NULL, &mo, err, sizeof err);
     if (!tr) {

@@ -144,6 +144,12 @@ static const setting SETTINGS[] = {
      "arithmetic of the matrix products: float32 (exact), bfloat16, int8, auto (fastest measured at "
      "load on this CPU) or default (what the model directory stores: float32); per model: "
      "[[models]] compute_type"},
+    {"engine", "kernels", "--kernels", NULL, "MT_KERNELS", "PATH", K_STR, OFF(kernels), 0, 0,
+     "at most this kernel path: scalar (also float32 on OpenBLAS), avx2, avx512 or auto (the best this CPU runs)"},
+    {"engine", "cpu_hide", "--cpu-hide", NULL, "MT_CPU_HIDE", "LIST", K_STR, OFF(cpu_hide), 0, 0,
+     "CPU features the compute-type check takes as absent (vnni,bf16,amx), to test the fallbacks"},
+    {"engine", "split_min", "--split-min", NULL, "MT_SPLIT_MIN", "N", K_INT, OFF(split_min), 0, 1000000,
+     "a worker splits a batch by sentence across its threads from N sentences per thread (0: never)"},
     {"log", "level", "--log-level", NULL, "MT_LOG_LEVEL", "LEVEL", K_LEVEL, OFF(log_level), 0, 0,
      "error, warn, info or debug"},
     {"log", "access_log", "--access-log", NULL, "MT_ACCESS_LOG", "BOOL", K_BOOL,
@@ -151,7 +157,7 @@ static const setting SETTINGS[] = {
 };
 #define N_SETTINGS (sizeof SETTINGS / sizeof SETTINGS[0])
 
-static const char *const SECTIONS[] = {"server", "workers", "batch", "limits", "decoding", "log"};
+static const char *const SECTIONS[] = {"server", "workers", "batch", "limits", "decoding", "engine", "log"};
 #define N_SECTIONS (sizeof SECTIONS / sizeof SECTIONS[0])
 
 void mt_config_init(mt_config *cfg)
@@ -194,6 +200,8 @@ void mt_config_init(mt_config *cfg)
     cfg->min_length = 0;
     cfg->replace_unknowns = 0;
     snprintf(cfg->compute_type, sizeof cfg->compute_type, "default");
+    snprintf(cfg->kernels, sizeof cfg->kernels, "auto");
+    cfg->split_min = 1;
     cfg->log_level = MT_LOG_INFO;
     cfg->access_log = 1;
 }
@@ -433,6 +441,37 @@ typedef struct {
 } file_ctx;
 
 static const char *const MODEL_KEYS[] = {"path", "source", "target", "name", "compute_type"};
+
+int mt_config_kernels_valid(const char *name)
+{
+    static const char *const names[] = {"auto", "scalar", "avx2", "avx512"};
+    for (size_t i = 0; name && i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i])) return 1;
+    return 0;
+}
+
+int mt_config_cpu_hide_valid(const char *list)
+{
+    for (const char *p = list; p && *p;) {
+        size_t n = strcspn(p, ",");
+        if (!((n == 4 && !strncmp(p, "vnni", 4)) || (n == 4 && !strncmp(p, "bf16", 4)) ||
+              (n == 3 && !strncmp(p, "amx", 3))))
+            return 0;
+        p += p[n] ? n + 1 : n;
+    }
+    return 1;
+}
+
+/* The [engine] settings' own checks (shared by mt_config_validate and mt_config_apply_engine_env). */
+static int validate_engine(const mt_config *cfg, char *err, size_t errlen)
+{
+    if (!mt_config_kernels_valid(cfg->kernels))
+        return mt_error(-1, err, errlen, "engine.kernels (MT_KERNELS): '%s' is not scalar, avx2, avx512 or auto", cfg->kernels);
+    if (!mt_config_cpu_hide_valid(cfg->cpu_hide))
+        return mt_error(-1, err, errlen, "engine.cpu_hide (MT_CPU_HIDE): '%s' is not a comma-separated list of vnni, bf16 and amx",
+                        cfg->cpu_hide);
+    return 0;
+}
 
 int mt_config_compute_type_valid(const char *name)
 {
@@ -793,6 +832,22 @@ int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t err
     return 0;
 }
 
+int mt_config_apply_engine_env(mt_config *cfg, char *const *envp, char *err, size_t errlen)
+{
+    char where[96];
+    for (size_t i = 0; i < N_SETTINGS; i++) {
+        const setting *s = &SETTINGS[i];
+        const char *v = env_get(envp, s->env);
+        if (!v || !*v || (strcmp(s->section, "engine") && strcmp(s->key, "compute_type"))) continue;
+        snprintf(where, sizeof where, "environment variable %s", s->env);
+        if (apply_text(cfg, s, v, where, err, errlen)) return -1;
+    }
+    if (!mt_config_compute_type_valid(cfg->compute_type))
+        return mt_error(-1, err, errlen, "MT_COMPUTE_TYPE: '%s' is not float32, bfloat16, int8, auto or default",
+                        cfg->compute_type);
+    return validate_engine(cfg, err, errlen);
+}
+
 /* ------------------------------------------------------------------ flags */
 
 /* Matches argv[*i] against a flag name: "--name VALUE" or "--name=VALUE". Returns 1 and
@@ -893,6 +948,7 @@ int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
     if (!mt_config_compute_type_valid(cfg->compute_type))
         return mt_error(-1, err, errlen, "decoding.compute_type: '%s' is not float32, bfloat16, int8, auto or "
                     "default", cfg->compute_type);
+    if (validate_engine(cfg, err, errlen)) return -1;
     if (cfg->beam_size > cfg->max_beam_size)
         return mt_error(-1, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
                     cfg->beam_size, cfg->max_beam_size);

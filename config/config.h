@@ -85,6 +85,11 @@ typedef struct {
     int min_length;                /* 0: off */
     int replace_unknowns;          /* 1: <unk> becomes its aligned source token */
     char compute_type[256]; /* float32 | bfloat16 | int8 | auto | default (model.h: mt_compute_type) */
+    /* [engine]: the model library's test and measurement knobs, passed to it as they are
+     * (model.h: mt_model_options; the library reads no environment variable itself) */
+    char kernels[256];      /* at most this kernel path: auto (default) | scalar | avx2 | avx512 */
+    char cpu_hide[256];     /* CPU features taken as absent: comma-separated vnni, bf16, amx */
+    int split_min;          /* sentences per thread from which a batch is split by sentence; 0: never */
     /* [log] */
     int log_level;          /* MT_LOG_* */
     int access_log;         /* 1: one line per request */
@@ -123,6 +128,15 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
 
 /* 1 when name is a compute type the settings accept (float32, bfloat16, int8, auto, default). */
 int mt_config_compute_type_valid(const char *name);
+/* 1 when name is a kernel path engine.kernels accepts (auto, scalar, avx2, avx512). */
+int mt_config_kernels_valid(const char *name);
+/* 1 when list is empty or a comma-separated list of vnni, bf16 and amx (engine.cpu_hide). */
+int mt_config_cpu_hide_valid(const char *list);
+
+/* For programs that take no config file (mt-translate, the tools): applies only the model
+ * library's variables from envp, MT_COMPUTE_TYPE and the [engine] ones (MT_KERNELS,
+ * MT_CPU_HIDE, MT_SPLIT_MIN), with the same names and checks as mt_config_apply_env. */
+int mt_config_apply_engine_env(mt_config *cfg, char *const *envp, char *err, size_t errlen);
 
 /* Parses a model spec "DIR" or "DIR:SRC:TGT" (as --model and MT_MODELS take). */
 int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen);

@@ -5,7 +5,12 @@
  * recent AVX-512 cores, and environments often pin OPENBLAS_CORETYPE=Haswell; either way
  * sgemm runs at half the speed the CPU offers. The choice cannot be changed after the
  * library is loaded, so executables call mt_process_setup() first thing: it sets
- * the variable and re-executes the program when a faster family applies. */
+ * the variable and re-executes the program when a faster family applies.
+ *
+ * The program's main reads MT_BLAS_CORETYPE and passes it in; this file reads no
+ * environment variable. It writes two before re-executing: OPENBLAS_CORETYPE for the new
+ * image's OpenBLAS, and MT_BLAS_CORETYPE=keep so that the new image, passing it back
+ * here, never re-executes again (even if OpenBLAS refuses the name). */
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,9 +38,8 @@ static int cpu_has_avx512(void)
 }
 
 /* What OPENBLAS_CORETYPE should be, or NULL to leave things as they are. */
-static const char *wanted_core(void)
+static const char *wanted_core(const char *choice)
 {
-    const char *choice = getenv("MT_BLAS_CORETYPE");
     if (choice && *choice && strcasecmp(choice, "auto"))
         return strcasecmp(choice, "keep") ? choice : NULL;
     if (cpu_has_avx512() && !core_has_avx512(openblas_get_corename()))
@@ -50,16 +54,14 @@ static void blas_single_threaded(void)
     openblas_set_num_threads(1);
 }
 
-void mt_process_setup(char **argv)
+void mt_process_setup(char **argv, const char *blas_coretype)
 {
-    const char *want = wanted_core();
-    if (argv && want && !getenv("MT_BLAS_REEXECUTED") && strcasecmp(openblas_get_corename(), want)) {
+    const char *want = wanted_core(blas_coretype);
+    if (argv && want && strcasecmp(openblas_get_corename(), want)) {
         setenv("OPENBLAS_CORETYPE", want, 1);
-        setenv("MT_BLAS_REEXECUTED", "1", 1); /* never loop, even if OpenBLAS refuses the name */
+        setenv("MT_BLAS_CORETYPE", "keep", 1); /* the new image never loops */
         execv("/proc/self/exe", argv);
         /* exec failed (no /proc?): carry on with the kernels already loaded */
     }
     blas_single_threaded();
 }
-
-void mt_blas_select_kernels(char **argv) { mt_process_setup(argv); }

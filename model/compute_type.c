@@ -6,7 +6,10 @@
 
 static const char *const compute_names[] = {"default", "float32", "bfloat16", "int8", "auto"};
 
-void mt_model_options_default(mt_model_options *o) { *o = (mt_model_options){.compute_type = MT_COMPUTE_DEFAULT}; }
+void mt_model_options_default(mt_model_options *o)
+{
+    *o = (mt_model_options){.compute_type = MT_COMPUTE_DEFAULT, .split_min = -1};
+}
 
 int mt_compute_type_parse(const char *name, mt_compute_type *out)
 {

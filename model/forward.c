@@ -59,9 +59,7 @@ static void linear_task(void *ctx, int task, int n_tasks)
 static void linear(mt_state *st, const float *x, int m, int k, const mt_linear_w *lin, int n, float *y, int act)
 {
     if (lin->packed) { /* weights packed for oneDNN (packed.h), in any compute type */
-        if (!st->packed_failed && !st->packed)
-            st->packed = mt_packed_ctx_create(st->error, sizeof st->error);
-        if (st->packed_failed || !st->packed ||
+        if (st->packed_failed ||
             mt_packed_linear(st->packed, st->pool, st->threads, st->model->kern, lin->packed, x, m, lin->b, y, act, st->error,
                              sizeof st->error))
             st->packed_failed = 1; /* reported by the forward call that asked */

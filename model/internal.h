@@ -51,7 +51,9 @@ struct mt_model {
     mt_model_info info;
     int activation;             /* MT_ACT_* */
     int head_dim_enc, head_dim_dec;
-    const mt_kernels *kern;     /* chosen at load (mt_kernels_select) */
+    const mt_kernels *kern;     /* chosen at load (mt_kernels_select, mt_model_options.kernels) */
+    char cpu_hide[64];          /* mt_model_options.cpu_hide ("" for none) */
+    int split_min;              /* mt_model_options.split_min, resolved (never < 0) */
     mt_compute_type compute;    /* resolved at load: never DEFAULT or AUTO */
     char compute_detail[320];   /* what runs the products, for logs (mt_model_compute_detail) */
     struct mt_packed **packs;   /* every packed matrix, owned (bfloat16 / int8) */
@@ -114,8 +116,9 @@ struct mt_state {
     mt_buf ahist[2], shist[2];  /* int / float (rows, steps): aligned source position, log-prob */
     mt_buf fin_align, fin_scores;
     mt_buf sample_scratch;      /* float (tasks, vocab): sampling's sort space */
-    /* bfloat16 / int8: oneDNN primitives and buffers (packed.h), made on first use; a
-     * failed packed product is recorded here and reported by the forward call */
+    /* packed weights (any compute type): the oneDNN engine and streams (packed.h), made
+     * with the state, and its primitives, made on first use of a shape; a failed packed
+     * product is recorded here and reported by the forward call */
     struct mt_packed_ctx *packed;
     int packed_failed;
     /* A batch of at least split_min sentences per thread is searched as one part per

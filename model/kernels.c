@@ -146,13 +146,15 @@ const mt_kernels *mt_kernels_get(int isa)
     return tables[isa];
 }
 
-const mt_kernels *mt_kernels_select(void)
+const mt_kernels *mt_kernels_select(const char *cap)
 {
-    const char *want = getenv("MT_KERNELS");
     int top = MT_ISA_COUNT - 1;
-    for (int isa = 0; want && isa < MT_ISA_COUNT; isa++)
-        if (!strcmp(want, tables[isa]->name))
-            top = isa;
+    if (cap && *cap && strcmp(cap, "auto")) {
+        for (top = MT_ISA_COUNT - 1; top >= 0 && strcmp(cap, tables[top]->name); top--)
+            ;
+        if (top < 0)
+            return NULL;
+    }
     for (int isa = top; isa > MT_ISA_SCALAR; isa--)
         if (mt_kernels_cpu_has(isa))
             return tables[isa];

@@ -4,9 +4,10 @@
  *
  * Thread-safety: the tables are constant; every kernel works only on its arguments.
  *
- * Selection: mt_kernels_select() honours MT_KERNELS=scalar|avx2|avx512|auto (default auto)
- * so tests and users can force a fallback; asking for a path the CPU lacks gives the best
- * one below it that the CPU has. The model picks its table once at load. */
+ * Selection: mt_kernels_select(cap) takes the cap a program passed in mt_model_options
+ * (MT_KERNELS=scalar|avx2|avx512|auto, read by config/ or main) so tests and users can
+ * force a fallback; asking for a path the CPU lacks gives the best one below it that the
+ * CPU has. The model picks its table once at load. */
 #ifndef MT_KERNELS_H
 #define MT_KERNELS_H
 
@@ -63,8 +64,9 @@ enum { MT_FEW_ROWS = 8 };
 
 /* The table for isa, or NULL when this CPU cannot run it. */
 const mt_kernels *mt_kernels_get(int isa);
-/* The best table this CPU runs, or what MT_KERNELS asks for (if the CPU has it). */
-const mt_kernels *mt_kernels_select(void);
+/* The best table this CPU runs at most cap ("scalar", "avx2", "avx512"; NULL, "" or
+ * "auto": no cap); NULL for another name. */
+const mt_kernels *mt_kernels_select(const char *cap);
 /* 1 when the running CPU has what path isa needs. */
 int mt_kernels_cpu_has(int isa);
 

@@ -607,15 +607,10 @@ mt_compute_type mt_model_compute_type(const mt_model *m) { return m->compute; }
 
 const char *mt_model_compute_detail(const mt_model *m) { return m->compute_detail; }
 
-/* DEFAULT becomes MT_COMPUTE_TYPE's value, else stays DEFAULT: the stored weights decide
- * once read (see mt_model_load_ex). A type the CPU cannot run fast is refused here, before any
- * weight is read. */
-static int resolve_requested(mt_compute_type want, mt_compute_type *out, char *err, size_t errlen)
+/* DEFAULT stays DEFAULT: the stored weights decide once read (see mt_model_load_ex). A
+ * type the CPU cannot run fast is refused here, before any weight is read. */
+static int resolve_requested(const mt_model *m, mt_compute_type want, mt_compute_type *out, char *err, size_t errlen)
 {
-    const char *env = getenv("MT_COMPUTE_TYPE");
-    if (want == MT_COMPUTE_DEFAULT && env && *env &&
-        (mt_compute_type_parse(env, &want) || want == MT_COMPUTE_DEFAULT))
-        return mt_format(err, errlen, "MT_COMPUTE_TYPE=%s: expected float32, bfloat16, int8 or auto", env), -1;
     if (want == MT_COMPUTE_DEFAULT) {
         *out = want;
         return 0;
@@ -623,10 +618,27 @@ static int resolve_requested(mt_compute_type want, mt_compute_type *out, char *e
     if ((int)want < MT_COMPUTE_FLOAT32 || (int)want > MT_COMPUTE_AUTO)
         return mt_format(err, errlen, "unknown compute type %d", (int)want), -1;
     char why[200];
-    if ((want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8) && !mt_packed_available(want, NULL, 0, why, sizeof why))
+    if ((want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8) &&
+        !mt_packed_available(want, m->cpu_hide, NULL, 0, why, sizeof why))
         return mt_format(err, errlen, "compute type %s is not available on this CPU: %s (use float32 or auto)",
                          mt_compute_type_name(want), why), -1;
     *out = want;
+    return 0;
+}
+
+/* The options other than the compute type: the kernel cap, the hidden CPU features and
+ * the split threshold, checked and kept in m. */
+static int apply_options(mt_model *m, const mt_model_options *o, char *err, size_t errlen)
+{
+    m->kern = mt_kernels_select(o ? o->kernels : NULL);
+    if (!m->kern)
+        return mt_format(err, errlen, "kernels '%s': expected scalar, avx2, avx512 or auto", o->kernels), -1;
+    const char *hide = o && o->cpu_hide ? o->cpu_hide : "";
+    if (!mt_packed_cpu_hide_valid(hide) || strlen(hide) >= sizeof m->cpu_hide)
+        return mt_format(err, errlen, "cpu_hide '%s': expected a comma-separated list of vnni, bf16 and amx", hide),
+               -1;
+    memcpy(m->cpu_hide, hide, strlen(hide) + 1);
+    m->split_min = o && o->split_min >= 0 ? o->split_min : MT_SPLIT_MIN_DEFAULT;
     return 0;
 }
 
@@ -647,7 +659,7 @@ static int resolve_auto(mt_model *m, char *err, size_t errlen)
     p += snprintf(p, (size_t)(end - p), " (auto, per decoder step of 32 rows on 1 thread:");
     m->compute = MT_COMPUTE_FLOAT32;
     for (int i = 0; i < 3; i++) {
-        if (i && !mt_packed_available(types[i], NULL, 0, NULL, 0))
+        if (i && !mt_packed_available(types[i], m->cpu_hide, NULL, 0, NULL, 0))
             continue;
         t[i] = mt_packed_measure(types[i], m->kern, k, n, count, 5, 32, 3, err, errlen);
         if (t[i] < 0)
@@ -739,7 +751,7 @@ static int pack_model(mt_model *m, char *err, size_t errlen)
 static int float32_packed(const mt_model *m, char *impl, size_t impl_len)
 {
     return m->kern != mt_kernels_get(MT_ISA_SCALAR) &&
-           mt_packed_available(MT_COMPUTE_FLOAT32, impl, impl_len, NULL, 0);
+           mt_packed_available(MT_COMPUTE_FLOAT32, m->cpu_hide, impl, impl_len, NULL, 0);
 }
 
 /* After the weights are in: AUTO is measured, then the packed types are packed, and
@@ -759,7 +771,7 @@ static int setup_compute(mt_model *m, mt_compute_type asked, char *err, size_t e
         return 0;
     }
     if (m->compute != MT_COMPUTE_FLOAT32)
-        mt_packed_available(m->compute, impl, sizeof impl, NULL, 0);
+        mt_packed_available(m->compute, m->cpu_hide, impl, sizeof impl, NULL, 0);
     if (pack_model(m, err, errlen))
         return -1;
     size_t bytes = 0;
@@ -783,9 +795,9 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_format(err, errlen, "out of memory"), NULL;
-    m->kern = mt_kernels_select();
     mt_compute_type asked;
-    if (resolve_requested(opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &asked, err, errlen)) {
+    if (apply_options(m, opts, err, errlen) ||
+        resolve_requested(m, opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &asked, err, errlen)) {
         mt_model_free(m);
         return NULL;
     }
@@ -850,7 +862,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     mt_safetensors_close(w.file);
     int int8_unavailable = 0;
     if (!rc && asked == MT_COMPUTE_DEFAULT) { /* what the directory stores, like CTranslate2 */
-        int8_unavailable = w.stored_int8 && !mt_packed_available(MT_COMPUTE_INT8, NULL, 0, NULL, 0);
+        int8_unavailable = w.stored_int8 && !mt_packed_available(MT_COMPUTE_INT8, m->cpu_hide, NULL, 0, NULL, 0);
         asked = w.stored_int8 && !int8_unavailable ? MT_COMPUTE_INT8 : MT_COMPUTE_FLOAT32;
     }
     if (!rc) {

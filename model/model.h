@@ -6,6 +6,11 @@
  *
  * Errors: constructors return NULL and write a message into err[errlen]; other calls
  * return 0 on success or a negative MT_ERR_* code, with mt_state_error() giving text.
+ *
+ * Environment: the library reads no environment variable. What used to be read here
+ * (MT_COMPUTE_TYPE, MT_KERNELS, MT_CPU_HIDE, MT_SPLIT_MIN, MT_BLAS_CORETYPE) comes in
+ * through mt_model_options and mt_process_setup(): config/ reads those names (one
+ * precedence: flag > environment > file > default) and the programs pass them down.
  */
 #ifndef MT_MODEL_H
 #define MT_MODEL_H
@@ -36,8 +41,8 @@ typedef struct {
                                * "positions_formula": "marian") or "stored" (embed_positions) */
 } mt_model_info;
 
-/* Arithmetic the matrix products use. DEFAULT: the MT_COMPUTE_TYPE environment variable
- * when set, else what the directory stores: F32/F16/BF16 weights run float32, I8 weights
+/* Arithmetic the matrix products use. DEFAULT: what the directory stores (programs map
+ * MT_COMPUTE_TYPE to a type before loading): F32/F16/BF16 weights run float32, I8 weights
  * (tools/quantize_model.py) run int8, or float32 on a CPU without an int8 path. FLOAT32: the
  * exact path (OpenBLAS and our kernels). BFLOAT16 and INT8 (per-row weight scales,
  * activations quantized per row on the fly) run every Linear and the output projection
@@ -50,8 +55,17 @@ typedef enum {
 
 typedef struct {
     mt_compute_type compute_type; /* see above; MT_COMPUTE_DEFAULT unless asked */
+    const char *kernels;  /* at most this kernel path: "scalar" (also keeps float32 on OpenBLAS),
+                           * "avx2", "avx512"; NULL, "" or "auto": the best this CPU runs
+                           * (MT_KERNELS); another name is refused at load. Borrowed for the load */
+    const char *cpu_hide; /* CPU features the compute-type check takes as absent, a comma-separated
+                           * list of vnni, bf16, amx (MT_CPU_HIDE), so tests can force the
+                           * fallbacks; NULL: none. Borrowed for the load */
+    int split_min;        /* a state splits a batch by sentence when it has at least this many
+                           * sentences per thread; 0 never splits; < 0: the default, 1 (MT_SPLIT_MIN) */
 } mt_model_options;
 
+/* compute_type DEFAULT, kernels and cpu_hide NULL, split_min -1. */
 void mt_model_options_default(mt_model_options *opts);
 /* "float32" | "bfloat16" | "int8" | "auto" | "default" -> *out; 0, or -1 for other names. */
 int mt_compute_type_parse(const char *name, mt_compute_type *out);
@@ -144,7 +158,8 @@ void mt_pool_free(mt_pool *pool);
  * the state); with pool NULL the state starts threads - 1 helpers of its own. A batch of
  * at least `threads` sentences is split by sentence (each thread searches its share, on
  * one-thread states the state owns; results are the same); a smaller one by product.
- * MT_SPLIT_MIN=N (environment, read here) asks N sentences per share, 0 never splits. */
+ * The model's split_min (mt_model_options) sets how many sentences a share needs. A model
+ * with packed weights gets its oneDNN engine and streams here, never in a product. */
 mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, char *err,
                              size_t errlen);
 /* mt_state_create_in(model, NULL, threads, ...). */
@@ -169,11 +184,10 @@ const char *mt_blas_core_name(void);
  * threads on top would oversubscribe the cores) and, on an AVX-512 CPU where OpenBLAS
  * would use older kernels (misdetected, or OPENBLAS_CORETYPE pinned to e.g. Haswell),
  * re-executes the program (argv; NULL: never) with OPENBLAS_CORETYPE=SkylakeX.
- * MT_BLAS_CORETYPE=NAME forces a family, =keep opts out. Returns when nothing needed
+ * blas_coretype is the program's MT_BLAS_CORETYPE: NAME forces a family, "keep" opts out,
+ * NULL / "" / "auto" chooses as above. Before re-executing it sets MT_BLAS_CORETYPE=keep,
+ * so the new image, passing that back, never re-executes. Returns when nothing needed
  * changing (or exec failed). mt_model_load does none of this. */
-void mt_process_setup(char **argv);
-
-/* Older name of mt_process_setup (kept so callers not yet renamed still build). */
-void mt_blas_select_kernels(char **argv);
+void mt_process_setup(char **argv, const char *blas_coretype);
 
 #endif

@@ -46,9 +46,8 @@ typedef struct {
     int vnni, bf16, amx_int8, amx_bf16;
 } cpu_features;
 
-static int hidden(const char *what)
+static int hidden(const char *h, const char *what)
 {
-    const char *h = getenv("MT_CPU_HIDE");
     size_t n = strlen(what);
     for (const char *p = h; p && *p;) {
         const char *end = strchr(p, ',');
@@ -60,7 +59,7 @@ static int hidden(const char *what)
     return 0;
 }
 
-static cpu_features cpu_get(void)
+static cpu_features cpu_get(const char *hide)
 {
     cpu_features f = {0};
     unsigned a, b, c, d;
@@ -74,11 +73,11 @@ static cpu_features cpu_get(void)
             f.bf16 = (a >> 5) & 1;       /* AVX512_BF16 */
         }
     }
-    if (hidden("vnni"))
+    if (hidden(hide, "vnni"))
         f.vnni = 0;
-    if (hidden("bf16"))
+    if (hidden(hide, "bf16"))
         f.bf16 = 0;
-    if (hidden("amx"))
+    if (hidden(hide, "amx"))
         f.amx_int8 = f.amx_bf16 = 0;
     return f;
 }
@@ -142,7 +141,21 @@ static int fast_impl(mt_compute_type t, const char *impl)
     return t != MT_COMPUTE_INT8 || strstr(impl, "vnni") || strstr(impl, "amx");
 }
 
-int mt_packed_available(mt_compute_type type, char *impl, size_t impl_len, char *why, size_t whylen)
+int mt_packed_cpu_hide_valid(const char *hide)
+{
+    for (const char *p = hide; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (!((len == 4 && !strncmp(p, "vnni", 4)) || (len == 4 && !strncmp(p, "bf16", 4)) ||
+              (len == 3 && !strncmp(p, "amx", 3))))
+            return 0;
+        p = end ? end + 1 : p + len;
+    }
+    return 1;
+}
+
+int mt_packed_available(mt_compute_type type, const char *cpu_hide, char *impl, size_t impl_len, char *why,
+                        size_t whylen)
 {
     char tmp[1];
     if (!why) {
@@ -153,7 +166,7 @@ int mt_packed_available(mt_compute_type type, char *impl, size_t impl_len, char 
         impl[0] = 0;
     if (!packable(type))
         return mt_format(why, whylen, "not a oneDNN compute type"), 0;
-    cpu_features f = cpu_get();
+    cpu_features f = cpu_get(cpu_hide);
     if (type == MT_COMPUTE_INT8 && !f.vnni && !f.amx_int8)
         return mt_format(why, whylen, "this CPU has no VNNI (AVX-512 VNNI, AVX-VNNI or AMX-INT8)"), 0;
     if (type == MT_COMPUTE_BFLOAT16 && !f.bf16 && !f.amx_bf16)
@@ -393,13 +406,20 @@ struct mt_packed_ctx {
     char slow[64];                   /* the first primitive created that is not brgemm, or "" */
 };
 
-mt_packed_ctx *mt_packed_ctx_create(char *err, size_t errlen)
+static int ctx_slots(mt_packed_ctx *c, int slots, size_t dst_bytes, size_t pad_bytes);
+
+mt_packed_ctx *mt_packed_ctx_create(int slots, char *err, size_t errlen)
 {
     one_omp_thread();
     mt_packed_ctx *c = calloc(1, sizeof *c);
     if (!c || dnnl_engine_create(&c->eng, dnnl_cpu, 0) != dnnl_success) {
         free(c);
         mt_format(err, errlen, "cannot create a oneDNN CPU engine");
+        return NULL;
+    }
+    if (ctx_slots(c, slots > 1 ? slots : 1, 0, 0)) {
+        mt_packed_ctx_free(c);
+        mt_format(err, errlen, "cannot create %d oneDNN streams", slots);
         return NULL;
     }
     return c;
@@ -765,8 +785,8 @@ double mt_packed_measure(mt_compute_type type, const mt_kernels *kern, const int
     /* float32 as the model runs it: OpenBLAS under the scalar kernels or without a oneDNN
      * brgemm kernel for it, else packed (model.c, float32_packed) */
     int blas = type == MT_COMPUTE_FLOAT32 &&
-               (kern == mt_kernels_get(MT_ISA_SCALAR) || !mt_packed_available(type, NULL, 0, NULL, 0));
-    mt_packed_ctx *c = blas ? NULL : mt_packed_ctx_create(err, errlen);
+               (kern == mt_kernels_get(MT_ISA_SCALAR) || !mt_packed_available(type, NULL, NULL, 0, NULL, 0));
+    mt_packed_ctx *c = blas ? NULL : mt_packed_ctx_create(1, err, errlen);
     double total = -1.0;
     if (!w || !x || !y || !bias || !pk || (!blas && !c)) {
         mt_format(err, errlen, "out of memory measuring %s", mt_compute_type_name(type));

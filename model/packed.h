@@ -21,8 +21,9 @@
  *
  * What the CPU offers: int8 needs VNNI (AVX-512 VNNI, AVX-VNNI or AMX): without it
  * oneDNN multiplies u8 x s8 pairs into saturating 16-bit sums. bfloat16 needs a oneDNN
- * brgemm kernel for it (AVX-512 BF16 or AMX). MT_CPU_HIDE=vnni,bf16,amx hides features
- * from this check, so tests can force the fallbacks on any machine.
+ * brgemm kernel for it (AVX-512 BF16 or AMX). mt_model_options.cpu_hide (MT_CPU_HIDE=
+ * vnni,bf16,amx) hides features from this check, so tests can force the fallbacks on any
+ * machine.
  */
 #ifndef MT_PACKED_H
 #define MT_PACKED_H
@@ -40,9 +41,13 @@ typedef struct mt_packed mt_packed;
 typedef struct mt_packed_ctx mt_packed_ctx;
 
 /* 1 when `type` (MT_COMPUTE_BFLOAT16 or MT_COMPUTE_INT8) runs on a fast oneDNN kernel on
- * this CPU; else 0 with the reason in why[whylen]. impl (may be NULL) gets the kernel's
- * name as oneDNN reports it (impl_info_str). */
-int mt_packed_available(mt_compute_type type, char *impl, size_t impl_len, char *why, size_t whylen);
+ * this CPU; else 0 with the reason in why[whylen]. cpu_hide (mt_model_options, may be
+ * NULL) lists features taken as absent. impl (may be NULL) gets the kernel's name as
+ * oneDNN reports it (impl_info_str). */
+int mt_packed_available(mt_compute_type type, const char *cpu_hide, char *impl, size_t impl_len, char *why,
+                        size_t whylen);
+/* 1 when hide is NULL or a comma-separated list of vnni, bf16 and amx. */
+int mt_packed_cpu_hide_valid(const char *hide);
 
 /* oneDNN's version, e.g. "2.6.3". */
 const char *mt_packed_library_version(void);
@@ -54,7 +59,10 @@ void mt_packed_free(mt_packed *p);
 size_t mt_packed_bytes(const mt_packed *p);
 int mt_packed_block_cols(const mt_packed *p); /* width of the column blocks */
 
-mt_packed_ctx *mt_packed_ctx_create(char *err, size_t errlen);
+/* The oneDNN engine and one stream per task for `slots` concurrent tasks (a state's
+ * thread count), made once when the state is created, never inside a product; more
+ * tasks than slots get streams on first use. NULL with a message on failure. */
+mt_packed_ctx *mt_packed_ctx_create(int slots, char *err, size_t errlen);
 void mt_packed_ctx_free(mt_packed_ctx *c);
 
 /* y (m, n) = act(x (m, k) . W^T + b) with act 0 (none) or MT_ACT_* + 1; b may be NULL.

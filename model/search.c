@@ -106,16 +106,18 @@ mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, 
     st->model = model;
     st->threads = threads;
     st->pool = pool;
-    st->split_min = MT_SPLIT_MIN_DEFAULT;
-    const char *env = getenv("MT_SPLIT_MIN"); /* measurement: 0 never splits */
-    if (env && *env)
-        st->split_min = atoi(env);
+    st->split_min = model->split_min;
     if (!pool && threads > 1) {
         st->pool = st->own_pool = mt_pool_create(threads - 1);
         if (!st->pool) {
             free(st);
             return mt_format(err, errlen, "cannot start %d threads", threads), NULL;
         }
+    }
+    /* The oneDNN engine and streams are made here, not on a state's first product */
+    if (model->n_packs && !(st->packed = mt_packed_ctx_create(threads, err, errlen))) {
+        mt_state_free(st);
+        return NULL;
     }
     return st;
 }

@@ -19,7 +19,7 @@ static int parse_ids(char *s, int32_t *ids, int cap)
 
 int main(int argc, char **argv)
 {
-    mt_process_setup(NULL);
+    mt_process_setup(NULL, NULL);
     if (argc != 3) {
         fprintf(stderr, "usage: model-probe MODEL_DIR OUT.bin < lines\n");
         return 2;

@@ -513,6 +513,52 @@ START_TEST(test_compute_type)
 }
 END_TEST
 
+/* The model library's settings ([engine] and compute_type): a file, the environment and
+ * flags like every setting; mt_config_apply_engine_env reads those variables alone (a
+ * bad MT_PORT is none of mt-translate's business) with the same checks. */
+START_TEST(test_engine_settings)
+{
+    mt_config cfg;
+    mt_config_init(&cfg);
+    ck_assert_str_eq(cfg.kernels, "auto");
+    ck_assert_str_eq(cfg.cpu_hide, "");
+    ck_assert_int_eq(cfg.split_min, 1);
+    ck_assert_int_eq(load(&cfg, "[engine]\nkernels = \"avx2\"\ncpu_hide = \"vnni,amx\"\nsplit_min = 0\n"
+                                "[[models]]\npath = \"/m\"\n"), 0);
+    ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), 0);
+    ck_assert_str_eq(cfg.kernels, "avx2");
+    ck_assert_str_eq(cfg.cpu_hide, "vnni,amx");
+    ck_assert_int_eq(cfg.split_min, 0);
+    char *argv[] = {"mt-server", "--kernels", "scalar", NULL};
+    ck_assert_int_eq(mt_config_apply_args(&cfg, 3, argv, err, sizeof err), 0);
+    ck_assert_str_eq(cfg.kernels, "scalar");
+    ck_assert_int_eq(load(&cfg, "[engine]\nkernels = \"avx1024\"\n[[models]]\npath = \"/m\"\n"), 0);
+    ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "engine.kernels (MT_KERNELS): 'avx1024'"));
+    mt_config_free(&cfg);
+
+    mt_config_init(&cfg);
+    char *envp[] = {"MT_PORT=abc", "MT_KERNELS=avx512", "MT_CPU_HIDE=bf16", "MT_SPLIT_MIN=4",
+                    "MT_COMPUTE_TYPE=int8", NULL};
+    ck_assert_int_eq(mt_config_apply_engine_env(&cfg, envp, err, sizeof err), 0);
+    ck_assert_str_eq(cfg.kernels, "avx512");
+    ck_assert_str_eq(cfg.cpu_hide, "bf16");
+    ck_assert_int_eq(cfg.split_min, 4);
+    ck_assert_str_eq(cfg.compute_type, "int8");
+    ck_assert_int_eq(cfg.port, 8080);
+    char *bad_hide[] = {"MT_CPU_HIDE=vnni,sse", NULL};
+    ck_assert_int_eq(mt_config_apply_engine_env(&cfg, bad_hide, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "MT_CPU_HIDE"));
+    char *bad_type[] = {"MT_COMPUTE_TYPE=fp8", NULL};
+    ck_assert_int_eq(mt_config_apply_engine_env(&cfg, bad_type, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "MT_COMPUTE_TYPE"));
+    char *bad_split[] = {"MT_SPLIT_MIN=-1", NULL};
+    ck_assert_int_eq(mt_config_apply_engine_env(&cfg, bad_split, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "MT_SPLIT_MIN"));
+    mt_config_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_write_roundtrip)
 {
     char *argv[] = {"mt-server", "--port", "4321", "--api-key", "se\"cret", "--model",
@@ -615,6 +661,7 @@ int main(void)
     tcase_add_test(tc, test_precedence);
     tcase_add_test(tc, test_validate);
     tcase_add_test(tc, test_compute_type);
+    tcase_add_test(tc, test_engine_settings);
     tcase_add_test(tc, test_write_roundtrip);
     tcase_add_test(tc, test_help_lists_every_setting);
     tcase_add_test(tc, test_examples_load);

@@ -250,7 +250,8 @@ END_TEST
 
 /* Compute types through the engine API: names round-trip, float32/auto/default load and
  * resolve to a type this build runs (auto never to one it lacks), the ones not built yet
- * are refused with a message, and MT_COMPUTE_TYPE applies only to DEFAULT. */
+ * are refused with a message; the library reads no MT_COMPUTE_TYPE or MT_CPU_HIDE of its own
+ * (programs pass them in mt_model_options). */
 START_TEST(compute_types_resolve_or_are_refused)
 {
     const char *names[] = {"default", "float32", "bfloat16", "int8", "auto"};
@@ -267,15 +268,13 @@ START_TEST(compute_types_resolve_or_are_refused)
     const char *dir = write_model("compute", &s);
     char err[512];
     mt_model_options o;
-    unsetenv("MT_COMPUTE_TYPE");
-    unsetenv("MT_CPU_HIDE");
     for (int want = MT_COMPUTE_DEFAULT; want <= MT_COMPUTE_AUTO; want++) {
         mt_model_options_default(&o);
         o.compute_type = (mt_compute_type)want;
         err[0] = 0;
         mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
         int packed = want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8;
-        if (packed && !mt_packed_available((mt_compute_type)want, NULL, 0, NULL, 0)) {
+        if (packed && !mt_packed_available((mt_compute_type)want, NULL, NULL, 0, NULL, 0)) {
             ck_assert_ptr_null(m);
             ASSERT_CONTAINS(err, mt_compute_type_name((mt_compute_type)want));
             ASSERT_CONTAINS(err, "not available on this CPU");
@@ -290,21 +289,30 @@ START_TEST(compute_types_resolve_or_are_refused)
             mt_model_free(m);
         }
     }
-    /* an explicit type this CPU lacks is refused by name; the variable is one way to ask */
-    setenv("MT_CPU_HIDE", "vnni,amx", 1);
-    setenv("MT_COMPUTE_TYPE", "int8", 1);
-    ck_assert_ptr_null(mt_model_load(dir, err, sizeof err));
-    ASSERT_CONTAINS(err, "compute type int8 is not available on this CPU");
-    unsetenv("MT_CPU_HIDE");
+    /* an explicit type this CPU lacks (cpu_hide) is refused by name */
     mt_model_options_default(&o);
-    o.compute_type = MT_COMPUTE_FLOAT32; /* an explicit choice wins over the variable */
-    mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
-    ck_assert_ptr_nonnull(m);
-    mt_model_free(m);
+    o.compute_type = MT_COMPUTE_INT8;
+    o.cpu_hide = "vnni,amx";
+    ck_assert_ptr_null(mt_model_load_ex(dir, &o, err, sizeof err));
+    ASSERT_CONTAINS(err, "compute type int8 is not available on this CPU");
+    o.cpu_hide = "vnni,sse";
+    ck_assert_ptr_null(mt_model_load_ex(dir, &o, err, sizeof err));
+    ASSERT_CONTAINS(err, "cpu_hide 'vnni,sse'");
+    mt_model_options_default(&o);
+    o.kernels = "avx1024";
+    ck_assert_ptr_null(mt_model_load_ex(dir, &o, err, sizeof err));
+    ASSERT_CONTAINS(err, "kernels 'avx1024'");
+    /* the variables are the programs' to read: the library ignores them */
     setenv("MT_COMPUTE_TYPE", "fp8", 1);
-    ck_assert_ptr_null(mt_model_load(dir, err, sizeof err));
-    ASSERT_CONTAINS(err, "MT_COMPUTE_TYPE=fp8");
+    setenv("MT_KERNELS", "avx1024", 1);
+    setenv("MT_CPU_HIDE", "sse", 1);
+    mt_model *m = mt_model_load(dir, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    ck_assert_int_eq(mt_model_compute_type(m), MT_COMPUTE_FLOAT32);
+    mt_model_free(m);
     unsetenv("MT_COMPUTE_TYPE");
+    unsetenv("MT_KERNELS");
+    unsetenv("MT_CPU_HIDE");
 }
 END_TEST
 
@@ -532,11 +540,12 @@ static void search_all(int threads, const char *split_min, const mt_search_optio
 {
     tiny_model_spec s = tiny_model_default();
     char err[512];
-    setenv("MT_SPLIT_MIN", split_min, 1);
-    mt_model *m = mt_model_load(write_model("split", &s), err, sizeof err);
+    mt_model_options mo;
+    mt_model_options_default(&mo);
+    mo.split_min = atoi(split_min);
+    mt_model *m = mt_model_load_ex(write_model("split", &s), &mo, err, sizeof err);
     ck_assert_msg(m != NULL, "%s", err);
     mt_state *st = mt_state_create(m, threads, err, sizeof err);
-    unsetenv("MT_SPLIT_MIN");
     ck_assert_ptr_nonnull(st);
     const int32_t *src[12];
     int lens[12];
@@ -670,9 +679,9 @@ START_TEST(shared_pool_serves_states_of_two_models_at_once)
     pthread_t threads[4];
     for (int t = 0; t < 4; t++) { /* two states split their batches, two split their products */
         drivers[t] = (pool_driver){.model = models[t % 2], .rounds = 8};
-        setenv("MT_SPLIT_MIN", t < 2 ? "1" : "0", 1);
         drivers[t].state = mt_state_create_in(models[t % 2], pool, 3, err, sizeof err);
-        unsetenv("MT_SPLIT_MIN");
+        if (drivers[t].state)
+            drivers[t].state->split_min = t < 2 ? 1 : 0;
         ck_assert_ptr_nonnull(drivers[t].state);
         for (int i = 0; i < 6; i++)
             drivers[t].expect[i] = expect[t % 2][i];
@@ -1265,12 +1274,15 @@ START_TEST(gemm_few_rows_matches_double)
 }
 END_TEST
 
-/* Run-time dispatch: the choice is always a path this CPU runs, and MT_KERNELS=scalar
- * forces the fallback (how the other tests exercise it end to end). */
+/* Run-time dispatch: the choice is always a path this CPU runs, and the cap "scalar"
+ * (MT_KERNELS=scalar in the programs) forces the fallback (how the other tests exercise
+ * it end to end); an unknown name is refused. */
 START_TEST(kernel_choice_respects_cpu_and_override)
 {
-    unsetenv("MT_KERNELS");
-    const mt_kernels *k = mt_kernels_select();
+    const mt_kernels *k = mt_kernels_select(NULL);
+    ck_assert_ptr_eq(mt_kernels_select("auto"), k);
+    ck_assert_ptr_eq(mt_kernels_select(""), k);
+    ck_assert_ptr_null(mt_kernels_select("sse2"));
     ck_assert_ptr_nonnull(k);
     int found = 0;
     for (int isa = 0; isa < MT_ISA_COUNT; isa++)
@@ -1285,24 +1297,21 @@ START_TEST(kernel_choice_respects_cpu_and_override)
                                                             __builtin_cpu_supports("avx512vl"));
     if (mt_kernels_cpu_has(MT_ISA_AVX512))
         ck_assert_str_eq(k->name, "avx512");
-    setenv("MT_KERNELS", "scalar", 1);
-    ck_assert_str_eq(mt_kernels_select()->name, "scalar");
-    setenv("MT_KERNELS", "avx512", 1);
-    k = mt_kernels_select();
+    ck_assert_str_eq(mt_kernels_select("scalar")->name, "scalar");
+    k = mt_kernels_select("avx512");
     ck_assert_str_eq(k->name, mt_kernels_cpu_has(MT_ISA_AVX512) ? "avx512"
                               : mt_kernels_cpu_has(MT_ISA_AVX2) ? "avx2" : "scalar");
-    setenv("MT_KERNELS", "avx2", 1); /* never above what is asked, even on an AVX-512 CPU */
-    ck_assert_str_eq(mt_kernels_select()->name, mt_kernels_cpu_has(MT_ISA_AVX2) ? "avx2" : "scalar");
+    /* never above what is asked, even on an AVX-512 CPU */
+    ck_assert_str_eq(mt_kernels_select("avx2")->name, mt_kernels_cpu_has(MT_ISA_AVX2) ? "avx2" : "scalar");
     ck_assert_int_eq(mt_kernels_cpu_has(MT_ISA_AVX2), __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
     ck_assert_ptr_null(mt_kernels_get(MT_ISA_COUNT));
-    unsetenv("MT_KERNELS");
 }
 END_TEST
 
 /* ---- bfloat16 / int8 through oneDNN (packed.c) ---- */
 
-/* 1 when `type` must be offered here: the CPU reports what it needs (and MT_CPU_HIDE
- * hides nothing). Then a refusal is a failure, not a skip. */
+/* 1 when `type` must be offered here: the CPU reports what it needs (and oneDNN is not
+ * held below it). Then a refusal is a failure, not a skip. */
 static int cpu_should_offer(mt_compute_type type)
 {
     unsigned a, b, c, d;
@@ -1313,7 +1322,7 @@ static int cpu_should_offer(mt_compute_type type)
             bf16 = (a >> 5) & 1;
     }
     /* AVX-512 VNNI / BF16 need AVX-512 itself (valgrind, for one, hides it) */
-    return getenv("MT_CPU_HIDE") == NULL && getenv("ONEDNN_MAX_CPU_ISA") == NULL &&
+    return getenv("ONEDNN_MAX_CPU_ISA") == NULL &&
            __builtin_cpu_supports("avx512f") && (type == MT_COMPUTE_INT8 ? vnni : bf16);
 }
 
@@ -1325,7 +1334,7 @@ static int offered_types(mt_compute_type *out)
     int n = 0;
     for (int i = 0; i < 2; i++) {
         char impl[64], why[256];
-        int ok = mt_packed_available(all[i], impl, sizeof impl, why, sizeof why);
+        int ok = mt_packed_available(all[i], NULL, impl, sizeof impl, why, sizeof why);
         ck_assert_msg(ok || !cpu_should_offer(all[i]), "%s refused on a CPU that has it: %s",
                       mt_compute_type_name(all[i]), why);
         if (ok)
@@ -1360,7 +1369,7 @@ START_TEST(packed_products_match_double_reference)
     /* float32 packed (what float32 runs on with the AVX-512 kernels): float accumulation
      * only; oneDNN 2.6 has a float32 brgemm wherever AVX-512 is */
     char f32_why[256];
-    if (mt_packed_available(MT_COMPUTE_FLOAT32, NULL, 0, f32_why, sizeof f32_why))
+    if (mt_packed_available(MT_COMPUTE_FLOAT32, NULL, NULL, 0, f32_why, sizeof f32_why))
         types[n_types++] = MT_COMPUTE_FLOAT32;
     else
         ck_assert_msg(!__builtin_cpu_supports("avx512f") || getenv("ONEDNN_MAX_CPU_ISA"),
@@ -1386,7 +1395,7 @@ START_TEST(packed_products_match_double_reference)
                 mt_packed *p = mt_packed_create(t, w, n, k, err, sizeof err);
                 ck_assert_msg(p != NULL, "%s %dx%d: %s", mt_compute_type_name(t), n, k, err);
                 ck_assert(mt_packed_block_cols(p) % 64 == 0 || mt_packed_block_cols(p) == n);
-                mt_packed_ctx *c = mt_packed_ctx_create(err, sizeof err);
+                mt_packed_ctx *c = mt_packed_ctx_create(pool_threads[1], err, sizeof err);
                 ck_assert_ptr_nonnull(c);
                 for (size_t ri = 0; ri < sizeof rows_list / sizeof *rows_list; ri++) {
                     int m = rows_list[ri];
@@ -1653,12 +1662,12 @@ START_TEST(auto_never_picks_a_type_the_cpu_lacks)
     mt_model_options_default(&o);
     static const char *const hide[] = {"vnni,bf16,amx", "vnni,amx", "bf16,amx"};
     for (int h = 0; h < 3; h++) {
-        setenv("MT_CPU_HIDE", hide[h], 1);
+        o.cpu_hide = hide[h];
         o.compute_type = MT_COMPUTE_AUTO;
         mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
         ck_assert_msg(m != NULL, "%s", err);
         mt_compute_type got = mt_model_compute_type(m);
-        ck_assert_msg(mt_packed_available(got, NULL, 0, NULL, 0) || got == MT_COMPUTE_FLOAT32, "auto chose %s",
+        ck_assert_msg(mt_packed_available(got, hide[h], NULL, 0, NULL, 0) || got == MT_COMPUTE_FLOAT32, "auto chose %s",
                       mt_compute_type_name(got));
         if (h == 0)
             ck_assert_int_eq(got, MT_COMPUTE_FLOAT32);
@@ -1676,7 +1685,48 @@ START_TEST(auto_never_picks_a_type_the_cpu_lacks)
             ASSERT_CONTAINS(err, "not available on this CPU");
         }
     }
-    unsetenv("MT_CPU_HIDE");
+}
+END_TEST
+
+/* A state of a model with packed weights has its oneDNN engine and streams from the
+ * start: the hot product never creates them (and a state that cannot have them is
+ * refused at creation, not at its first product). A plain float32 model's state has none. */
+START_TEST(packed_context_is_made_with_the_state)
+{
+    tiny_model_spec s = tiny_model_default();
+    const char *dir = write_model("ctx", &s);
+    char err[512];
+    mt_compute_type types[4];
+    int n_types = offered_types(types);
+    if (mt_packed_available(MT_COMPUTE_FLOAT32, NULL, NULL, 0, NULL, 0))
+        types[n_types++] = MT_COMPUTE_FLOAT32;
+    for (int ti = 0; ti < n_types; ti++) {
+        mt_model_options o;
+        mt_model_options_default(&o);
+        o.compute_type = types[ti];
+        mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
+        ck_assert_msg(m != NULL, "%s", err);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            mt_state *st = mt_state_create(m, threads, err, sizeof err);
+            ck_assert_msg(st != NULL, "%s", err);
+            ck_assert_msg(m->n_packs == 0 || st->packed != NULL, "%s, %d threads: no oneDNN context before "
+                          "the first product", mt_compute_type_name(types[ti]), threads);
+            mt_state_free(st);
+        }
+        mt_model_free(m);
+    }
+    mt_model_options o;
+    mt_model_options_default(&o);
+    o.compute_type = MT_COMPUTE_FLOAT32;
+    o.kernels = "scalar"; /* OpenBLAS: nothing packed, no context */
+    mt_model *m = mt_model_load_ex(dir, &o, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    mt_state *st = mt_state_create(m, 2, err, sizeof err);
+    ck_assert_ptr_nonnull(st);
+    ck_assert_int_eq(m->n_packs, 0);
+    ck_assert_ptr_null(st->packed);
+    mt_state_free(st);
+    mt_model_free(m);
 }
 END_TEST
 
@@ -1689,7 +1739,7 @@ START_TEST(onednn_fallback_is_refused)
     ck_assert_ptr_nonnull(getenv("ONEDNN_MAX_CPU_ISA"));
     for (int t = MT_COMPUTE_BFLOAT16; t <= MT_COMPUTE_INT8; t++) {
         char impl[64], why[256];
-        ck_assert_int_eq(mt_packed_available((mt_compute_type)t, impl, sizeof impl, why, sizeof why), 0);
+        ck_assert_int_eq(mt_packed_available((mt_compute_type)t, NULL, impl, sizeof impl, why, sizeof why), 0);
         fprintf(stderr, "%s with ONEDNN_MAX_CPU_ISA=%s: %s\n", mt_compute_type_name((mt_compute_type)t),
                 getenv("ONEDNN_MAX_CPU_ISA"), why);
     }
@@ -1767,6 +1817,7 @@ static Suite *model_suite(void)
     tcase_add_test(pk, packed_kernels_match_scalar);
     tcase_add_test(pk, packed_model_matches_plain_twin);
     tcase_add_test(pk, auto_never_picks_a_type_the_cpu_lacks);
+    tcase_add_test(pk, packed_context_is_made_with_the_state);
     suite_add_tcase(s, pk);
     /* only under a limited oneDNN (see onednn_fallback_is_refused) */
     if (getenv("ONEDNN_MAX_CPU_ISA")) {
@@ -1780,6 +1831,6 @@ static Suite *model_suite(void)
 
 int main(void)
 {
-    mt_process_setup(NULL);
+    mt_process_setup(NULL, NULL);
     return mt_check_run(srunner_create(model_suite()));
 }
