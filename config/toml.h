@@ -3,7 +3,7 @@
  * (basic with escapes, literal), decimal integers (single underscores between digits),
  * floats, booleans and one-line arrays of strings. Anything else (dotted keys, inline
  * tables, dates, multi-line strings) is an error naming the line and column. It knows no
- * settings: config.c decides what a table or a key means.
+ * settings: config_file.c decides what a table or a key means.
  *
  * Thread-safety: a reader is used by one thread; no shared state.
  */
