@@ -154,6 +154,16 @@ typedef struct {
     int attn_layer;
 } mt_decoder_input;
 
+/* The compute type at load (compute.c): the options other than the type (kernel cap,
+ * hidden CPU features, split threshold) into m; the type asked for, refused when the CPU
+ * cannot run it (DEFAULT stays DEFAULT); after the weights are in, AUTO measured and the
+ * packed types packed, with m->compute_detail saying what runs the products. 0 or -1
+ * with a message. */
+int mt_compute_options(mt_model *m, const mt_model_options *o, char *err, size_t errlen);
+int mt_compute_requested(const mt_model *m, mt_compute_type want, mt_compute_type *out, char *err,
+                         size_t errlen);
+int mt_compute_setup(mt_model *m, mt_compute_type asked, char *err, size_t errlen);
+
 /* Forward pieces (forward.c). Results live in the state's buffers. */
 int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *lens,
                     float **enc_out);

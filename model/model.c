@@ -1,5 +1,5 @@
 /* model.c: reads config.json and model.safetensors of a MarianMT directory into one
- * read-only float32 arena.
+ * read-only float32 arena (the compute type and the packing for it: compute.c).
  *
  * Every weight is copied (and widened from F16/BF16) once, at load, so the file mapping
  * can be dropped afterwards and the hot path sees aligned float32 only. Two fusions are
@@ -603,186 +603,6 @@ static int check_layer_count(const mt_safetensors *f, const char *part, int want
     return -1;
 }
 
-mt_compute_type mt_model_compute_type(const mt_model *m) { return m->compute; }
-
-const char *mt_model_compute_detail(const mt_model *m) { return m->compute_detail; }
-
-/* DEFAULT stays DEFAULT: the stored weights decide once read (see mt_model_load_ex). A
- * type the CPU cannot run fast is refused here, before any weight is read. */
-static int resolve_requested(const mt_model *m, mt_compute_type want, mt_compute_type *out, char *err, size_t errlen)
-{
-    if (want == MT_COMPUTE_DEFAULT) {
-        *out = want;
-        return 0;
-    }
-    if ((int)want < MT_COMPUTE_FLOAT32 || (int)want > MT_COMPUTE_AUTO)
-        return mt_format(err, errlen, "unknown compute type %d", (int)want), -1;
-    char why[200];
-    if ((want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8) &&
-        !mt_packed_available(want, m->cpu_hide, NULL, 0, why, sizeof why))
-        return mt_format(err, errlen, "compute type %s is not available on this CPU: %s (use float32 or auto)",
-                         mt_compute_type_name(want), why), -1;
-    *out = want;
-    return 0;
-}
-
-/* The options other than the compute type: the kernel cap, the hidden CPU features and
- * the split threshold, checked and kept in m. */
-static int apply_options(mt_model *m, const mt_model_options *o, char *err, size_t errlen)
-{
-    m->kern = mt_kernels_select(o ? o->kernels : NULL);
-    if (!m->kern)
-        return mt_format(err, errlen, "kernels '%s': expected scalar, avx2, avx512 or auto", o->kernels), -1;
-    const char *hide = o && o->cpu_hide ? o->cpu_hide : "";
-    if (!mt_packed_cpu_hide_valid(hide) || strlen(hide) >= sizeof m->cpu_hide)
-        return mt_format(err, errlen, "cpu_hide '%s': expected a comma-separated list of vnni, bf16 and amx", hide),
-               -1;
-    memcpy(m->cpu_hide, hide, strlen(hide) + 1);
-    m->split_min = o && o->split_min >= 0 ? o->split_min : MT_SPLIT_MIN_DEFAULT;
-    return 0;
-}
-
-/* AUTO: times one decoder step's products (every layer's, and the output projection's)
- * at 32 rows (8 sentences x beam 4) in each type this CPU offers, one thread, and keeps
- * the fastest. float32 is exact, so another type must beat it by 5% to be chosen; all
- * offered types stay within the quality bounds the tests hold (BLEU within 0.2 / 0.5). */
-static int resolve_auto(mt_model *m, char *err, size_t errlen)
-{
-    const mt_model_info *in = &m->info;
-    int d = in->d_model, ffn = in->decoder_ffn_dim, L = in->decoder_layers, v = in->tgt_vocab_size;
-    int head = v > 4096 ? 4096 : v; /* the output projection is timed on a slice, scaled up */
-    int k[] = {d, d, d, ffn, d}, n[] = {3 * d, d, ffn, d, head};
-    double count[] = {L, 3.0 * L, L, L, (double)v / head};
-    static const mt_compute_type types[] = {MT_COMPUTE_FLOAT32, MT_COMPUTE_BFLOAT16, MT_COMPUTE_INT8};
-    double best = 0.0, t[3] = {-1, -1, -1};
-    char *p = m->compute_detail, *end = p + sizeof m->compute_detail;
-    p += snprintf(p, (size_t)(end - p), " (auto, per decoder step of 32 rows on 1 thread:");
-    m->compute = MT_COMPUTE_FLOAT32;
-    for (int i = 0; i < 3; i++) {
-        if (i && !mt_packed_available(types[i], m->cpu_hide, NULL, 0, NULL, 0))
-            continue;
-        t[i] = mt_packed_measure(types[i], m->kern, k, n, count, 5, 32, 3, err, errlen);
-        if (t[i] < 0)
-            return -1;
-        if (p < end)
-            p += snprintf(p, (size_t)(end - p), " %s %.2f ms", mt_compute_type_name(types[i]), t[i] * 1e3);
-        if (i == 0 || t[i] < best * (m->compute == MT_COMPUTE_FLOAT32 ? 0.95 : 1.0)) {
-            best = t[i];
-            m->compute = types[i];
-        }
-    }
-    if (p < end)
-        snprintf(p, (size_t)(end - p), ")");
-    return 0;
-}
-
-static int pack_matrix(mt_model *m, mt_linear_w *lin, int n, int k, char *err, size_t errlen)
-{
-    mt_packed *pk = mt_packed_create(m->compute, lin->w, n, k, err, errlen);
-    if (!pk)
-        return -1;
-    m->packs[m->n_packs++] = pk;
-    lin->packed = pk;
-    return 0;
-}
-
-static void drop_float_copy(const mt_model *m, const float *w, size_t floats);
-
-/* Packs a matrix that nothing else reads and drops its float copy. */
-static int pack_one(mt_model *m, mt_linear_w *lin, int n, int k, char *err, size_t errlen)
-{
-    if (pack_matrix(m, lin, n, k, err, errlen))
-        return -1;
-    drop_float_copy(m, lin->w, (size_t)n * (size_t)k);
-    return 0;
-}
-
-/* The float32 copy of a packed matrix is never read again: hand its whole pages back and
- * make them inaccessible, so a stray read faults instead of seeing zeros. */
-static void drop_float_copy(const mt_model *m, const float *w, size_t floats)
-{
-    uintptr_t lo = ((uintptr_t)w + 4095) & ~(uintptr_t)4095, hi = ((uintptr_t)(w + floats)) & ~(uintptr_t)4095;
-    if (hi > lo) {
-        madvise((void *)lo, hi - lo, MADV_DONTNEED);
-        mprotect((void *)lo, hi - lo, PROT_NONE);
-    }
-    (void)m;
-}
-
-/* Every Linear (fused q,k,v and cross k,v included) and the output projection are packed
- * for oneDNN in m->compute's type; one copy serves every state. Each matrix's float copy
- * is dropped as soon as it is packed (not the output projection's when it is an
- * embedding too), so loading never holds both copies of all weights. */
-static int pack_model(mt_model *m, char *err, size_t errlen)
-{
-    const mt_model_info *in = &m->info;
-    int d = in->d_model, fe = in->encoder_ffn_dim, fd = in->decoder_ffn_dim;
-    m->packs = calloc((size_t)(4 * in->encoder_layers + 6 * in->decoder_layers + 2), sizeof *m->packs);
-    if (!m->packs)
-        return mt_format(err, errlen, "out of memory"), -1;
-    for (int l = 0; l < in->encoder_layers; l++) {
-        mt_encoder_layer *L = &m->enc[l];
-        if (pack_one(m, &L->qkv, 3 * d, d, err, errlen) || pack_one(m, &L->out, d, d, err, errlen) ||
-            pack_one(m, &L->fc1, fe, d, err, errlen) || pack_one(m, &L->fc2, d, fe, err, errlen))
-            return -1;
-    }
-    for (int l = 0; l < in->decoder_layers; l++) {
-        mt_decoder_layer *L = &m->dec[l];
-        if (pack_one(m, &L->qkv, 3 * d, d, err, errlen) || pack_one(m, &L->out, d, d, err, errlen) ||
-            pack_one(m, &L->cross_q, d, d, err, errlen) || pack_one(m, &L->cross_out, d, d, err, errlen) ||
-            pack_one(m, &L->fc1, fd, d, err, errlen) || pack_one(m, &L->fc2, d, fd, err, errlen))
-            return -1;
-    }
-    if (pack_one(m, &m->cross_kv, 2 * d * in->decoder_layers, d, err, errlen))
-        return -1;
-    mt_linear_w head = {.w = m->lm_head};
-    int tied = m->lm_head == m->dec_embed || m->lm_head == m->enc_embed;
-    if (tied ? pack_matrix(m, &head, in->tgt_vocab_size, d, err, errlen)
-             : pack_one(m, &head, in->tgt_vocab_size, d, err, errlen))
-        return -1;
-    m->lm_head_packed = head.packed;
-    return 0;
-}
-
-/* float32 runs on weights packed once for oneDNN's brgemm (impl gets its name) when the
- * vector kernels are in use and oneDNN has a brgemm kernel for float32 on this CPU: the
- * same products as OpenBLAS's sgemm, which repacks every weight matrix on every call.
- * MT_KERNELS=scalar keeps the plain path (OpenBLAS, sgemv for few rows). */
-static int float32_packed(const mt_model *m, char *impl, size_t impl_len)
-{
-    return m->kern != mt_kernels_get(MT_ISA_SCALAR) &&
-           mt_packed_available(MT_COMPUTE_FLOAT32, m->cpu_hide, impl, impl_len, NULL, 0);
-}
-
-/* After the weights are in: AUTO is measured, then the packed types are packed, and
- * compute_detail says what runs the products. */
-static int setup_compute(mt_model *m, mt_compute_type asked, char *err, size_t errlen)
-{
-    char note[sizeof m->compute_detail] = "";
-    if (asked == MT_COMPUTE_AUTO) {
-        if (resolve_auto(m, err, errlen))
-            return -1;
-        snprintf(note, sizeof note, "%s", m->compute_detail);
-    }
-    char impl[64];
-    if (m->compute == MT_COMPUTE_FLOAT32 && !float32_packed(m, impl, sizeof impl)) {
-        mt_format(m->compute_detail, sizeof m->compute_detail, "float32: OpenBLAS %s + %s kernels%s",
-                  mt_blas_core_name(), m->kern->name, note);
-        return 0;
-    }
-    if (m->compute != MT_COMPUTE_FLOAT32)
-        mt_packed_available(m->compute, m->cpu_hide, impl, sizeof impl, NULL, 0);
-    if (pack_model(m, err, errlen))
-        return -1;
-    size_t bytes = 0;
-    for (int i = 0; i < m->n_packs; i++)
-        bytes += mt_packed_bytes(m->packs[i]);
-    mt_format(m->compute_detail, sizeof m->compute_detail, "%s: oneDNN %s %s, %.1f MiB packed, %s epilogue%s",
-              mt_compute_type_name(m->compute), mt_packed_library_version(), impl, (double)bytes / 1048576.0,
-              mt_packed_kernels_for(m->kern) == &mt_packed_kernels_avx512 ? "avx512" : "scalar", note);
-    return 0;
-}
-
 mt_model *mt_model_load(const char *dir, char *err, size_t errlen) { return mt_model_load_ex(dir, NULL, err, errlen); }
 
 mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *err, size_t errlen)
@@ -796,8 +616,8 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     if (!m)
         return mt_format(err, errlen, "out of memory"), NULL;
     mt_compute_type asked;
-    if (apply_options(m, opts, err, errlen) ||
-        resolve_requested(m, opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &asked, err, errlen)) {
+    if (mt_compute_options(m, opts, err, errlen) ||
+        mt_compute_requested(m, opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &asked, err, errlen)) {
         mt_model_free(m);
         return NULL;
     }
@@ -867,7 +687,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     }
     if (!rc) {
         m->compute = asked;
-        rc = setup_compute(m, asked, err, errlen);
+        rc = mt_compute_setup(m, asked, err, errlen);
     }
     if (!rc && int8_unavailable) {
         size_t n = strlen(m->compute_detail);

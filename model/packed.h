@@ -80,12 +80,6 @@ const char *mt_packed_impl(mt_packed_ctx *c, const mt_packed *p, int rows, char 
  * brgemm kernel (a silent fallback to gemm:jit or ref), or NULL when there was none. */
 const char *mt_packed_slow_impl(const mt_packed_ctx *c);
 
-/* Seconds one thread takes for `count[i]` products of rows x k[i] by k[i] x n[i] in
- * `type` (FLOAT32: the OpenBLAS path), on synthetic weights, best of `reps`; < 0 with a
- * message on failure. Used by compute type `auto`. */
-double mt_packed_measure(mt_compute_type type, const mt_kernels *kern, const int *k, const int *n,
-                         const double *count, int shapes, int rows, int reps, char *err, size_t errlen);
-
 /* Conversion and epilogue kernels (scalar in packed.c, AVX-512 in packed_avx512.c). */
 typedef struct {
     /* out[i] = x[i] rounded to bfloat16, nearest even (NaN stays NaN) */

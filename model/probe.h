@@ -1,5 +1,5 @@
 /* probe.h: test-only entry points into the forward pass (not part of the public API;
- * tests/model_probe.c and tests/test_model.c use them to compare with PyTorch).
+ * tests/model_probe.c and the model test programs use them to compare with PyTorch).
  * Same thread-safety as model.h: one state, one thread at a time. */
 #ifndef MT_PROBE_H
 #define MT_PROBE_H
