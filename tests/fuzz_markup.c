@@ -81,8 +81,8 @@ static int well_formed(const char *s, long counts[26])
     int depth = 0;
     memset(counts, 0, 26 * sizeof *counts);
     for (const char *p = s; (p = strchr(p, '<')) != NULL;) {
-        if (strncmp(p, "<!--", 4) == 0) {
-            const char *e = strstr(p + 4, "-->");
+        if (strncmp(p, "<!--", 4) == 0 || strncmp(p, "<![CDATA[", 9) == 0) { /* as html.c reads them */
+            const char *e = strstr(p + 4, p[2] == '-' ? "-->" : "]]>");
             if (!e) return 0;
             p = e + 3;
             continue;

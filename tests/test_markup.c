@@ -64,12 +64,13 @@ START_TEST(void_elements_comments_and_opaque_parts)
     /* a marker that stood before whitespace keeps a space before the next word */
     static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}, {3, 3}};
     CHECK("One line<br>two lines<!-- c --> <span translate=\"no\">@bob</span>",
-          "One line two lines {2}", "Eine Zeile zwei Zeilen {2}", al,
-          "Eine Zeile <br>zwei Zeilen <!-- c --> <span translate=\"no\">@bob</span>");
-    /* the model dropped the masks of an image and an opaque element: placed by alignment */
+          "One line two lines ", "Eine Zeile zwei Zeilen", al,
+          "Eine Zeile <br>zwei Zeilen<!-- c --><span translate=\"no\">@bob</span>");
+    /* amid the text an element goes as a mask; the model dropped it: placed by alignment
+     * (at the block's end, the opaque one goes to the end as before) */
     static const int al2[][2] = {{0, 0}, {1, 1}, {2, 2}, {4, 3}};
     CHECK("One line<br>two <img src=\"a.png\" alt=\"x\"> lines<!-- c --> <span translate=\"no\">@bob</span>",
-          "One line two {1} lines {3}", "Eine Zeile zwei Zeilen", al2,
+          "One line two {1} lines ", "Eine Zeile zwei Zeilen", al2,
           "Eine Zeile <br>zwei <img src=\"a.png\" alt=\"x\"> Zeilen<!-- c --><span translate=\"no\">@bob</span>");
 }
 END_TEST

@@ -176,6 +176,20 @@ static long mask_base(const char *s, size_t n)
     return base;
 }
 
+/* Is the marker s[i, end) amid the text, so that a mask tells the model where it stands:
+ * glued to text on a side ('<x id="1"/>', (<img>), "<kept URL>".) or between words
+ * ("Press <x id="0"/> to save")? At a block's edge it stays out of the text (the model
+ * reads the same words as without it) and goes to the start or end. */
+static int amid_text(const char *s, size_t n, size_t i, size_t end, int words_before)
+{
+    int glued = (i > 0 && !is_space((unsigned char)s[i - 1]) && s[i - 1] != '>') ||
+                (end < n && !is_space((unsigned char)s[end]) && s[end] != '<');
+    size_t k = end;
+    while (k < n && is_space((unsigned char)s[k]))
+        k++;
+    return glued || (words_before && k < n && s[k] != '<');
+}
+
 /* Writes node m->n's mask at text[t]; returns the text's new end. */
 static size_t put_mask(mt_markup *m, size_t t)
 {
@@ -232,7 +246,8 @@ mt_markup *mt_markup_split(const char *html, size_t n)
     m->base = mask_base(html, n);
     const char *s = m->html;
     size_t t = 0, steps = 0;
-    int open = -1; /* innermost open element */
+    int open = -1;        /* innermost open element */
+    int words_before = 0; /* text other than whitespace so far */
     for (size_t i = 0; i < n;) {
         steps++;
         if (s[i] == '&') {
@@ -240,11 +255,13 @@ mt_markup *mt_markup_split(const char *html, size_t n)
             if (used) {
                 t += olen;
                 i += used;
+                words_before = 1;
                 continue;
             }
         }
         size_t end = s[i] == '<' && strncmp(s + i, "<!--", 4) ? tag_end(s, i, n) : i;
         if (s[i] != '<' || (end == i && strncmp(s + i, "<!--", 4))) {
+            words_before |= !is_space((unsigned char)s[i]);
             m->text[t++] = s[i++];
             continue;
         }
@@ -287,7 +304,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
         if (is_void(nd->name) || self_closing || !nd->name[0]) { /* also <!...>, <?...?> */
             if (!strcmp(nd->name, "br") || !strcmp(nd->name, "hr")) /* a line break separates words */
                 m->text[t++] = ' ';
-            else if (nd->name[0] && strcmp(nd->name, "wbr"))
+            else if (nd->name[0] && strcmp(nd->name, "wbr") && amid_text(s, n, i, end, words_before))
                 t = put_mask(m, t);
             m->n++;
             i = end;
@@ -318,7 +335,8 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                 }
             }
             nd->open_len = j - i;
-            t = put_mask(m, t);
+            if (amid_text(s, n, i, j, words_before))
+                t = put_mask(m, t);
             m->n++;
             i = j;
             continue;

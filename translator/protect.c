@@ -15,6 +15,10 @@ struct mt_protect {
     size_t n_orig;
     long base; /* span k's mask is "{base + k}" */
     int n_words;  /* words of cut */
+    struct cand *roles; /* what reads as a placeholder in cut, by bytes then place: its span or -1 */
+    int n_roles;
+    char *unread;       /* per span: a placeholder that no reading of cut stands for (it is in
+                         * a look-alike's bytes: kept with them) */
 };
 
 static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
@@ -342,6 +346,61 @@ static long mask_at(const char *s, size_t i, size_t n, size_t *len)
     return v;
 }
 
+/* A placeholder read in a text (the one the model read, or its translation): its bytes
+ * s[at, at + len); span: the span it stands for (-1 none, -2 undecided); rank 1 a strict
+ * reading, 2 one that is only read when glued ("%ss"). */
+struct cand {
+    const char *s;
+    size_t at, len;
+    int span, rank;
+};
+
+/* By bytes, then place. */
+static int cand_order(const void *x, const void *y)
+{
+    const struct cand *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    int c = memcmp(a->s, b->s, a->len);
+    if (c)
+        return c;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+static int same_cand_bytes(const struct cand *a, const struct cand *b)
+{
+    return a->len == b->len && !memcmp(a->s, b->s, a->len);
+}
+
+static int is_mask_of(const mt_protect *p, long v) { return v >= p->base && v < p->base + p->n && !passed_through(p->spans[v - p->base].kind); }
+
+/* The masks (span set) and placeholder readings (span -2) of s[0, n), in order. A reading
+ * with a mask inside it ("${0}") is not one. Returns the count (out has n / 2 + 1 room). */
+static int scan(const mt_protect *p, int pass, const char *s, size_t n, struct cand *out)
+{
+    int k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t ml = 0;
+        long v = mask_at(s, i, n, &ml);
+        if (is_mask_of(p, v)) {
+            out[k++] = (struct cand){s + i, i, ml, (int)(v - p->base), 0};
+            i += ml;
+            continue;
+        }
+        size_t l = pass ? placeholder_len(s, i, n, 0) : 0;
+        for (size_t j = i + 1; l && j < i + l; j++)
+            if (is_mask_of(p, mask_at(s, j, n, &ml)))
+                l = 0;
+        if (l) {
+            out[k++] = (struct cand){s + i, i, l, -2, placeholder_len(s, i, n, 1) == l ? 1 : 2};
+            i += l;
+            continue;
+        }
+        i++;
+    }
+    return k;
+}
+
 mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
 {
     mt_protect *p = calloc(1, sizeof *p);
@@ -404,7 +463,11 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
         return NULL;
     }
     p->cut = cut;
-    size_t at = 0;
+    size_t at = 0, *cut_at = malloc(sizeof *cut_at * (size_t)(p->n + 1)); /* span k's place in cut */
+    if (!cut_at) {
+        mt_protect_free(p);
+        return NULL;
+    }
     int words = 0;
     for (int k = 0; k <= p->n; k++) {
         size_t end = k < p->n ? spans[k].start : n;
@@ -416,6 +479,7 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
             break;
         words += o == cut || is_space((unsigned char)o[-1]);
         spans[k].word = words - 1;
+        cut_at[k] = (size_t)(o - cut);
         if (passed_through(spans[k].kind)) {
             memcpy(o, orig + spans[k].start, spans[k].len);
             o += spans[k].len;
@@ -426,6 +490,45 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
     }
     *o = 0;
     p->n_words = words;
+    /* The readings of the text the model reads, each with its role: a placeholder span
+     * (where it was written) or a look-alike the text has as text ("x$__" after a mask). */
+    int pass = 0;
+    for (int k = 0; k < p->n; k++)
+        pass |= passed_through(spans[k].kind);
+    size_t cl = (size_t)(o - cut);
+    p->roles = malloc(sizeof *p->roles * (cl / 2 + 1));
+    if (!p->roles) {
+        free(cut_at);
+        mt_protect_free(p);
+        return NULL;
+    }
+    int nr = scan(p, pass, cut, cl, p->roles);
+    for (int r = 0, k = 0; r < nr; r++) {
+        struct cand *c = &p->roles[r];
+        if (c->span != -2)
+            continue; /* a mask: found by its number */
+        while (k < p->n && (cut_at[k] < c->at || !passed_through(spans[k].kind)))
+            k++;
+        c->span = k < p->n && cut_at[k] == c->at && spans[k].len == c->len ? k : -1;
+    }
+    free(cut_at);
+    p->unread = malloc((size_t)p->n + 1);
+    if (!p->unread) {
+        mt_protect_free(p);
+        return NULL;
+    }
+    for (int k = 0; k < p->n; k++)
+        p->unread[k] = passed_through(spans[k].kind);
+    for (int r = 0; r < nr; r++)
+        if (p->roles[r].rank && p->roles[r].span >= 0)
+            p->unread[p->roles[r].span] = 0;
+    /* only the readings (masks are found by number), sorted by bytes then place */
+    int kept = 0;
+    for (int r = 0; r < nr; r++)
+        if (p->roles[r].rank)
+            p->roles[kept++] = p->roles[r];
+    p->n_roles = kept;
+    qsort(p->roles, (size_t)kept, sizeof *p->roles, cand_order);
     return p;
 }
 
@@ -436,6 +539,8 @@ void mt_protect_free(mt_protect *p)
     free((char *)p->orig);
     free(p->cut);
     free(p->spans);
+    free(p->roles);
+    free(p->unread);
     free(p);
 }
 
@@ -507,45 +612,6 @@ static int put_span(buf *b, const mt_protect *p, int k, int space_left, int spac
     return (space_left && put(b, " ", 1)) || put(b, p->orig + sp->start, sp->len) || (space_right && put(b, " ", 1));
 }
 
-/* A span's copy found in the translation: its bytes tr[at, at + len) and what replaces
- * them (span k, or -1: dropped). */
-typedef struct {
-    size_t at, len;
-    int span;
-} copy;
-
-/* A span's bytes or a copy's, for pairing them by sorting. */
-typedef struct {
-    const char *s;
-    size_t len;
-    int rank; /* 0 a span, 1 a copy, 2 a copy read only when glued */
-    int index;
-} key;
-
-static int same_bytes(const key *a, const key *b) { return a->len == b->len && !memcmp(a->s, b->s, a->len); }
-
-/* By bytes only: spans with the same bytes are equal. */
-static int bytes_order(const void *x, const void *y)
-{
-    const key *a = x, *b = y;
-    if (a->len != b->len)
-        return a->len < b->len ? -1 : 1;
-    return memcmp(a->s, b->s, a->len);
-}
-
-static int key_order(const void *x, const void *y)
-{
-    const key *a = x, *b = y;
-    if (a->len != b->len)
-        return a->len < b->len ? -1 : 1;
-    int c = memcmp(a->s, b->s, a->len);
-    if (c)
-        return c;
-    if (a->rank != b->rank)
-        return a->rank < b->rank ? -1 : 1;
-    return (a->index > b->index) - (a->index < b->index);
-}
-
 /* A missing span and where it goes (place()). */
 typedef struct {
     long slot;
@@ -560,22 +626,47 @@ static int slot_order(const void *x, const void *y)
     return (a->span > b->span) - (a->span < b->span);
 }
 
+/* A passthrough span's bytes, to tell whether a reading is one. */
+typedef struct {
+    const char *s;
+    size_t len;
+} bytes;
+
+static int bytes_order(const void *x, const void *y)
+{
+    const bytes *a = x, *b = y;
+    if (a->len != b->len)
+        return a->len < b->len ? -1 : 1;
+    return memcmp(a->s, b->s, a->len);
+}
+
+static int by_place(const void *x, const void *y)
+{
+    const struct cand *a = *(const struct cand *const *)x, *b = *(const struct cand *const *)y;
+    return (a->at > b->at) - (a->at < b->at);
+}
+
+static int by_bytes_then_place(const void *x, const void *y)
+{
+    return cand_order(*(const struct cand *const *)x, *(const struct cand *const *)y);
+}
+
 char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)[2], int n_align)
 {
     size_t tl = strlen(tr);
-    int n_out = 0, n_copies = 0, pass = 0;
+    int n_out = 0, pass = 0;
     for (size_t i = 0; i < tl; i++)
         n_out += !is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1]));
     for (int k = 0; k < p->n; k++)
         pass |= passed_through(p->spans[k].kind);
-    copy *cp = malloc(sizeof *cp * (tl / 2 + 1));
-    key *keys = malloc(sizeof *keys * (tl / 2 + 1 + (size_t)p->n)), *span_keys = malloc(sizeof *span_keys * (size_t)(p->n + 1));
+    struct cand *cp = malloc(sizeof *cp * (tl / 2 + 1)), **order = malloc(sizeof *order * (tl / 2 + 1));
+    bytes *span_bytes = malloc(sizeof *span_bytes * (size_t)(p->n + 1));
     size_t *ws = malloc(sizeof *ws * (size_t)(n_out + 1)), *we = malloc(sizeof *we * (size_t)(n_out + 1));
     int *found = malloc(sizeof *found * (size_t)(p->n + 1)); /* per span: 1 when a copy stands for it */
     slotted *miss = malloc(sizeof *miss * (size_t)(p->n + 1));
     int *lo = malloc(sizeof *lo * (size_t)(p->n_words + 1)), *hi = malloc(sizeof *hi * (size_t)(p->n_words + 1));
     buf b = {0};
-    if (!cp || !keys || !span_keys || !ws || !we || !found || !miss || !lo || !hi || put(&b, "", 0))
+    if (!cp || !order || !span_bytes || !ws || !we || !found || !miss || !lo || !hi || put(&b, "", 0))
         goto fail;
     for (size_t i = 0, k = 0; i < tl; i++) {
         if (!is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1])))
@@ -583,87 +674,64 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
         if (!is_space((unsigned char)tr[i]) && (i + 1 == tl || is_space((unsigned char)tr[i + 1])))
             we[k++] = i + 1;
     }
-    /* Copies: masks of this text, and (when placeholders were sent as written) anything
-     * that reads as a placeholder. */
-    for (int k = 0; k < p->n; k++)
-        found[k] = 0;
-    int n_span_keys = 0;
-    for (int k = 0; k < p->n; k++)
+    int n_span_bytes = 0;
+    for (int k = 0; k < p->n; k++) {
+        found[k] = p->unread[k]; /* kept inside a look-alike's bytes */
         if (passed_through(p->spans[k].kind))
-            span_keys[n_span_keys++] = (key){p->orig + p->spans[k].start, p->spans[k].len, 0, k};
-    qsort(span_keys, (size_t)n_span_keys, sizeof *span_keys, bytes_order);
-    for (size_t i = 0; i < tl;) {
-        size_t ml = 0;
-        long v = mask_at(tr, i, tl, &ml);
-        if (v >= p->base && v < p->base + p->n && !passed_through(p->spans[v - p->base].kind)) {
-            int k = (int)(v - p->base);
-            cp[n_copies++] = (copy){i, ml, found[k] ? -1 : k}; /* a repeated mask is dropped */
-            found[k] = 1;
-            i += ml;
-            continue;
-        }
-        size_t l = pass ? placeholder_len(tr, i, tl, 0) : 0;
-        /* Read in the translation's context, a placeholder may take in what the text had
-         * apart: "${0}" around a mask is not one, and "${HOME}" is "$" and the span
-         * "{HOME}" when the text had "x${HOME}". Only a copy that is no span is checked. */
-        key at = {tr + i, l, 0, 0};
-        for (size_t j = i + 1; l && j < i + l && !bsearch(&at, span_keys, (size_t)n_span_keys, sizeof *span_keys, bytes_order); j++) {
-            long w = mask_at(tr, j, tl, &ml);
-            size_t lj = w < 0 ? placeholder_len(tr, j, tl, 0) : 0;
-            key inner = {tr + j, lj, 0, 0};
-            if ((w >= p->base && w < p->base + p->n && !passed_through(p->spans[w - p->base].kind)) ||
-                (lj && bsearch(&inner, span_keys, (size_t)n_span_keys, sizeof *span_keys, bytes_order)))
-                l = 0;
-        }
-        if (l) { /* decided below; -3: only read as one when glued ("%ss") */
-            cp[n_copies++] = (copy){i, l, placeholder_len(tr, i, tl, 1) == l ? -2 : -3};
-            i += l;
-            continue;
-        }
-        i++;
+            span_bytes[n_span_bytes++] = (bytes){p->orig + p->spans[k].start, p->spans[k].len};
     }
-    /* A placeholder's exact copy stands for it (in order); the remaining placeholders of
-     * the text take the remaining copies in order (the model changed "%(feature)d" into
-     * "%(function)d"); copies left over are the model's own and dropped. Exact copies are
-     * paired by sorting both sides by their bytes (then their order): no n x m search. */
-    int n_keys = 0;
-    for (int k = 0; k < p->n; k++)
-        if (passed_through(p->spans[k].kind))
-            keys[n_keys++] = (key){p->orig + p->spans[k].start, p->spans[k].len, 0, k};
-    for (int c = 0; c < n_copies; c++)
-        if (cp[c].span <= -2)
-            keys[n_keys++] = (key){tr + cp[c].at, cp[c].len, cp[c].span == -2 ? 1 : 2, c};
-    qsort(keys, (size_t)n_keys, sizeof *keys, key_order);
-    for (int a = 0; a < n_keys;) {
+    qsort(span_bytes, (size_t)n_span_bytes, sizeof *span_bytes, bytes_order);
+    /* Masks: the first copy of each stands for its span, further copies are dropped. */
+    int n_copies = scan(p, pass, tr, tl, cp), n_read = 0;
+    for (int c = 0; c < n_copies; c++) {
+        if (cp[c].rank) {
+            order[n_read++] = &cp[c];
+            continue;
+        }
+        int k = cp[c].span;
+        cp[c].span = found[k] ? -1 : k;
+        found[k] = 1;
+    }
+    /* Readings: by bytes, the i-th in the translation takes the role of the i-th in the text
+     * the model read (a span, or text that only looks like one); those beyond are the
+     * model's: a strict one that is no span's bytes stands for a span whose copy is missing
+     * (the model changed "%(feature)d" into "%(function)d"), in order; the rest is dropped,
+     * except glued look-alikes ("100%done"), which stay text. */
+    qsort(order, (size_t)n_read, sizeof *order, by_bytes_then_place);
+    for (int a = 0, r = 0; a < n_read;) {
         int e = a;
-        while (e < n_keys && same_bytes(&keys[a], &keys[e]))
+        while (e < n_read && same_cand_bytes(order[a], order[e]))
             e++;
-        /* keys[a, e): one string; spans first, then copies (strict ones first), in order */
-        int sp = a, cc = a;
-        while (cc < e && !keys[cc].rank)
-            cc++;
-        for (; sp < e && !keys[sp].rank && cc < e; sp++, cc++) {
-            cp[keys[cc].index].span = keys[sp].index;
-            found[keys[sp].index] = 1;
+        while (r < p->n_roles && cand_order(&p->roles[r], &(struct cand){order[a]->s, 0, order[a]->len, 0, 0}) < 0)
+            r++;
+        for (int i = a; i < e; i++) {
+            const struct cand *role = r < p->n_roles && same_cand_bytes(&p->roles[r], order[i]) ? &p->roles[r++] : NULL;
+            order[i]->span = role ? (role->span >= 0 ? role->span : -3) : -2;
+            if (role && role->span >= 0)
+                found[role->span] = 1;
         }
         a = e;
     }
-    for (int k = 0, c = 0; k < p->n; k++) {
+    qsort(order, (size_t)n_read, sizeof *order, by_place);
+    for (int k = 0, i = 0; k < p->n; k++) {
         if (!passed_through(p->spans[k].kind) || found[k])
             continue;
-        /* a copy with some span's very bytes was repeated, not damaged: not taken */
-        while (c < n_copies && (cp[c].span != -2 || bsearch(&(key){tr + cp[c].at, cp[c].len, 0, 0}, span_keys,
-                                                            (size_t)n_span_keys, sizeof *span_keys, bytes_order)))
-            c++;
-        if (c == n_copies)
+        while (i < n_read && (order[i]->span != -2 || order[i]->rank != 1 ||
+                              bsearch(&(bytes){order[i]->s, order[i]->len}, span_bytes, (size_t)n_span_bytes,
+                                      sizeof *span_bytes, bytes_order)))
+            i++;
+        if (i == n_read)
             break;
-        cp[c].span = k;
+        order[i]->span = k;
         found[k] = 1;
     }
-    int kept = 0; /* a glued look-alike no span took is text ("100%done") */
-    for (int c = 0; c < n_copies; c++)
+    int kept = 0; /* text (-3) leaves the list; a leftover reading is dropped unless glued */
+    for (int c = 0; c < n_copies; c++) {
+        if (cp[c].span == -2)
+            cp[c].span = cp[c].rank == 2 ? -3 : -1;
         if (cp[c].span != -3)
-            cp[kept++] = (copy){cp[c].at, cp[c].len, cp[c].span == -2 ? -1 : cp[c].span};
+            cp[kept++] = cp[c];
+    }
     n_copies = kept;
     /* The spans no copy stands for, by slot (then source order). */
     for (int w = 0; w < p->n_words; w++)
@@ -757,8 +825,8 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
         if (put_span(&b, p, miss[m].span, b.n > 0 && !is_space((unsigned char)b.s[b.n - 1]), 0))
             goto fail;
     free(cp);
-    free(keys);
-    free(span_keys);
+    free(order);
+    free(span_bytes);
     free(ws);
     free(we);
     free(found);
@@ -768,8 +836,8 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     return b.s;
 fail:
     free(cp);
-    free(keys);
-    free(span_keys);
+    free(order);
+    free(span_bytes);
     free(ws);
     free(we);
     free(found);
