@@ -16,7 +16,7 @@
 #include <strings.h>
 
 #include "config_internal.h"
-#include "error.h"
+#include "status.h"
 
 #define OFF(f) offsetof(mt_config, f)
 
@@ -306,11 +306,11 @@ int cfg_store_number(mt_config *cfg, const setting *s, double v, int is_integer,
 {
     char *base = (char *)cfg;
     if ((s->kind == K_INT || s->kind == K_LONG) && !is_integer)
-        return mt_error(-1, err, errlen, "%s must be an integer", where);
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s must be an integer", where);
     if (!(v >= s->min && v <= s->max)) {
         if (s->kind == K_FLOAT)
-            return mt_error(-1, err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
-        return mt_error(-1, err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
+            return mt_error(MT_ERR_INVALID, err, errlen, "%s: %g is out of range (%g..%g)", where, v, s->min, s->max);
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
                     s->max);
     }
     if (s->kind == K_INT) *(int *)(base + s->off) = (int)v;
@@ -328,12 +328,12 @@ static int cfg_store_number_text(mt_config *cfg, const setting *s, const char *t
     if (s->kind == K_FLOAT) {
         double v = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(v) || isspace((unsigned char)text[0]))
-            return mt_error(-1, err, errlen, "%s: '%s' is not a number", where, text);
+            return mt_error(MT_ERR_INVALID, err, errlen, "%s: '%s' is not a number", where, text);
         return cfg_store_number(cfg, s, v, 1, where, err, errlen);
     }
     long long v = strtoll(text, &end, 10);
     if (end == text || *end || errno || isspace((unsigned char)text[0]))
-        return mt_error(-1, err, errlen, "%s: '%s' is not an integer", where, text);
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: '%s' is not an integer", where, text);
     return cfg_store_number(cfg, s, (double)v, 1, where, err, errlen);
 }
 
@@ -344,8 +344,8 @@ int cfg_apply_text(mt_config *cfg, const setting *s, const char *text, const cha
     char *base = (char *)cfg;
     switch (s->kind) {
     case K_STR:
-        if (!*text) return mt_error(-1, err, errlen, "%s: empty value", where);
-        if (strlen(text) >= 256) return mt_error(-1, err, errlen, "%s: value too long", where);
+        if (!*text) return mt_error(MT_ERR_INVALID, err, errlen, "%s: empty value", where);
+        if (strlen(text) >= 256) return mt_error(MT_ERR_INVALID, err, errlen, "%s: value too long", where);
         snprintf(base + s->off, 256, "%s", text);
         return 0;
     case K_INT:
@@ -354,14 +354,14 @@ int cfg_apply_text(mt_config *cfg, const setting *s, const char *text, const cha
     case K_BOOL: {
         int b;
         if (cfg_parse_bool_text(text, &b))
-            return mt_error(-1, err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
+            return mt_error(MT_ERR_INVALID, err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
         *(int *)(base + s->off) = b;
         return 0;
     }
     case K_LEVEL: {
         int l;
         if (cfg_parse_level_text(text, &l))
-            return mt_error(-1, err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
+            return mt_error(MT_ERR_INVALID, err, errlen, "%s: '%s' is not a log level (error, warn, info, debug)",
                         where, text);
         *(int *)(base + s->off) = l;
         return 0;
@@ -369,13 +369,13 @@ int cfg_apply_text(mt_config *cfg, const setting *s, const char *text, const cha
     case K_KEYS: /* handled by the callers (lists) */
         break;
     }
-    return mt_error(-1, err, errlen, "%s: internal error", where);
+    return mt_error(MT_ERR_INVALID, err, errlen, "%s: internal error", where);
 }
 
 int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    if (!spec || !*spec) return mt_error(-1, err, errlen, "empty model directory");
+    if (!spec || !*spec) return mt_error(MT_ERR_INVALID, err, errlen, "empty model directory");
     /* DIR:SRC:TGT when the last two ':'-separated parts are language codes. */
     const char *c2 = strrchr(spec, ':');
     const char *c1 = NULL;
@@ -389,7 +389,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
         if (!src || !tgt) {
             free(src);
             free(tgt);
-            return mt_error(-1, err, errlen, "out of memory");
+            return mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
         }
         if (cfg_valid_lang(src) && cfg_valid_lang(tgt)) {
             out->path = cfg_dupn(spec, (size_t)(c1 - spec));
@@ -397,7 +397,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
             out->target = tgt;
             if (!out->path) {
                 cfg_free_model(out);
-                return mt_error(-1, err, errlen, "out of memory");
+                return mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
             }
             return 0;
         }
@@ -405,7 +405,7 @@ int mt_config_parse_model_spec(const char *spec, mt_config_model *out, char *err
         free(tgt);
     }
     out->path = cfg_dup(spec);
-    return out->path ? 0 : mt_error(-1, err, errlen, "out of memory");
+    return out->path ? 0 : mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
 }
 
 int mt_config_kernels_valid(const char *name)
@@ -432,9 +432,9 @@ int mt_config_cpu_hide_valid(const char *list)
 int cfg_validate_engine(const mt_config *cfg, char *err, size_t errlen)
 {
     if (!mt_config_kernels_valid(cfg->kernels))
-        return mt_error(-1, err, errlen, "engine.kernels (MT_KERNELS): '%s' is not scalar, avx2, avx512 or auto", cfg->kernels);
+        return mt_error(MT_ERR_INVALID, err, errlen, "engine.kernels (MT_KERNELS): '%s' is not scalar, avx2, avx512 or auto", cfg->kernels);
     if (!mt_config_cpu_hide_valid(cfg->cpu_hide))
-        return mt_error(-1, err, errlen, "engine.cpu_hide (MT_CPU_HIDE): '%s' is not a comma-separated list of vnni, bf16 and amx",
+        return mt_error(MT_ERR_INVALID, err, errlen, "engine.cpu_hide (MT_CPU_HIDE): '%s' is not a comma-separated list of vnni, bf16 and amx",
                         cfg->cpu_hide);
     return 0;
 }
@@ -452,24 +452,24 @@ int mt_config_compute_type_valid(const char *name)
 int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
 {
     if (cfg->n_models == 0)
-        return mt_error(-1, err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
+        return mt_error(MT_ERR_INVALID, err, errlen, "no model to serve: give --model DIR, MT_MODELS or [[models]] "
                     "in a config file (--config FILE)");
     for (int i = 0; i < cfg->n_models; i++) {
         const mt_config_model *m = &cfg->models[i];
-        if (!m->path || !*m->path) return mt_error(-1, err, errlen, "model %d has no directory", i + 1);
+        if (!m->path || !*m->path) return mt_error(MT_ERR_INVALID, err, errlen, "model %d has no directory", i + 1);
         if (!m->source != !m->target)
-            return mt_error(-1, err, errlen, "model %s: give both source and target, or neither", m->path);
+            return mt_error(MT_ERR_INVALID, err, errlen, "model %s: give both source and target, or neither", m->path);
         if ((m->source && !cfg_valid_lang(m->source)) || (m->target && !cfg_valid_lang(m->target)))
-            return mt_error(-1, err, errlen, "model %s: invalid language code", m->path);
+            return mt_error(MT_ERR_INVALID, err, errlen, "model %s: invalid language code", m->path);
     }
     if (!mt_config_compute_type_valid(cfg->compute_type))
-        return mt_error(-1, err, errlen, "decoding.compute_type: '%s' is not float32, bfloat16, int8, auto or "
+        return mt_error(MT_ERR_INVALID, err, errlen, "decoding.compute_type: '%s' is not float32, bfloat16, int8, auto or "
                     "default", cfg->compute_type);
     if (cfg_validate_engine(cfg, err, errlen)) return -1;
     if (cfg->beam_size > cfg->max_beam_size)
-        return mt_error(-1, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
+        return mt_error(MT_ERR_INVALID, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
                     cfg->beam_size, cfg->max_beam_size);
     for (int i = 0; i < cfg->n_api_keys; i++)
-        if (!cfg->api_keys[i][0]) return mt_error(-1, err, errlen, "empty API key");
+        if (!cfg->api_keys[i][0]) return mt_error(MT_ERR_INVALID, err, errlen, "empty API key");
     return 0;
 }

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "config_internal.h"
-#include "error.h"
+#include "status.h"
 #include "toml.h"
 
 /* ------------------------------------------------------------------ applying a file */
@@ -259,13 +259,13 @@ int mt_config_load_string(mt_config *cfg, const char *text, size_t len, const ch
 int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) return mt_error(-1, err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
+    if (!f) return mt_error(MT_ERR_INVALID, err, errlen, "%s: cannot open config file: %s", path, strerror(errno));
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     for (;;) {
         if (!buf) {
             fclose(f);
-            return mt_error(-1, err, errlen, "%s: out of memory", path);
+            return mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", path);
         }
         size_t got = fread(buf + n, 1, cap - n, f);
         n += got;
@@ -274,7 +274,7 @@ int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errl
             if (cap >= (16u << 20)) {
                 free(buf);
                 fclose(f);
-                return mt_error(-1, err, errlen, "%s: config file larger than 16 MiB", path);
+                return mt_error(MT_ERR_INVALID, err, errlen, "%s: config file larger than 16 MiB", path);
             }
             cap *= 2;
             char *nb = realloc(buf, cap);
@@ -286,12 +286,12 @@ int mt_config_load_file(mt_config *cfg, const char *path, char *err, size_t errl
     fclose(f);
     if (rerr) {
         free(buf);
-        return mt_error(-1, err, errlen, "%s: read error", path);
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: read error", path);
     }
     char *dir = cfg_dup(path);
     if (!dir) {
         free(buf);
-        return mt_error(-1, err, errlen, "out of memory");
+        return mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
     }
     char *slash = strrchr(dir, '/');
     if (slash) {

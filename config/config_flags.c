@@ -13,7 +13,7 @@
 #include <strings.h>
 
 #include "config_internal.h"
-#include "error.h"
+#include "status.h"
 
 /* ------------------------------------------------------------------ environment */
 
@@ -56,15 +56,15 @@ static int model_item(void *user, const char *s, size_t n)
 {
     model_item_ctx *c = user;
     char *spec = cfg_dupn(s, n);
-    if (!spec) return mt_error(-1, c->err, c->errlen, "out of memory");
+    if (!spec) return mt_error(MT_ERR_NOMEM, c->err, c->errlen, "out of memory");
     mt_config_model m;
     char e[256];
     int rc = mt_config_parse_model_spec(spec, &m, e, sizeof e);
     free(spec);
-    if (rc) return mt_error(-1, c->err, c->errlen, "%s: %s", c->where, e);
+    if (rc) return mt_error(MT_ERR_INVALID, c->err, c->errlen, "%s: %s", c->where, e);
     if (cfg_push_model(c->cfg, &m)) {
         cfg_free_model(&m);
-        return mt_error(-1, c->err, c->errlen, "out of memory");
+        return mt_error(MT_ERR_NOMEM, c->err, c->errlen, "out of memory");
     }
     return 0;
 }
@@ -79,7 +79,7 @@ int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t err
         snprintf(where, sizeof where, "environment variable %s", s->env);
         if (s->kind == K_KEYS) {
             cfg_free_keys(cfg);
-            if (for_each_item(v, key_item, cfg)) return mt_error(-1, err, errlen, "out of memory");
+            if (for_each_item(v, key_item, cfg)) return mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
             continue;
         }
         if (cfg_apply_text(cfg, s, v, where, err, errlen)) return -1;
@@ -104,7 +104,7 @@ int mt_config_apply_engine_env(mt_config *cfg, char *const *envp, char *err, siz
         if (cfg_apply_text(cfg, s, v, where, err, errlen)) return -1;
     }
     if (!mt_config_compute_type_valid(cfg->compute_type))
-        return mt_error(-1, err, errlen, "MT_COMPUTE_TYPE: '%s' is not float32, bfloat16, int8, auto or default",
+        return mt_error(MT_ERR_INVALID, err, errlen, "MT_COMPUTE_TYPE: '%s' is not float32, bfloat16, int8, auto or default",
                         cfg->compute_type);
     return cfg_validate_engine(cfg, err, errlen);
 }
@@ -140,11 +140,11 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
         if (strcmp(a, "--version") == 0) { cfg->show_version = 1; continue; }
         if (strcmp(a, "--print-config") == 0) { cfg->print_config = 1; continue; }
         if ((m = cfg_match_flag("--config", argc, argv, &i, &v))) {
-            if (m < 0) return mt_error(-1, err, errlen, "--config needs a value");
+            if (m < 0) return mt_error(MT_ERR_INVALID, err, errlen, "--config needs a value");
             continue; /* loaded by mt_config_resolve */
         }
         if ((m = cfg_match_flag("--model", argc, argv, &i, &v))) {
-            if (m < 0) return mt_error(-1, err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
+            if (m < 0) return mt_error(MT_ERR_INVALID, err, errlen, "--model needs a value (DIR or DIR:SRC:TGT)");
             if (!models_given++) cfg_free_models(cfg);
             model_item_ctx c = {cfg, err, errlen, "--model"};
             if (model_item(&c, v, strlen(v))) return -1;
@@ -169,21 +169,21 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
                     break;
                 }
                 m = cfg_match_flag(names[j], argc, argv, &i, &v);
-                if (m < 0) return mt_error(-1, err, errlen, "%s needs a value (%s)", names[j], s->metavar);
+                if (m < 0) return mt_error(MT_ERR_INVALID, err, errlen, "%s needs a value (%s)", names[j], s->metavar);
                 if (m > 0) hit = s;
             }
         }
         if (!hit) {
-            if (a[0] == '-') return mt_error(-1, err, errlen, "unknown option '%s' (see --help)", a);
-            return mt_error(-1, err, errlen, "unexpected argument '%s' (see --help)", a);
+            if (a[0] == '-') return mt_error(MT_ERR_INVALID, err, errlen, "unknown option '%s' (see --help)", a);
+            return mt_error(MT_ERR_INVALID, err, errlen, "unexpected argument '%s' (see --help)", a);
         }
         if (!v) continue;
         char where[64];
         snprintf(where, sizeof where, "%s", hit->flag);
         if (hit->kind == K_KEYS) {
-            if (!*v) return mt_error(-1, err, errlen, "%s: empty value", hit->flag);
+            if (!*v) return mt_error(MT_ERR_INVALID, err, errlen, "%s: empty value", hit->flag);
             if (!keys_given++) cfg_free_keys(cfg);
-            if (cfg_push_key(cfg, v, strlen(v))) return mt_error(-1, err, errlen, "out of memory");
+            if (cfg_push_key(cfg, v, strlen(v))) return mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
             continue;
         }
         if (cfg_apply_text(cfg, hit, v, where, err, errlen)) return -1;
@@ -198,7 +198,7 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
     for (int i = 1; i < argc; i++) {
         const char *v = NULL;
         int m = cfg_match_flag("--config", argc, argv, &i, &v);
-        if (m < 0) return mt_error(-1, err, errlen, "--config needs a value");
+        if (m < 0) return mt_error(MT_ERR_INVALID, err, errlen, "--config needs a value");
         if (m > 0) path = v;
     }
     if (!path) {
@@ -219,7 +219,7 @@ int mt_config_resolve(mt_config *cfg, int argc, char *const *argv, char *const *
     if (path) {
         if (mt_config_load_file(cfg, path, err, errlen)) return -1;
         free(cfg->config_path);
-        if (!(cfg->config_path = cfg_dup(path))) return mt_error(-1, err, errlen, "out of memory");
+        if (!(cfg->config_path = cfg_dup(path))) return mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
     }
     if (mt_config_apply_env(cfg, envp, err, errlen)) return -1;
     if (mt_config_apply_args(cfg, argc, argv, err, errlen)) return -1;

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include "config_internal.h"
-#include "error.h"
+#include "status.h"
 
 /* ------------------------------------------------------------------ help and dump */
 

@@ -1,6 +1,8 @@
 /* toml.c: the strict TOML subset of config files, read item by item (see toml.h). */
 #include "toml.h"
 
+#include "status.h"
+
 #include "utf8.h"
 
 #include <ctype.h>
@@ -44,7 +46,7 @@ int mt_toml_fail(mt_toml_reader *r, int line, int col, const char *fmt, ...)
             va_end(ap);
         }
     }
-    return -1;
+    return MT_ERR_INVALID;
 }
 
 static int at_end(const mt_toml_reader *r) { return r->p >= r->end; }

@@ -54,7 +54,7 @@ int mt_toml_next(mt_toml_reader *r, mt_toml_item *item);
 void mt_toml_value_clear(mt_toml_value *v);
 /* "a string", "an integer", ... for messages. */
 const char *mt_toml_type_name(mt_toml_type t);
-/* Writes "NAME:LINE:COL: message" to the reader's err; returns -1. */
+/* Writes "NAME:LINE:COL: message" to the reader's err; returns MT_ERR_INVALID (status.h). */
 int mt_toml_fail(mt_toml_reader *r, int line, int col, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

@@ -41,7 +41,7 @@ static double measure(mt_compute_type type, const mt_kernels *kern, const int *k
     mt_packed_ctx *c = blas ? NULL : mt_packed_ctx_create(1, err, errlen);
     double total = -1.0;
     if (!w || !x || !y || !bias || !pk || (!blas && !c)) {
-        mt_format(err, errlen, "out of memory measuring %s", mt_compute_type_name(type));
+        mt_strfmt(err, errlen, "out of memory measuring %s", mt_compute_type_name(type));
         goto done;
     }
     uint32_t seed = 12345u; /* small values of both signs, like trained weights */
@@ -95,11 +95,11 @@ int mt_compute_requested(const mt_model *m, mt_compute_type want, mt_compute_typ
         return 0;
     }
     if ((int)want < MT_COMPUTE_FLOAT32 || (int)want > MT_COMPUTE_AUTO)
-        return mt_format(err, errlen, "unknown compute type %d", (int)want), -1;
+        return mt_strfmt(err, errlen, "unknown compute type %d", (int)want), -1;
     char why[200];
     if ((want == MT_COMPUTE_BFLOAT16 || want == MT_COMPUTE_INT8) &&
         !mt_packed_available(want, m->cpu_hide, NULL, 0, why, sizeof why))
-        return mt_format(err, errlen, "compute type %s is not available on this CPU: %s (use float32 or auto)",
+        return mt_strfmt(err, errlen, "compute type %s is not available on this CPU: %s (use float32 or auto)",
                          mt_compute_type_name(want), why), -1;
     *out = want;
     return 0;
@@ -111,10 +111,10 @@ int mt_compute_options(mt_model *m, const mt_model_options *o, char *err, size_t
 {
     m->kern = mt_kernels_select(o ? o->kernels : NULL);
     if (!m->kern)
-        return mt_format(err, errlen, "kernels '%s': expected scalar, avx2, avx512 or auto", o->kernels), -1;
+        return mt_strfmt(err, errlen, "kernels '%s': expected scalar, avx2, avx512 or auto", o->kernels), -1;
     const char *hide = o && o->cpu_hide ? o->cpu_hide : "";
     if (!mt_packed_cpu_hide_valid(hide) || strlen(hide) >= sizeof m->cpu_hide)
-        return mt_format(err, errlen, "cpu_hide '%s': expected a comma-separated list of vnni, bf16 and amx", hide),
+        return mt_strfmt(err, errlen, "cpu_hide '%s': expected a comma-separated list of vnni, bf16 and amx", hide),
                -1;
     memcpy(m->cpu_hide, hide, strlen(hide) + 1);
     m->split_min = o && o->split_min >= 0 ? o->split_min : MT_SPLIT_MIN_DEFAULT;
@@ -198,7 +198,7 @@ static int pack_model(mt_model *m, char *err, size_t errlen)
     int d = in->d_model, fe = in->encoder_ffn_dim, fd = in->decoder_ffn_dim;
     m->packs = calloc((size_t)(4 * in->encoder_layers + 6 * in->decoder_layers + 2), sizeof *m->packs);
     if (!m->packs)
-        return mt_format(err, errlen, "out of memory"), -1;
+        return mt_strfmt(err, errlen, "out of memory"), -1;
     for (int l = 0; l < in->encoder_layers; l++) {
         mt_encoder_layer *L = &m->enc[l];
         if (pack_one(m, &L->qkv, 3 * d, d, err, errlen) || pack_one(m, &L->out, d, d, err, errlen) ||
@@ -245,7 +245,7 @@ int mt_compute_setup(mt_model *m, mt_compute_type asked, char *err, size_t errle
     }
     char impl[64];
     if (m->compute == MT_COMPUTE_FLOAT32 && !float32_packed(m, impl, sizeof impl)) {
-        mt_format(m->compute_detail, sizeof m->compute_detail, "float32: OpenBLAS %s + %s kernels%s",
+        mt_strfmt(m->compute_detail, sizeof m->compute_detail, "float32: OpenBLAS %s + %s kernels%s",
                   mt_blas_core_name(), m->kern->name, note);
         return 0;
     }
@@ -256,7 +256,7 @@ int mt_compute_setup(mt_model *m, mt_compute_type asked, char *err, size_t errle
     size_t bytes = 0;
     for (int i = 0; i < m->n_packs; i++)
         bytes += mt_packed_bytes(m->packs[i]);
-    mt_format(m->compute_detail, sizeof m->compute_detail, "%s: oneDNN %s %s, %.1f MiB packed, %s epilogue%s",
+    mt_strfmt(m->compute_detail, sizeof m->compute_detail, "%s: oneDNN %s %s, %.1f MiB packed, %s epilogue%s",
               mt_compute_type_name(m->compute), mt_packed_library_version(), impl, (double)bytes / 1048576.0,
               mt_packed_kernels_for(m->kern) == &mt_packed_kernels_avx512 ? "avx512" : "scalar", note);
     return 0;

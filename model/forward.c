@@ -169,7 +169,7 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
     float *f = mt_buf_reserve(&st->enc_ffn, sizeof(float) * T * (size_t)ffn);
     float *scores = mt_buf_reserve(&st->att_scores, sizeof(float) * (size_t)threads * (size_t)max_len * (size_t)max_len);
     if (!x || !qkv || !ctx || !tmp || !f || !scores) {
-        mt_format(st->error, sizeof st->error, "out of memory for the encoder's activations (%d sentences, %d tokens)",
+        mt_strfmt(st->error, sizeof st->error, "out of memory for the encoder's activations (%d sentences, %d tokens)",
                   n, total);
         return MT_ERR_NOMEM;
     }
@@ -302,13 +302,13 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
     float *cv = mt_buf_grow(&st->self_v, sizeof(float) * in->slot_base * slot_floats,
                             sizeof(float) * slots_needed * slot_floats);
     if (!x || !qkv || !ctx || !tmp || !f || !logits || !scores || !rows_at || !ck || !cv) {
-        mt_format(st->error, sizeof st->error,
+        mt_strfmt(st->error, sizeof st->error,
                   "out of memory for the decoder at step %d (%d hypotheses, %zu cached key/value slots)", in->step,
                   rows, slots_needed);
         return MT_ERR_NOMEM;
     }
     if (in->step >= info->max_positions) {
-        mt_format(st->error, sizeof st->error, "decoding step %d is past max_position_embeddings (%d)", in->step,
+        mt_strfmt(st->error, sizeof st->error, "decoding step %d is past max_position_embeddings (%d)", in->step,
                   info->max_positions);
         return MT_ERR_INVALID;
     }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format.h"
+#include "status.h"
 #include "kernels.h"
 #include "model.h"
 #include "pool.h"

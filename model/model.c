@@ -23,11 +23,11 @@
 static json_t *load_json(const char *dir, const char *name, int required, char *err, size_t errlen, int *failed)
 {
     char path[4096];
-    mt_format(path, sizeof path, "%s/%s", dir, name);
+    mt_strfmt(path, sizeof path, "%s/%s", dir, name);
     FILE *f = fopen(path, "rb");
     if (!f) {
         if (required || errno != ENOENT) {
-            mt_format(err, errlen, "%s: %s", path, strerror(errno));
+            mt_strfmt(err, errlen, "%s: %s", path, strerror(errno));
             *failed = 1;
         }
         return NULL;
@@ -36,10 +36,10 @@ static json_t *load_json(const char *dir, const char *name, int required, char *
     json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
     fclose(f);
     if (!j) {
-        mt_format(err, errlen, "%s: invalid JSON: %s at line %d, column %d", path, jerr.text, jerr.line, jerr.column);
+        mt_strfmt(err, errlen, "%s: invalid JSON: %s at line %d, column %d", path, jerr.text, jerr.line, jerr.column);
         *failed = 1;
     } else if (!json_is_object(j)) {
-        mt_format(err, errlen, "%s: top level is not a JSON object", path);
+        mt_strfmt(err, errlen, "%s: top level is not a JSON object", path);
         json_decref(j);
         *failed = 1;
         return NULL;
@@ -68,13 +68,13 @@ static int read_int(config_reader *r, const char *key, int fallback, int require
     json_t *v = lookup(r, key, prefer_gen);
     if (!v || json_is_null(v)) {
         if (required) {
-            mt_format(r->err, r->errlen, "config.json: missing required key \"%s\"", key);
+            mt_strfmt(r->err, r->errlen, "config.json: missing required key \"%s\"", key);
             r->failed = 1;
         }
         return fallback;
     }
     if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > (1 << 30)) {
-        mt_format(r->err, r->errlen, "config.json: \"%s\" must be an integer >= %d", key, min);
+        mt_strfmt(r->err, r->errlen, "config.json: \"%s\" must be an integer >= %d", key, min);
         r->failed = 1;
         return fallback;
     }
@@ -87,7 +87,7 @@ static int read_bool(config_reader *r, const char *key, int fallback)
     if (!v || json_is_null(v))
         return fallback;
     if (!json_is_boolean(v)) {
-        mt_format(r->err, r->errlen, "config.json: \"%s\" must be true or false", key);
+        mt_strfmt(r->err, r->errlen, "config.json: \"%s\" must be true or false", key);
         r->failed = 1;
         return fallback;
     }
@@ -101,7 +101,7 @@ static int read_activation(mt_model *m, config_reader *r)
     json_t *act = json_object_get(r->cfg, "activation_function");
     const char *a = act ? json_string_value(act) : "gelu"; /* MarianConfig's default */
     if (!a)
-        return mt_format(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: \"activation_function\" must be a string"), -1;
     if (!strcmp(a, "relu")) {
         m->activation = MT_ACT_RELU;
     } else if (!strcmp(a, "gelu")) {
@@ -113,7 +113,7 @@ static int read_activation(mt_model *m, config_reader *r)
     } else if (!strcmp(a, "gelu_new") || !strcmp(a, "gelu_pytorch_tanh")) {
         m->activation = MT_ACT_GELU_TANH;
     } else {
-        return mt_format(r->err, r->errlen,
+        return mt_strfmt(r->err, r->errlen,
                          "config.json: activation_function \"%s\" is not supported (relu, gelu, swish, silu, "
                          "quick_gelu, gelu_new, gelu_pytorch_tanh)", a), -1;
     }
@@ -129,17 +129,17 @@ static int read_bad_ids(mt_model *m, config_reader *r)
     json_t *bad = lookup(r, "bad_words_ids", 1);
     if (bad && !json_is_null(bad)) {
         if (!json_is_array(bad))
-            return mt_format(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
+            return mt_strfmt(r->err, r->errlen, "config.json: \"bad_words_ids\" must be a list of lists of ids"), -1;
         m->bad_ids = calloc(json_array_size(bad) + 1, sizeof *m->bad_ids);
         if (!m->bad_ids)
-            return mt_format(r->err, r->errlen, "out of memory"), -1;
+            return mt_strfmt(r->err, r->errlen, "out of memory"), -1;
         size_t i;
         json_t *seq;
         json_array_foreach(bad, i, seq) {
             json_t *id = json_array_get(seq, 0);
             if (!json_is_array(seq) || json_array_size(seq) != 1 || !json_is_integer(id) ||
                 json_integer_value(id) < 0 || json_integer_value(id) >= in->tgt_vocab_size)
-                return mt_format(r->err, r->errlen,
+                return mt_strfmt(r->err, r->errlen,
                                  "config.json: bad_words_ids[%zu] must be a one-token list with an id below %d "
                                  "(multi-token sequences are not supported)", i, in->tgt_vocab_size), -1;
             m->bad_ids[m->n_bad_ids++] = (int32_t)json_integer_value(id);
@@ -177,7 +177,7 @@ static int read_hparams(mt_model *m, config_reader *r)
     json_t *lp = lookup(r, "length_penalty", 1);
     if (lp && !json_is_null(lp)) {
         if (!json_is_number(lp))
-            return mt_format(r->err, r->errlen, "config.json: \"length_penalty\" must be a number"), -1;
+            return mt_strfmt(r->err, r->errlen, "config.json: \"length_penalty\" must be a number"), -1;
         in->default_length_penalty = (float)json_number_value(lp);
     }
     if (read_activation(m, r))
@@ -187,25 +187,25 @@ static int read_hparams(mt_model *m, config_reader *r)
     json_t *pf = json_object_get(r->cfg, "positions_formula");
     const char *f = pf ? json_string_value(pf) : "huggingface";
     if (!f || (strcmp(f, "huggingface") && strcmp(f, "marian")))
-        return mt_format(r->err, r->errlen, "config.json: \"positions_formula\" must be \"huggingface\" or \"marian\""), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: \"positions_formula\" must be \"huggingface\" or \"marian\""), -1;
     snprintf(in->positions, sizeof in->positions, "%s", f);
 
     if (!static_pos)
-        return mt_format(r->err, r->errlen, "config.json: static_position_embeddings=false (learned positions) is not supported"), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: static_position_embeddings=false (learned positions) is not supported"), -1;
     if (pre_norm)
-        return mt_format(r->err, r->errlen, "config.json: normalize_before=true (pre-norm) is not supported: this engine runs post-norm Transformers"), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: normalize_before=true (pre-norm) is not supported: this engine runs post-norm Transformers"), -1;
     if (norm_emb)
-        return mt_format(r->err, r->errlen, "config.json: normalize_embedding=true is not supported"), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: normalize_embedding=true is not supported"), -1;
     if (in->d_model % 2)
-        return mt_format(r->err, r->errlen, "config.json: d_model %d must be even (sinusoidal positions)", in->d_model), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: d_model %d must be even (sinusoidal positions)", in->d_model), -1;
     if (in->d_model % in->encoder_heads || in->d_model % in->decoder_heads)
-        return mt_format(r->err, r->errlen, "config.json: d_model %d is not divisible by the attention heads (%d, %d)",
+        return mt_strfmt(r->err, r->errlen, "config.json: d_model %d is not divisible by the attention heads (%d, %d)",
                          in->d_model, in->encoder_heads, in->decoder_heads), -1;
     if (in->pad_id >= in->tgt_vocab_size || in->eos_id >= in->tgt_vocab_size || in->decoder_start_id >= in->tgt_vocab_size)
-        return mt_format(r->err, r->errlen, "config.json: pad/eos/decoder_start token ids (%d, %d, %d) must be below decoder_vocab_size %d",
+        return mt_strfmt(r->err, r->errlen, "config.json: pad/eos/decoder_start token ids (%d, %d, %d) must be below decoder_vocab_size %d",
                          in->pad_id, in->eos_id, in->decoder_start_id, in->tgt_vocab_size), -1;
     if (in->eos_id >= in->src_vocab_size)
-        return mt_format(r->err, r->errlen, "config.json: eos_token_id %d must be below vocab_size %d", in->eos_id, in->src_vocab_size), -1;
+        return mt_strfmt(r->err, r->errlen, "config.json: eos_token_id %d must be below vocab_size %d", in->eos_id, in->src_vocab_size), -1;
     m->head_dim_enc = in->d_model / in->encoder_heads;
     m->head_dim_dec = in->d_model / in->decoder_heads;
 
@@ -256,10 +256,10 @@ static int check_shape(weight_loader *w, const mt_tensor_view *t, int64_t rows, 
         p += snprintf(p, (size_t)(got + sizeof got - p), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
     snprintf(p, (size_t)(got + sizeof got - p), "]");
     if (cols)
-        mt_format(w->err, w->errlen, "model.safetensors: tensor '%s' has shape %s, config.json implies [%lld, %lld]",
+        mt_strfmt(w->err, w->errlen, "model.safetensors: tensor '%s' has shape %s, config.json implies [%lld, %lld]",
                   t->name, got, (long long)rows, (long long)cols);
     else
-        mt_format(w->err, w->errlen, "model.safetensors: tensor '%s' has shape %s, config.json implies [%lld]",
+        mt_strfmt(w->err, w->errlen, "model.safetensors: tensor '%s' has shape %s, config.json implies [%lld]",
                   t->name, got, (long long)rows);
     return -1;
 }
@@ -269,7 +269,7 @@ static int refuse_int8(weight_loader *w, const mt_tensor_view *t)
 {
     if (t->dtype != MT_DTYPE_I8)
         return 0;
-    return mt_format(w->err, w->errlen, "model.safetensors: tensor '%s' is I8, which only the weight "
+    return mt_strfmt(w->err, w->errlen, "model.safetensors: tensor '%s' is I8, which only the weight "
                      "matrices of Linear layers and embeddings may be", t->name), -1;
 }
 
@@ -282,26 +282,26 @@ static int copy_quantized(weight_loader *w, const mt_tensor_view *t, int64_t row
     char name[300];
     if (!cols)
         return refuse_int8(w, t);
-    const mt_tensor_view *s = find(w, mt_format(name, sizeof name, "%s_scale", t->name));
+    const mt_tensor_view *s = find(w, mt_strfmt(name, sizeof name, "%s_scale", t->name));
     if (!s)
-        return mt_format(w->err, w->errlen, "model.safetensors: I8 tensor '%s' has no row scales '%s'",
+        return mt_strfmt(w->err, w->errlen, "model.safetensors: I8 tensor '%s' has no row scales '%s'",
                          t->name, name), -1;
     if (s->dtype == MT_DTYPE_I8 || s->ndim != 1 || s->shape[0] != rows)
-        return mt_format(w->err, w->errlen, "model.safetensors: row scales '%s' must be a float vector of %lld "
+        return mt_strfmt(w->err, w->errlen, "model.safetensors: row scales '%s' must be a float vector of %lld "
                          "elements", name, (long long)rows), -1;
     w->stored_int8 = 1;
     if (!dst)
         return 0;
     float *scale = malloc(sizeof(float) * (size_t)rows);
     if (!scale)
-        return mt_format(w->err, w->errlen, "out of memory"), -1;
+        return mt_strfmt(w->err, w->errlen, "out of memory"), -1;
     mt_tensor_to_f32(s, scale);
     mt_tensor_to_f32(t, dst);
     for (int64_t r = 0; r < rows; r++) {
         if (!isfinite(scale[r]) || scale[r] < 0.0f) {
             double bad = scale[r];
             free(scale);
-            return mt_format(w->err, w->errlen, "model.safetensors: row scale %lld of '%s' is %g, not a finite "
+            return mt_strfmt(w->err, w->errlen, "model.safetensors: row scale %lld of '%s' is %g, not a finite "
                              "non-negative number", (long long)r, name, bad), -1;
         }
         for (int64_t c = 0; c < cols; c++)
@@ -318,7 +318,7 @@ static int copy_tensor(weight_loader *w, const char *name, int64_t rows, int64_t
 {
     const mt_tensor_view *t = find(w, name);
     if (!t)
-        return mt_format(w->err, w->errlen, "model.safetensors: missing tensor '%s'", name), -1;
+        return mt_strfmt(w->err, w->errlen, "model.safetensors: missing tensor '%s'", name), -1;
     if (check_shape(w, t, rows, cols))
         return -1;
     if (t->dtype == MT_DTYPE_I8)
@@ -334,8 +334,8 @@ static int load_linear(weight_loader *w, const char *prefix, int64_t out, int64_
 {
     char name[256];
     float *wt = take(w, (size_t)(out * in)), *b = take(w, (size_t)out);
-    if (copy_tensor(w, mt_format(name, sizeof name, "%s.weight", prefix), out, in, wt) ||
-        copy_tensor(w, mt_format(name, sizeof name, "%s.bias", prefix), out, 0, b))
+    if (copy_tensor(w, mt_strfmt(name, sizeof name, "%s.weight", prefix), out, in, wt) ||
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.bias", prefix), out, 0, b))
         return -1;
     lin->w = wt;
     lin->b = b;
@@ -346,8 +346,8 @@ static int load_norm(weight_loader *w, const char *prefix, int64_t d, mt_norm *n
 {
     char name[256];
     float *g = take(w, (size_t)d), *b = take(w, (size_t)d);
-    if (copy_tensor(w, mt_format(name, sizeof name, "%s.weight", prefix), d, 0, g) ||
-        copy_tensor(w, mt_format(name, sizeof name, "%s.bias", prefix), d, 0, b))
+    if (copy_tensor(w, mt_strfmt(name, sizeof name, "%s.weight", prefix), d, 0, g) ||
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.bias", prefix), d, 0, b))
         return -1;
     n->weight = g;
     n->bias = b;
@@ -361,9 +361,9 @@ static int load_fused_qkv(weight_loader *w, const char *prefix, int64_t d, mt_li
     float *wt = take(w, (size_t)(3 * d * d)), *b = take(w, (size_t)(3 * d));
     char name[256];
     for (int i = 0; i < 3; i++) {
-        if (copy_tensor(w, mt_format(name, sizeof name, "%s.%s.weight", prefix, parts[i]), d, d,
+        if (copy_tensor(w, mt_strfmt(name, sizeof name, "%s.%s.weight", prefix, parts[i]), d, d,
                         wt ? wt + i * d * d : NULL) ||
-            copy_tensor(w, mt_format(name, sizeof name, "%s.%s.bias", prefix, parts[i]), d, 0,
+            copy_tensor(w, mt_strfmt(name, sizeof name, "%s.%s.bias", prefix, parts[i]), d, 0,
                         b ? b + i * d : NULL))
             return -1;
     }
@@ -427,12 +427,12 @@ static int load_positions(weight_loader *w, mt_model *m, float *pos)
         if (te && td) {
             float *other = malloc(sizeof *other * (size_t)(n * d));
             if (!other)
-                return mt_format(w->err, w->errlen, "out of memory"), -1;
+                return mt_strfmt(w->err, w->errlen, "out of memory"), -1;
             mt_tensor_to_f32(td, other);
             int same = !memcmp(other, pos, sizeof *other * (size_t)(n * d));
             free(other);
             if (!same)
-                return mt_format(w->err, w->errlen, "model.safetensors: the encoder's and the decoder's "
+                return mt_strfmt(w->err, w->errlen, "model.safetensors: the encoder's and the decoder's "
                                  "embed_positions differ (one shared table is supported)"), -1;
         }
         return 0;
@@ -467,10 +467,10 @@ static int load_embeddings(mt_model *m, weight_loader *w)
     const mt_tensor_view *te = find_first(w, enc_names, 2);
     const mt_tensor_view *td = find_first(w, dec_names, in->src_vocab_size == in->tgt_vocab_size ? 3 : 1);
     if (!te)
-        return mt_format(w->err, w->errlen, "model.safetensors: missing tensor 'model.shared.weight' "
+        return mt_strfmt(w->err, w->errlen, "model.safetensors: missing tensor 'model.shared.weight' "
                          "(nor 'model.encoder.embed_tokens.weight')"), -1;
     if (!td)
-        return mt_format(w->err, w->errlen, "model.safetensors: missing tensor 'model.decoder.embed_tokens.weight' "
+        return mt_strfmt(w->err, w->errlen, "model.safetensors: missing tensor 'model.decoder.embed_tokens.weight' "
                          "(needed: decoder_vocab_size differs from vocab_size)"), -1;
     /* Tied copies saved under the other names are the same matrix: accept them. */
     for (int i = 0; i < 3; i++)
@@ -507,13 +507,13 @@ static int load_encoder_layer(mt_model *m, weight_loader *w, int l)
     mt_encoder_layer *L = &m->enc[l];
     char name[256];
     char pre[128];
-    mt_format(pre, sizeof pre, "model.encoder.layers.%d", l);
-    if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-        load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
-        load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+    mt_strfmt(pre, sizeof pre, "model.encoder.layers.%d", l);
+    if (load_fused_qkv(w, mt_strfmt(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
         return -1;
     return 0;
 }
@@ -526,25 +526,25 @@ static int load_decoder_layer(mt_model *m, weight_loader *w, int l, float *ckv_w
     mt_decoder_layer *L = &m->dec[l];
     char name[256];
     char pre[128];
-    mt_format(pre, sizeof pre, "model.decoder.layers.%d", l);
+    mt_strfmt(pre, sizeof pre, "model.decoder.layers.%d", l);
     size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
-    if (load_fused_qkv(w, mt_format(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-        load_norm(w, mt_format(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
-        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
+    if (load_fused_qkv(w, mt_strfmt(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
                     ckv_w ? ckv_w + kw : NULL) ||
-        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.k_proj.bias", pre), d, 0,
                     ckv_b ? ckv_b + kb : NULL) ||
-        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.v_proj.weight", pre), d, d,
                     ckv_w ? ckv_w + kw + (size_t)(d * d) : NULL) ||
-        copy_tensor(w, mt_format(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.v_proj.bias", pre), d, 0,
                     ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
-        load_norm(w, mt_format(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
-        load_linear(w, mt_format(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
-        load_norm(w, mt_format(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
         return -1;
     return 0;
 }
@@ -571,7 +571,7 @@ static int load_weights(mt_model *m, weight_loader *w)
     for (int i = 0; i < mt_safetensors_count(w->file); i++) {
         const char *tn = mt_safetensors_at(w->file, i)->name;
         if (!w->used[i])
-            return mt_format(w->err, w->errlen, "model.safetensors: unexpected tensor '%s' "
+            return mt_strfmt(w->err, w->errlen, "model.safetensors: unexpected tensor '%s' "
                              "(not part of a post-norm MarianMT model with this config.json)", tn), -1;
     }
     return 0;
@@ -584,7 +584,7 @@ static int layers_in_file(const mt_safetensors *f, const char *part, int limit)
     char name[128];
     int n = 0;
     while (n < limit) {
-        mt_format(name, sizeof name, "model.%s.layers.%d.fc1.weight", part, n);
+        mt_strfmt(name, sizeof name, "model.%s.layers.%d.fc1.weight", part, n);
         if (!mt_safetensors_find(f, name))
             break;
         n++;
@@ -597,7 +597,7 @@ static int check_layer_count(const mt_safetensors *f, const char *part, int want
     int have = layers_in_file(f, part, wanted + 1);
     if (have >= wanted)
         return 0; /* more layers than configured: the unexpected-tensor check names them */
-    mt_format(err, errlen, "config.json: %s_layers is %d but model.safetensors holds %d %s layer%s "
+    mt_strfmt(err, errlen, "config.json: %s_layers is %d but model.safetensors holds %d %s layer%s "
               "(no tensor 'model.%s.layers.%d.fc1.weight')", part, wanted, have, part, have == 1 ? "" : "s",
               part, have);
     return -1;
@@ -614,7 +614,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     }
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     mt_compute_type asked;
     if (mt_compute_options(m, opts, err, errlen) ||
         mt_compute_requested(m, opts ? opts->compute_type : MT_COMPUTE_DEFAULT, &asked, err, errlen)) {
@@ -633,7 +633,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
         return NULL;
     }
     char path[4096];
-    mt_format(path, sizeof path, "%s/model.safetensors", dir);
+    mt_strfmt(path, sizeof path, "%s/model.safetensors", dir);
     weight_loader w = {.in = &m->info, .err = err, .errlen = errlen};
     w.file = mt_safetensors_open(path, err, errlen);
     if (!w.file) {
@@ -653,7 +653,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     if (!m->enc || !m->dec) {
         mt_safetensors_close(w.file);
         mt_model_free(m);
-        return mt_format(err, errlen, "out of memory for %d + %d layer tables", m->info.encoder_layers,
+        return mt_strfmt(err, errlen, "out of memory for %d + %d layer tables", m->info.encoder_layers,
                          m->info.decoder_layers), NULL;
     }
     w.used = calloc((size_t)mt_safetensors_count(w.file) + 1, 1);
@@ -664,7 +664,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
         m->arena = mmap(NULL, m->arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m->arena == MAP_FAILED) {
             m->arena = NULL;
-            mt_format(err, errlen, "cannot allocate %zu bytes for the weights: %s", m->arena_bytes, strerror(errno));
+            mt_strfmt(err, errlen, "cannot allocate %zu bytes for the weights: %s", m->arena_bytes, strerror(errno));
             rc = -1;
         } else {
             w.arena = m->arena;
@@ -673,7 +673,7 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
             /* From here on a stray write into the weights faults instead of corrupting
              * what other threads read. */
             if (!rc && mprotect(m->arena, m->arena_bytes, PROT_READ) != 0) {
-                mt_format(err, errlen, "mprotect: %s", strerror(errno));
+                mt_strfmt(err, errlen, "mprotect: %s", strerror(errno));
                 rc = -1;
             }
         }

@@ -5,7 +5,8 @@
  * every call that takes a state may run concurrently with calls on other states.
  *
  * Errors: constructors return NULL and write a message into err[errlen]; other calls
- * return 0 on success or a negative MT_ERR_* code, with mt_state_error() giving text.
+ * return an mt_status (util/status.h: MT_OK or a negative MT_ERR_*), with
+ * mt_state_error() giving text.
  *
  * Environment: the library reads no environment variable. What used to be read here
  * (MT_COMPUTE_TYPE, MT_KERNELS, MT_CPU_HIDE, MT_SPLIT_MIN, MT_BLAS_CORETYPE) comes in
@@ -18,10 +19,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "status.h" /* mt_status: MT_OK, MT_ERR_INVALID, MT_ERR_NOMEM, MT_ERR_CANCELLED */
+
 typedef struct mt_model mt_model; /* weights + hyperparameters, shared read-only */
 typedef struct mt_state mt_state; /* one worker's scratch: activations, caches, beams */
 
-enum { MT_OK = 0, MT_ERR_INVALID = -1, MT_ERR_NOMEM = -2, MT_ERR_CANCELLED = -3 };
 
 /* Hyperparameters as read from config.json / generation_config.json. */
 typedef struct {

@@ -152,28 +152,28 @@ int mt_packed_available(mt_compute_type type, const char *cpu_hide, char *impl, 
     if (impl && impl_len)
         impl[0] = 0;
     if (!packable(type))
-        return mt_format(why, whylen, "not a oneDNN compute type"), 0;
+        return mt_strfmt(why, whylen, "not a oneDNN compute type"), 0;
     cpu_features f = cpu_get(cpu_hide);
     if (type == MT_COMPUTE_INT8 && !f.vnni && !f.amx_int8)
-        return mt_format(why, whylen, "this CPU has no VNNI (AVX-512 VNNI, AVX-VNNI or AMX-INT8)"), 0;
+        return mt_strfmt(why, whylen, "this CPU has no VNNI (AVX-512 VNNI, AVX-VNNI or AMX-INT8)"), 0;
     if (type == MT_COMPUTE_BFLOAT16 && !f.bf16 && !f.amx_bf16)
-        return mt_format(why, whylen, "this CPU has no bfloat16 instructions (AVX-512 BF16 or AMX-BF16)"), 0;
+        return mt_strfmt(why, whylen, "this CPU has no bfloat16 instructions (AVX-512 BF16 or AMX-BF16)"), 0;
     mt_pk_one_omp_thread();
     dnnl_engine_t eng;
     if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success)
-        return mt_format(why, whylen, "oneDNN has no CPU engine"), 0;
+        return mt_strfmt(why, whylen, "oneDNN has no CPU engine"), 0;
     dnnl_primitive_desc_t pd;
     int ok = 0;
     if (mt_pk_matmul_pd(eng, type, 32, 512, 512, NULL, &pd) == dnnl_success) {
         const char *name = mt_pk_pd_impl(pd);
         if (impl)
-            mt_format(impl, impl_len, "%s", name);
+            mt_strfmt(impl, impl_len, "%s", name);
         ok = mt_pk_fast_impl(type, name);
         if (!ok)
-            mt_format(why, whylen, "oneDNN %s offers only '%s' for it", mt_packed_library_version(), name);
+            mt_strfmt(why, whylen, "oneDNN %s offers only '%s' for it", mt_packed_library_version(), name);
         dnnl_primitive_desc_destroy(pd);
     } else {
-        mt_format(why, whylen, "oneDNN %s has no matmul for it", mt_packed_library_version());
+        mt_strfmt(why, whylen, "oneDNN %s has no matmul for it", mt_packed_library_version());
     }
     dnnl_engine_destroy(eng);
     return ok;
@@ -276,7 +276,7 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
     size_t k = (size_t)p->k, nb = (size_t)p->nb;
     void *plain = p->type == MT_COMPUTE_FLOAT32 ? NULL : malloc(nb * k * 2); /* float32: reordered as is */
     if (!plain && p->type != MT_COMPUTE_FLOAT32)
-        return mt_format(err, errlen, "out of memory packing a %d x %d matrix", p->n, p->k), -1;
+        return mt_strfmt(err, errlen, "out of memory packing a %d x %d matrix", p->n, p->k), -1;
     int rc = 0;
     for (int j = 0; j < p->blocks && !rc; j++) {
         int cols = j == p->blocks - 1 ? p->n - j * p->nb : p->nb;
@@ -287,7 +287,7 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
             quantize_rows(wb, cols, p->k, plain, scale + (size_t)j * nb, colsum + (size_t)j * nb);
         const dnnl_memory_desc_t *md = &p->md[j == p->blocks - 1 && cols != p->nb];
         if (reorder_block(eng, p->type, plain ? plain : wb, p->k, cols, md, p->data + (size_t)j * p->stride))
-            rc = (mt_format(err, errlen, "oneDNN could not reorder block %d of a %d x %d matrix", j, p->n, p->k), -1);
+            rc = (mt_strfmt(err, errlen, "oneDNN could not reorder block %d of a %d x %d matrix", j, p->n, p->k), -1);
     }
     free(plain);
     return rc;
@@ -296,7 +296,7 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
 mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, char *err, size_t errlen)
 {
     if (!packable(type) || n < 1 || k < 1) {
-        mt_format(err, errlen, "cannot pack a %d x %d matrix as %s", n, k, mt_compute_type_name(type));
+        mt_strfmt(err, errlen, "cannot pack a %d x %d matrix as %s", n, k, mt_compute_type_name(type));
         return NULL;
     }
     mt_pk_one_omp_thread();
@@ -304,7 +304,7 @@ mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, 
     dnnl_engine_t eng = NULL;
     if (!p || dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success) {
         free(p);
-        mt_format(err, errlen, "out of memory (or no oneDNN CPU engine) packing a %d x %d matrix", n, k);
+        mt_strfmt(err, errlen, "out of memory (or no oneDNN CPU engine) packing a %d x %d matrix", n, k);
         return NULL;
     }
     p->type = type;
@@ -318,7 +318,7 @@ mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, 
         rc = query_layout(eng, type, k, tail, &p->md[1]);
     size_t weights = 0;
     if (rc) {
-        mt_format(err, errlen, "oneDNN %s has no %s matmul for a %d x %d matrix", mt_packed_library_version(),
+        mt_strfmt(err, errlen, "oneDNN %s has no %s matmul for a %d x %d matrix", mt_packed_library_version(),
                   mt_compute_type_name(type), n, k);
     } else {
         p->stride = round_up(dnnl_memory_desc_get_size(&p->md[0]), ALIGN);
@@ -328,7 +328,7 @@ mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, 
         p->map = mmap(NULL, p->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p->map == MAP_FAILED) {
             p->map = NULL;
-            rc = (mt_format(err, errlen, "cannot allocate %zu bytes for packed weights: %s", p->map_bytes,
+            rc = (mt_strfmt(err, errlen, "cannot allocate %zu bytes for packed weights: %s", p->map_bytes,
                             strerror(errno)), -1);
         }
     }
@@ -348,7 +348,7 @@ mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, 
     dnnl_engine_destroy(eng);
     /* read-only from here: a stray write faults instead of corrupting what others read */
     if (!rc && mprotect(p->map, p->map_bytes, PROT_READ) != 0)
-        rc = (mt_format(err, errlen, "mprotect: %s", strerror(errno)), -1);
+        rc = (mt_strfmt(err, errlen, "mprotect: %s", strerror(errno)), -1);
     if (rc) {
         mt_packed_free(p);
         return NULL;

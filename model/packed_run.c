@@ -43,12 +43,12 @@ mt_packed_ctx *mt_packed_ctx_create(int slots, char *err, size_t errlen)
     mt_packed_ctx *c = calloc(1, sizeof *c);
     if (!c || dnnl_engine_create(&c->eng, dnnl_cpu, 0) != dnnl_success) {
         free(c);
-        mt_format(err, errlen, "cannot create a oneDNN CPU engine");
+        mt_strfmt(err, errlen, "cannot create a oneDNN CPU engine");
         return NULL;
     }
     if (ctx_slots(c, slots > 1 ? slots : 1, 0, 0)) {
         mt_packed_ctx_free(c);
-        mt_format(err, errlen, "cannot create %d oneDNN streams", slots);
+        mt_strfmt(err, errlen, "cannot create %d oneDNN streams", slots);
         return NULL;
     }
     return c;
@@ -135,13 +135,13 @@ static prim_entry *get_entry(mt_packed_ctx *c, mt_compute_type t, int rows, int 
                              const dnnl_memory_desc_t *md, char *err, size_t errlen)
 {
     if (ctx_grow_table(c))
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     prim_entry **at = entry_slot(c, t, rows, k, cols);
     if (*at)
         return *at;
     prim_entry *e = calloc(1, sizeof *e);
     if (!e)
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     e->type = t;
     e->rows = rows;
     e->k = k;
@@ -150,7 +150,7 @@ static prim_entry *get_entry(mt_packed_ctx *c, mt_compute_type t, int rows, int 
     mt_pk_one_omp_thread();
     if (mt_pk_matmul_pd(c->eng, t, rows, k, cols, md, &pd) != dnnl_success) {
         free(e);
-        return mt_format(err, errlen, "oneDNN %s refuses a %s matmul of %d x %d by %d x %d in the packed layout",
+        return mt_strfmt(err, errlen, "oneDNN %s refuses a %s matmul of %d x %d by %d x %d in the packed layout",
                          mt_packed_library_version(), mt_compute_type_name(t), rows, k, k, cols), NULL;
     }
     snprintf(e->impl, sizeof e->impl, "%s", mt_pk_pd_impl(pd));
@@ -165,7 +165,7 @@ static prim_entry *get_entry(mt_packed_ctx *c, mt_compute_type t, int rows, int 
     dnnl_primitive_desc_destroy(pd);
     if (s != dnnl_success) {
         free(e);
-        return mt_format(err, errlen, "oneDNN could not create a %s matmul primitive (%d rows)",
+        return mt_strfmt(err, errlen, "oneDNN could not create a %s matmul primitive (%d rows)",
                          mt_compute_type_name(t), rows), NULL;
     }
     *at = e;
@@ -348,7 +348,7 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
             if (!e)
                 return -1;
             if (entry_slots(c, e, tasks))
-                return mt_format(err, errlen, "out of memory for oneDNN memory objects"), -1;
+                return mt_strfmt(err, errlen, "out of memory for oneDNN memory objects"), -1;
             pad = e->pad_bytes > pad ? e->pad_bytes : pad;
             j.e[lr][tb] = e;
         }
@@ -357,7 +357,7 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
     unsigned char *a = f32 ? (unsigned char *)(uintptr_t)x : mt_buf_reserve(&c->act, (size_t)m * k * mt_pk_src_elt(p->type));
     float *xs = mt_buf_reserve(&c->act_scale, sizeof(float) * (size_t)m);
     if (!a || !xs || ctx_slots(c, tasks, sizeof(float) * (size_t)j.chunk_rows * (size_t)p->nb, pad))
-        return mt_format(err, errlen, "out of memory for a %s product of %d rows", mt_compute_type_name(p->type),
+        return mt_strfmt(err, errlen, "out of memory for a %s product of %d rows", mt_compute_type_name(p->type),
                          m), -1;
     j.a = a;
     j.xs = xs;
@@ -375,7 +375,7 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
     else
         product_task(&j, 0, 1);
     if (j.failed)
-        return mt_format(err, errlen, "oneDNN failed to run a %s product (%d x %d by %d x %d)",
+        return mt_strfmt(err, errlen, "oneDNN failed to run a %s product (%d x %d by %d x %d)",
                          mt_compute_type_name(p->type), m, p->k, p->k, p->n), -1;
     return 0;
 }
@@ -383,7 +383,7 @@ int mt_packed_linear(mt_packed_ctx *c, mt_pool *pool, int threads, const mt_kern
 const char *mt_packed_impl(mt_packed_ctx *c, const mt_packed *p, int rows, char *err, size_t errlen)
 {
     if (rows < 1 || rows > MT_PACKED_MAX_ROWS)
-        return mt_format(err, errlen, "rows %d outside 1..%d", rows, MT_PACKED_MAX_ROWS), NULL;
+        return mt_strfmt(err, errlen, "rows %d outside 1..%d", rows, MT_PACKED_MAX_ROWS), NULL;
     prim_entry *e = get_entry(c, p->type, rows, p->k, p->nb, &p->md[0], err, errlen);
     return e ? e->impl : NULL;
 }

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format.h"
+#include "status.h"
 
 enum { MAX_HEADER_BYTES = 100 * 1024 * 1024 };
 
@@ -47,44 +47,44 @@ static int parse_entry(const char *name, json_t *v, const unsigned char *data, u
                        mt_tensor_view *t, uint64_t *end_out, char *err, size_t errlen)
 {
     if (!json_is_object(v))
-        return mt_format(err, errlen, "tensor '%s': entry is not a JSON object", name), -1;
+        return mt_strfmt(err, errlen, "tensor '%s': entry is not a JSON object", name), -1;
     json_t *dt = json_object_get(v, "dtype"), *shape = json_object_get(v, "shape"),
            *off = json_object_get(v, "data_offsets");
     if (!json_is_string(dt))
-        return mt_format(err, errlen, "tensor '%s': missing or non-string \"dtype\"", name), -1;
+        return mt_strfmt(err, errlen, "tensor '%s': missing or non-string \"dtype\"", name), -1;
     int size;
     if (dtype_from_name(json_string_value(dt), &t->dtype, &size))
-        return mt_format(err, errlen, "tensor '%s': unsupported dtype \"%s\" (expected F32, F16, BF16 or I8)",
+        return mt_strfmt(err, errlen, "tensor '%s': unsupported dtype \"%s\" (expected F32, F16, BF16 or I8)",
                          name, json_string_value(dt)), -1;
     if (!json_is_array(shape) || json_array_size(shape) > 8)
-        return mt_format(err, errlen, "tensor '%s': \"shape\" must be an array of at most 8 integers", name), -1;
+        return mt_strfmt(err, errlen, "tensor '%s': \"shape\" must be an array of at most 8 integers", name), -1;
     t->ndim = (int)json_array_size(shape);
     uint64_t numel = 1;
     for (int i = 0; i < t->ndim; i++) {
         json_t *d = json_array_get(shape, (size_t)i);
         if (!json_is_integer(d) || json_integer_value(d) < 0 || json_integer_value(d) > (1LL << 40))
-            return mt_format(err, errlen, "tensor '%s': shape[%d] is not a valid dimension", name, i), -1;
+            return mt_strfmt(err, errlen, "tensor '%s': shape[%d] is not a valid dimension", name, i), -1;
         t->shape[i] = json_integer_value(d);
         /* Checked before multiplying: [2^32, 2^32, 4] would otherwise wrap to 0 elements
          * and match an empty data range. */
         uint64_t dim = (uint64_t)t->shape[i];
         if (dim && numel > (1ULL << 40) / dim)
-            return mt_format(err, errlen, "tensor '%s': shape has more than 2^40 elements", name), -1;
+            return mt_strfmt(err, errlen, "tensor '%s': shape has more than 2^40 elements", name), -1;
         numel *= dim;
     }
     if (!json_is_array(off) || json_array_size(off) != 2 || !json_is_integer(json_array_get(off, 0)) ||
         !json_is_integer(json_array_get(off, 1)))
-        return mt_format(err, errlen, "tensor '%s': \"data_offsets\" must be [begin, end]", name), -1;
+        return mt_strfmt(err, errlen, "tensor '%s': \"data_offsets\" must be [begin, end]", name), -1;
     json_int_t b = json_integer_value(json_array_get(off, 0)), e = json_integer_value(json_array_get(off, 1));
     if (b < 0 || e < b)
-        return mt_format(err, errlen, "tensor '%s': data_offsets [%lld, %lld] are not an increasing pair",
+        return mt_strfmt(err, errlen, "tensor '%s': data_offsets [%lld, %lld] are not an increasing pair",
                          name, (long long)b, (long long)e), -1;
     if ((uint64_t)e > data_len)
-        return mt_format(err, errlen,
+        return mt_strfmt(err, errlen,
                          "tensor '%s': data_offsets end %lld is past the data section (%llu bytes): file truncated?",
                          name, (long long)e, (unsigned long long)data_len), -1;
     if ((uint64_t)(e - b) != numel * (uint64_t)size)
-        return mt_format(err, errlen, "tensor '%s': data_offsets cover %lld bytes but shape x dtype needs %llu",
+        return mt_strfmt(err, errlen, "tensor '%s': data_offsets cover %lld bytes but shape x dtype needs %llu",
                          name, (long long)(e - b), (unsigned long long)(numel * (uint64_t)size)), -1;
     t->name = name;
     t->numel = (int64_t)numel;
@@ -97,32 +97,32 @@ mt_safetensors *mt_safetensors_parse(const void *bytes, size_t len, char *err, s
 {
     const unsigned char *p = bytes;
     if (len < 8)
-        return mt_format(err, errlen, "file is %zu bytes, too short for the 8-byte header length", len), NULL;
+        return mt_strfmt(err, errlen, "file is %zu bytes, too short for the 8-byte header length", len), NULL;
     uint64_t hlen = 0;
     for (int i = 7; i >= 0; i--)
         hlen = hlen << 8 | p[i];
     if (hlen > MAX_HEADER_BYTES || hlen > len - 8)
-        return mt_format(err, errlen, "header length %llu does not fit in the file (%zu bytes)",
+        return mt_strfmt(err, errlen, "header length %llu does not fit in the file (%zu bytes)",
                          (unsigned long long)hlen, len), NULL;
     json_error_t jerr;
     json_t *h = json_loadb((const char *)p + 8, (size_t)hlen, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (!h)
-        return mt_format(err, errlen, "header JSON: %s at line %d, column %d", jerr.text, jerr.line, jerr.column), NULL;
+        return mt_strfmt(err, errlen, "header JSON: %s at line %d, column %d", jerr.text, jerr.line, jerr.column), NULL;
     if (!json_is_object(h)) {
         json_decref(h);
-        return mt_format(err, errlen, "header JSON is not an object"), NULL;
+        return mt_strfmt(err, errlen, "header JSON is not an object"), NULL;
     }
     mt_safetensors *st = calloc(1, sizeof *st);
     if (!st) {
         json_decref(h);
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     }
     st->header = h;
     size_t n = json_object_size(h);
     st->tensors = calloc(n ? n : 1, sizeof *st->tensors);
     if (!st->tensors) {
         mt_safetensors_close(st);
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     }
     const unsigned char *data = p + 8 + hlen;
     uint64_t data_len = len - 8 - hlen;
@@ -142,7 +142,7 @@ mt_safetensors *mt_safetensors_parse(const void *bytes, size_t len, char *err, s
     mt_tensor_view *sorted = malloc(sizeof *sorted * (size_t)(st->count ? st->count : 1));
     if (!sorted) {
         mt_safetensors_close(st);
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     }
     memcpy(sorted, st->tensors, sizeof *sorted * (size_t)st->count);
     qsort(sorted, (size_t)st->count, sizeof *sorted, by_offset);
@@ -150,7 +150,7 @@ mt_safetensors *mt_safetensors_parse(const void *bytes, size_t len, char *err, s
         const mt_tensor_view *a = &sorted[i - 1], *b = &sorted[i];
         size_t asize = mt_dtype_size(a->dtype);
         if ((const char *)a->data + (size_t)a->numel * asize > (const char *)b->data && a->numel && b->numel) {
-            mt_format(err, errlen, "tensors '%s' and '%s' overlap in the data section", a->name, b->name);
+            mt_strfmt(err, errlen, "tensors '%s' and '%s' overlap in the data section", a->name, b->name);
             free(sorted);
             mt_safetensors_close(st);
             return NULL;
@@ -164,23 +164,23 @@ mt_safetensors *mt_safetensors_open(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return mt_format(err, errlen, "%s: %s", path, strerror(errno)), NULL;
+        return mt_strfmt(err, errlen, "%s: %s", path, strerror(errno)), NULL;
     struct stat sb;
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         close(fd);
-        return mt_format(err, errlen, "%s: not a regular file", path), NULL;
+        return mt_strfmt(err, errlen, "%s: not a regular file", path), NULL;
     }
     size_t len = (size_t)sb.st_size;
     void *map = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
     close(fd);
     if (len && map == MAP_FAILED)
-        return mt_format(err, errlen, "%s: mmap: %s", path, strerror(errno)), NULL;
+        return mt_strfmt(err, errlen, "%s: mmap: %s", path, strerror(errno)), NULL;
     char inner[400];
     mt_safetensors *st = mt_safetensors_parse(len ? map : "", len, inner, sizeof inner);
     if (!st) {
         if (len)
             munmap(map, len);
-        return mt_format(err, errlen, "%s: %s", path, inner), NULL;
+        return mt_strfmt(err, errlen, "%s: %s", path, inner), NULL;
     }
     st->map = len ? map : NULL;
     st->map_len = len;

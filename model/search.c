@@ -102,7 +102,7 @@ mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, 
     if (threads < 1) threads = 1;
     mt_state *st = calloc(1, sizeof *st);
     if (!st)
-        return mt_format(err, errlen, "out of memory"), NULL;
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
     st->model = model;
     st->threads = threads;
     st->pool = pool;
@@ -111,7 +111,7 @@ mt_state *mt_state_create_in(const mt_model *model, mt_pool *pool, int threads, 
         st->pool = st->own_pool = mt_pool_create(threads - 1);
         if (!st->pool) {
             free(st);
-            return mt_format(err, errlen, "cannot start %d threads", threads), NULL;
+            return mt_strfmt(err, errlen, "cannot start %d threads", threads), NULL;
         }
     }
     /* The oneDNN engine and streams are made here, not on a state's first product */
@@ -185,7 +185,7 @@ const char *mt_state_error(const mt_state *st) { return st->error; }
 
 static int fail(mt_state *st, int code, const char *msg)
 {
-    mt_format(st->error, sizeof st->error, "%s", msg);
+    mt_strfmt(st->error, sizeof st->error, "%s", msg);
     return code;
 }
 
@@ -201,13 +201,13 @@ static int check_sources(mt_state *st, int n, const int32_t *const *src, const i
     const mt_model_info *in = &st->model->info;
     for (int s = 0; s < n; s++) {
         if (lens[s] < 1 || lens[s] > in->max_positions) {
-            mt_format(st->error, sizeof st->error, "sentence %d has %d source tokens (allowed: 1 to %d)", s,
+            mt_strfmt(st->error, sizeof st->error, "sentence %d has %d source tokens (allowed: 1 to %d)", s,
                       lens[s], in->max_positions);
             return MT_ERR_INVALID;
         }
         for (int i = 0; i < lens[s]; i++)
             if (src[s][i] < 0 || src[s][i] >= in->src_vocab_size) {
-                mt_format(st->error, sizeof st->error, "sentence %d: token id %d is outside the vocabulary (%d)",
+                mt_strfmt(st->error, sizeof st->error, "sentence %d: token id %d is outside the vocabulary (%d)",
                           s, src[s][i], in->src_vocab_size);
                 return MT_ERR_INVALID;
             }
@@ -234,7 +234,7 @@ static int prepare_sources(mt_state *st, int n, const int32_t *const *src, const
     *kv = mt_buf_reserve(&st->cross_kv, sizeof(float) * (size_t)total * (size_t)in->decoder_layers * 2 *
                                             (size_t)in->d_model);
     if (!*kv) {
-        mt_format(st->error, sizeof st->error, "out of memory for the cross-attention keys and values of %d tokens",
+        mt_strfmt(st->error, sizeof st->error, "out of memory for the cross-attention keys and values of %d tokens",
                   total);
         return MT_ERR_NOMEM;
     }

@@ -9,6 +9,7 @@
 
 #include "check_main.h"
 #include "config.h"
+#include "status.h"
 
 static char err[512];
 
@@ -559,6 +560,29 @@ START_TEST(test_engine_settings)
 }
 END_TEST
 
+/* The one error type (util/status.h): mt_error writes the message and returns the
+ * status it was given, config's failures are MT_ERR_INVALID, every status has a name. */
+START_TEST(test_status_helper)
+{
+    char buf[16];
+    ck_assert_int_eq(mt_error(MT_ERR_NOMEM, buf, sizeof buf, "no %d bytes", 123456789), MT_ERR_NOMEM);
+    ck_assert_str_eq(buf, "no 123456789 by"); /* truncated, terminated */
+    ck_assert_int_eq(mt_error(MT_ERR_INVALID, NULL, 0, "nowhere"), MT_ERR_INVALID);
+    ck_assert_str_eq(mt_strfmt(buf, sizeof buf, "%s.%d", "layer", 3), "layer.3");
+    ck_assert_str_eq(mt_status_str(MT_OK), "ok");
+    ck_assert_str_eq(mt_status_str(MT_ERR_INVALID), "invalid input");
+    ck_assert_str_eq(mt_status_str(MT_ERR_NOMEM), "out of memory");
+    ck_assert_str_eq(mt_status_str(MT_ERR_CANCELLED), "cancelled");
+    ck_assert_str_eq(mt_status_str(42), "unknown status");
+    mt_config cfg;
+    mt_config_init(&cfg);
+    char *argv[] = {"mt-server", "--port", "http", NULL};
+    ck_assert_int_eq(mt_config_apply_args(&cfg, 3, argv, err, sizeof err), MT_ERR_INVALID);
+    ck_assert_int_eq(load(&cfg, "[server]\nport = \"x\"\n"), MT_ERR_INVALID);
+    mt_config_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_write_roundtrip)
 {
     char *argv[] = {"mt-server", "--port", "4321", "--api-key", "se\"cret", "--model",
@@ -662,6 +686,7 @@ int main(void)
     tcase_add_test(tc, test_validate);
     tcase_add_test(tc, test_compute_type);
     tcase_add_test(tc, test_engine_settings);
+    tcase_add_test(tc, test_status_helper);
     tcase_add_test(tc, test_write_roundtrip);
     tcase_add_test(tc, test_help_lists_every_setting);
     tcase_add_test(tc, test_examples_load);

@@ -5,6 +5,7 @@
  * the sorted list of language tokens. Encode and decode only read the struct.
  */
 #include "tokenizer.h"
+#include "status.h"
 #include "utf8.h"
 
 #include "spm_shim.h"
@@ -43,18 +44,6 @@ struct mt_tokenizer {
     int n_lang;
 };
 
-/* ---- errors ---------------------------------------------------------------------- */
-
-__attribute__((format(printf, 3, 4)))
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err == NULL || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- small helpers --------------------------------------------------------------- */
 
@@ -110,11 +99,11 @@ static int file_path(char *out, size_t cap, const char *dir, const char *name, c
 {
     int n = snprintf(out, cap, "%s/%s", dir, name);
     if (n < 0 || (size_t)n >= cap) {
-        set_err(err, errlen, "%s/%s: path too long", dir, name);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s/%s: path too long", dir, name);
         return -1;
     }
     if (access(out, R_OK) != 0) {
-        set_err(err, errlen, "%s: missing or unreadable file (%s)", out, strerror(errno));
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: missing or unreadable file (%s)", out, strerror(errno));
         return -1;
     }
     return 0;
@@ -125,12 +114,12 @@ static json_t *load_json_object(const char *path, char *err, size_t errlen)
     json_error_t je;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (root == NULL) {
-        set_err(err, errlen, "%s: invalid JSON at line %d column %d: %s", path, je.line,
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: invalid JSON at line %d column %d: %s", path, je.line,
                 je.column, je.text);
         return NULL;
     }
     if (!json_is_object(root)) {
-        set_err(err, errlen, "%s: expected a JSON object at the top level", path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: expected a JSON object at the top level", path);
         json_decref(root);
         return NULL;
     }
@@ -147,7 +136,7 @@ static int json_opt_id(const json_t *obj, const char *key, int64_t *out, const c
         return 0;
     if (!json_is_integer(v) || json_integer_value(v) < 0 ||
         json_integer_value(v) > INT32_MAX) {
-        set_err(err, errlen, "%s: \"%s\" must be a non-negative integer", path, key);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: \"%s\" must be a non-negative integer", path, key);
         return -1;
     }
     *out = json_integer_value(v);
@@ -167,7 +156,7 @@ static int json_token(const json_t *obj, const char *key, const char *def, const
         return 0;
     }
     if (!json_is_string(v) || json_string_length(v) == 0) {
-        set_err(err, errlen, "%s: \"%s\" must be a non-empty string or {\"content\": ...}",
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: \"%s\" must be a non-empty string or {\"content\": ...}",
                 path, key);
         return -1;
     }
@@ -197,22 +186,22 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
     int rc = -1;
     size_t n = json_object_size(root);
     if (n == 0) {
-        set_err(err, errlen, "%s: the vocabulary is empty", path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: the vocabulary is empty", path);
         goto done;
     }
     if (n > INT32_MAX / 4) {
-        set_err(err, errlen, "%s: too many entries (%zu)", path, n);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: too many entries (%zu)", path, n);
         goto done;
     }
     int64_t size = size_limit >= 0 ? size_limit : (int64_t)n;
     if (size_limit < 0)
         limit_name = "the number of entries";
     if (size > INT32_MAX / 4) {
-        set_err(err, errlen, "%s: vocabulary size %lld is too large", path, (long long)size);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: vocabulary size %lld is too large", path, (long long)size);
         goto done;
     }
     if ((int64_t)n > size) {
-        set_err(err, errlen, "%s: %zu entries, more than the vocabulary size %lld (%s)", path,
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: %zu entries, more than the vocabulary size %lld (%s)", path,
                 n, (long long)size, limit_name);
         goto done;
     }
@@ -222,23 +211,23 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
     json_t *val;
     json_object_foreach(root, key, val) {
         if (!json_is_integer(val)) {
-            set_err(err, errlen, "%s: the id of piece \"%.60s\" is not an integer", path, key);
+            mt_error(MT_ERR_INVALID, err, errlen, "%s: the id of piece \"%.60s\" is not an integer", path, key);
             goto done;
         }
         json_int_t id = json_integer_value(val);
         if (id < 0) {
-            set_err(err, errlen, "%s: piece \"%.60s\" has negative id %lld", path, key,
+            mt_error(MT_ERR_INVALID, err, errlen, "%s: piece \"%.60s\" has negative id %lld", path, key,
                     (long long)id);
             goto done;
         }
         if (id >= size) {
-            set_err(err, errlen,
+            mt_error(MT_ERR_INVALID, err, errlen,
                     "%s: piece \"%.60s\" has id %lld, not below the vocabulary size %lld (%s)",
                     path, key, (long long)id, (long long)size, limit_name);
             goto done;
         }
         if (key[0] == '\0') {
-            set_err(err, errlen, "%s: empty piece (id %lld)", path, (long long)id);
+            mt_error(MT_ERR_INVALID, err, errlen, "%s: empty piece (id %lld)", path, (long long)id);
             goto done;
         }
         arena_bytes += strlen(key) + 1;
@@ -253,7 +242,7 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
     v->arena = malloc(arena_bytes);
     v->slots = malloc((size_t)nslots * sizeof(*v->slots));
     if (v->piece == NULL || v->arena == NULL || v->slots == NULL) {
-        set_err(err, errlen, "%s: out of memory", path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", path);
         goto done;
     }
     memset(v->slots, 0xff, (size_t)nslots * sizeof(*v->slots)); /* all -1 */
@@ -262,7 +251,7 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
     json_object_foreach(root, key, val) {
         int32_t id = (int32_t)json_integer_value(val);
         if (v->piece[id] != NULL) {
-            set_err(err, errlen, "%s: pieces \"%.60s\" and \"%.60s\" both have id %d", path,
+            mt_error(MT_ERR_INVALID, err, errlen, "%s: pieces \"%.60s\" and \"%.60s\" both have id %d", path,
                     v->piece[id], key, (int)id);
             goto done;
         }
@@ -303,7 +292,7 @@ static int build_target_skip(mt_tokenizer *tok, const struct specials *sp, const
     const struct vocab *t = tok->tgt;
     tok->tgt_skip = calloc((size_t)t->size, 1);
     if (tok->tgt_skip == NULL) {
-        set_err(err, errlen, "%s: out of memory", tgt_path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", tgt_path);
         return -1;
     }
     const char *names[3] = {sp->eos, sp->unk, sp->pad};
@@ -344,7 +333,7 @@ static int build_lang_list(mt_tokenizer *tok, const char *path, char *err, size_
         return 0;
     tok->lang = malloc((size_t)n * sizeof(*tok->lang));
     if (tok->lang == NULL) {
-        set_err(err, errlen, "%s: out of memory", path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", path);
         return -1;
     }
     for (int32_t id = 0; id < tok->src.size; id++)
@@ -363,12 +352,12 @@ static int special_id(const mt_tokenizer *tok, const char *name, const char *key
     int32_t vid = vocab_find(&tok->src, name, strlen(name));
     if (config_id >= 0) {
         if (config_id >= tok->src.size) {
-            set_err(err, errlen, "%s: %s %lld is not below the vocabulary size %d of %s",
+            mt_error(MT_ERR_INVALID, err, errlen, "%s: %s %lld is not below the vocabulary size %d of %s",
                     config_path, key, (long long)config_id, (int)tok->src.size, vocab_path);
             return -1;
         }
         if (vid >= 0 && vid != config_id) {
-            set_err(err, errlen, "%s: %s is %lld but %s gives \"%s\" id %d", config_path, key,
+            mt_error(MT_ERR_INVALID, err, errlen, "%s: %s is %lld but %s gives \"%s\" id %d", config_path, key,
                     (long long)config_id, vocab_path, name, (int)vid);
             return -1;
         }
@@ -376,7 +365,7 @@ static int special_id(const mt_tokenizer *tok, const char *name, const char *key
         return 0;
     }
     if (vid < 0) {
-        set_err(err, errlen, "%s: token \"%s\" not found (and %s has no %s)", vocab_path, name,
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: token \"%s\" not found (and %s has no %s)", vocab_path, name,
                 config_path, key);
         return -1;
     }
@@ -387,7 +376,7 @@ static int special_id(const mt_tokenizer *tok, const char *name, const char *key
 mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
 {
     if (dir == NULL || dir[0] == '\0') {
-        set_err(err, errlen, "no model directory given");
+        mt_error(MT_ERR_INVALID, err, errlen, "no model directory given");
         return NULL;
     }
     char src_spm[4096], tgt_spm[4096], vocab_path[4096], tvocab_path[4096], cfg_path[4096],
@@ -402,7 +391,7 @@ mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
     mt_tokenizer *tok = calloc(1, sizeof(*tok));
     json_t *cfg = NULL, *tcfg = NULL;
     if (tok == NULL) {
-        set_err(err, errlen, "%s: out of memory", dir);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", dir);
         return NULL;
     }
 
@@ -426,13 +415,13 @@ mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
         goto fail;
     const json_t *sep = json_object_get(tcfg, "separate_vocabs");
     if (sep != NULL && !json_is_boolean(sep) && !json_is_null(sep)) {
-        set_err(err, errlen, "%s: \"separate_vocabs\" must be true or false", tcfg_path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: \"separate_vocabs\" must be true or false", tcfg_path);
         goto fail;
     }
     bool separate = json_is_true(sep);
     sp.extra = json_object_get(tcfg, "additional_special_tokens");
     if (sp.extra != NULL && !json_is_array(sp.extra) && !json_is_null(sp.extra)) {
-        set_err(err, errlen, "%s: \"additional_special_tokens\" must be an array", tcfg_path);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: \"additional_special_tokens\" must be an array", tcfg_path);
         goto fail;
     }
 
@@ -451,7 +440,7 @@ mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
 
     int32_t unk = vocab_find(&tok->src, sp.unk, strlen(sp.unk));
     if (unk < 0) {
-        set_err(err, errlen, "%s: unknown token \"%s\" not found", vocab_path, sp.unk);
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: unknown token \"%s\" not found", vocab_path, sp.unk);
         goto fail;
     }
     tok->unk_id = unk;
@@ -459,7 +448,7 @@ mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
                    err, errlen) != 0)
         goto fail;
     if (sp.pad_id >= 0 && sp.pad_id >= tok->tgt->size) {
-        set_err(err, errlen, "%s: pad_token_id %lld is not below the vocabulary size %d",
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: pad_token_id %lld is not below the vocabulary size %d",
                 cfg_path, (long long)sp.pad_id, (int)tok->tgt->size);
         goto fail;
     }
@@ -529,7 +518,7 @@ static int check_utf8(const char *text, size_t len, char *err, size_t errlen)
         uint32_t cp;
         size_t k = utf8_seq_len(s + i, len - i, &cp);
         if (k == 0) {
-            set_err(err, errlen, "invalid UTF-8 at byte %zu", i);
+            mt_error(MT_ERR_INVALID, err, errlen, "invalid UTF-8 at byte %zu", i);
             return -1;
         }
         i += k;
@@ -541,7 +530,7 @@ int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, i
                         int cap, char *err, size_t errlen)
 {
     if (tok == NULL || (text == NULL && len > 0) || (ids == NULL && cap > 0)) {
-        set_err(err, errlen, "invalid arguments to mt_tokenizer_encode");
+        mt_error(MT_ERR_INVALID, err, errlen, "invalid arguments to mt_tokenizer_encode");
         return -1;
     }
     if (check_utf8(text, len, err, errlen))
@@ -567,9 +556,9 @@ int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, i
         char spm_err[256];
         if (mt_spm_encode(tok->src_spm, text, len, on_piece, &c, spm_err, sizeof spm_err) != 0) {
             if (spm_err[0] != '\0')
-                set_err(err, errlen, "%s", spm_err);
+                mt_error(MT_ERR_INVALID, err, errlen, "%s", spm_err);
             else
-                set_err(err, errlen, "text too long: more than %d tokens", INT_MAX - 1);
+                mt_error(MT_ERR_INVALID, err, errlen, "text too long: more than %d tokens", INT_MAX - 1);
             return -1;
         }
     }
@@ -583,20 +572,20 @@ int mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n, char
                         size_t cap, char *err, size_t errlen)
 {
     if (tok == NULL || n < 0 || (ids == NULL && n > 0) || (out == NULL && cap > 0)) {
-        set_err(err, errlen, "invalid arguments to mt_tokenizer_decode");
+        mt_error(MT_ERR_INVALID, err, errlen, "invalid arguments to mt_tokenizer_decode");
         return -1;
     }
     const struct vocab *t = tok->tgt;
     const char **pieces = malloc((size_t)(n > 0 ? n : 1) * sizeof(*pieces));
     if (pieces == NULL) {
-        set_err(err, errlen, "out of memory");
+        mt_error(MT_ERR_INVALID, err, errlen, "out of memory");
         return -1;
     }
     size_t np = 0;
     for (int i = 0; i < n; i++) {
         int32_t id = ids[i];
         if (id < 0 || id >= t->size || t->piece[id] == NULL) {
-            set_err(err, errlen, "token id %ld at position %d is not in the target vocabulary "
+            mt_error(MT_ERR_INVALID, err, errlen, "token id %ld at position %d is not in the target vocabulary "
                     "(size %d)", (long)id, i, (int)t->size);
             free(pieces);
             return -1;
@@ -651,7 +640,7 @@ int mt_tokenizer_decode(const mt_tokenizer *tok, const int32_t *ids, int n, char
     }
     size_t len = e - b;
     if (len > (size_t)INT_MAX - 1) {
-        set_err(err, errlen, "decoded text too long (%zu bytes)", len);
+        mt_error(MT_ERR_INVALID, err, errlen, "decoded text too long (%zu bytes)", len);
         free(text);
         return -1;
     }
@@ -692,7 +681,7 @@ int mt_tokenizer_encode_target(const mt_tokenizer *tok, const char *text, size_t
     struct encode_ctx c = {tok, ids, cap > 0 ? (size_t)cap : 0, 0};
     char spm_err[256] = "";
     if (len > 0 && mt_spm_encode(tok->tgt_spm, text, len, on_target_piece, &c, spm_err, sizeof spm_err) != 0) {
-        set_err(err, errlen, "%s", spm_err[0] ? spm_err : "text too long");
+        mt_error(MT_ERR_INVALID, err, errlen, "%s", spm_err[0] ? spm_err : "text too long");
         return -1;
     }
     return (int)c.n;
