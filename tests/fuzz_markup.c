@@ -71,6 +71,40 @@ static int (*random_alignment(unsigned seed, int src_words, int tgt_words, int *
     return a;
 }
 
+/* The '>' that ends the tag at p, read as html.c reads tags (HTML5): attributes are name
+ * [= value], a value quoted only when a quote opens it, an unquoted one running to a
+ * space or '>'; a declaration (<!...>) ends at the first '>'. Points at the NUL if none. */
+static const char *tag_end_of(const char *p)
+{
+    const char *j = p + 1;
+    if (*j == '!' || *j == '?') {
+        const char *e = strchr(j, '>');
+        return e ? e : j + strlen(j);
+    }
+    j += *j == '/';
+    while (*j && *j != '>' && !strchr(" \t\n\r\f/", *j)) j++; /* the name */
+    while (*j && *j != '>') {
+        if (strchr(" \t\n\r\f/", *j)) {
+            j++;
+            continue;
+        }
+        const char *an = j;
+        while (*j && !strchr(" \t\n\r\f=>/", *j)) j++;
+        if (j == an) j++; /* a stray '=' */
+        while (*j && strchr(" \t\n\r\f", *j)) j++;
+        if (*j != '=') continue;
+        j++;
+        while (*j && strchr(" \t\n\r\f", *j)) j++;
+        if (*j == '"' || *j == '\'') {
+            const char *q = strchr(j + 1, *j);
+            j = q ? q + 1 : j + strlen(j);
+        } else {
+            while (*j && !strchr(" \t\n\r\f>", *j)) j++;
+        }
+    }
+    return j;
+}
+
 /* Tags of an HTML string: 1 when every non-void element closes in order (comments and
  * declarations skipped); counts[] (by first letter of the name) gets +1 per tag. */
 static int well_formed(const char *s, long counts[26])
@@ -91,16 +125,7 @@ static int well_formed(const char *s, long counts[26])
             p++; /* '<' not starting a tag is text */
             continue;
         }
-        const char *e = p + 1; /* the tag's end: quoted attribute values may hold '>' (a
-                                * quote opens a value only after '=', as HTML5 reads it) */
-        for (char q = 0, prev = 0; *e && (q || *e != '>'); e++) {
-            if (q) {
-                if (*e == q) q = 0;
-            } else if ((*e == '"' || *e == '\'') && prev == '=') {
-                q = *e;
-            }
-            if (!q && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r' && *e != '\f') prev = *e;
-        }
+        const char *e = tag_end_of(p);
         if (!*e) return 0;
         int closing = p[1] == '/';
         if (p[1] == '!') {
