@@ -190,3 +190,8 @@ int mt_decode_opts_sample(const mt_search_options *o, int sent, int t, const flo
         }
     return pick;
 }
+
+int mt_search_options_check(const mt_model_info *in, const mt_search_options *o, char *err, size_t errlen)
+{
+    return mt_decode_opts_check(in, o, 0, err, errlen);
+}

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "model.h"
-#include "probe.h"
+#include "../model/probe.h"
 
 static int parse_ids(char *s, int32_t *ids, int cap)
 {

@@ -560,7 +560,7 @@ START_TEST(test_engine_settings)
 }
 END_TEST
 
-/* The one error type (util/status.h): mt_error writes the message and returns the
+/* The one error type (status.h): mt_error writes the message and returns the
  * status it was given, config's failures are MT_ERR_INVALID, every status has a name. */
 START_TEST(test_status_helper)
 {

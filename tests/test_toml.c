@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "toml.h"
+#include "../config/toml.h"
 
 static char err[256];
 

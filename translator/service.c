@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode_opts.h"
 #include "internal.h"
 #include "service_impl.h"
 
@@ -38,7 +37,7 @@ int mt_service_check_options(const mt_service *svc, int model, const mt_service_
     }
     mt_search_options o = opts->search;
     o.target_prefix = NULL;
-    if (mt_decode_opts_check(in, &o, 0, err, errlen))
+    if (mt_search_options_check(in, &o, err, errlen))
         return MT_SERVICE_INVALID;
     if (opts->search.return_alignments && opts->input == MT_FORMAT_HTML && !opts->output_ids) {
         mt_error(-1, err, errlen, "return_alignments is not available with format html (HTML answers keep markup)");

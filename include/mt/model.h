@@ -5,7 +5,7 @@
  * every call that takes a state may run concurrently with calls on other states.
  *
  * Errors: constructors return NULL and write a message into err[errlen]; other calls
- * return an mt_status (util/status.h: MT_OK or a negative MT_ERR_*), with
+ * return an mt_status (status.h: MT_OK or a negative MT_ERR_*), with
  * mt_state_error() giving text.
  *
  * Environment: the library reads no environment variable. What used to be read here
@@ -129,6 +129,10 @@ typedef struct {
 
 /* Fills opts with the model's defaults (beam, length penalty, max length, n_best 1). */
 void mt_search_options_default(const mt_model *model, mt_search_options *opts);
+/* The checks mt_translate_ids makes on opts' decoding controls (ranges, sampling needs
+ * beam 1, alignment_layer, replace_unknowns), without target_prefix (per sentence):
+ * MT_OK, or MT_ERR_INVALID with a message, so a caller can refuse a request up front. */
+int mt_search_options_check(const mt_model_info *info, const mt_search_options *opts, char *err, size_t errlen);
 
 /* One hypothesis; ids exclude the start token and the final eos. */
 typedef struct {

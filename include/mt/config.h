@@ -11,7 +11,7 @@
  * and its environment variable; `mt-server --help` prints that table.
  *
  * Thread-safety: an mt_config is plain data; fill it in one thread, then read it from
- * any number of threads. Errors: calls return an mt_status (util/status.h): MT_OK, or
+ * any number of threads. Errors: calls return an mt_status (status.h): MT_OK, or
  * MT_ERR_INVALID (MT_ERR_NOMEM when out of memory) with a message in err[errlen].
  */
 #ifndef MT_CONFIG_H

@@ -9,7 +9,7 @@
  * Thread-safety: an mt_tokenizer is read-only after load; encode/decode may be
  * called from any number of threads at once.
  *
- * Errors (util/status.h): mt_tokenizer_load returns NULL and the other calls a negative
+ * Errors (status.h): mt_tokenizer_load returns NULL and the other calls a negative
  * mt_status (MT_ERR_INVALID), with a message in err[errlen] where they take one.
  */
 #ifndef MT_TOKENIZER_H
