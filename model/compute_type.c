@@ -1,5 +1,5 @@
 /* compute_type.c: the names of the compute types and the default model options (model.h).
- * A leaf: the loader (model.c) and the packed products (packed.c) both use it. */
+ * A leaf: the loader (model.c, compute.c) and the packed products (packed*.c) use it. */
 #include <string.h>
 
 #include "model.h"

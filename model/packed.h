@@ -1,5 +1,6 @@
 /* packed.h: bfloat16 and int8 matrix products through oneDNN's matmul primitive
- * (internal to model/).
+ * (internal to model/): the CPU check and the packing in packed.c, the products in
+ * packed_run.c, the conversion and epilogue kernels in packed_scalar.c / packed_avx512.c.
  *
  * A weight matrix W (n, k) (PyTorch's Linear layout) is converted once, at load, into
  * bfloat16, or into int8 with one symmetric float scale per output row, and reordered
@@ -80,7 +81,7 @@ const char *mt_packed_impl(mt_packed_ctx *c, const mt_packed *p, int rows, char 
  * brgemm kernel (a silent fallback to gemm:jit or ref), or NULL when there was none. */
 const char *mt_packed_slow_impl(const mt_packed_ctx *c);
 
-/* Conversion and epilogue kernels (scalar in packed.c, AVX-512 in packed_avx512.c). */
+/* Conversion and epilogue kernels (scalar in packed_scalar.c, AVX-512 in packed_avx512.c). */
 typedef struct {
     /* out[i] = x[i] rounded to bfloat16, nearest even (NaN stays NaN) */
     void (*to_bf16)(const float *x, uint16_t *out, size_t n);

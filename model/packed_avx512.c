@@ -1,4 +1,4 @@
-/* packed_avx512.c: AVX-512 twins of packed.c's conversion and epilogue kernels (the
+/* packed_avx512.c: AVX-512 twins of packed_scalar.c's conversion and epilogue kernels (the
  * bfloat16 rounding, the int8 row quantization, the dequantizing epilogue). Compiled for
  * AVX-512 by the pragma below and run only where mt_kernels_get() found the CPU able to,
  * like kernels_avx512.c. Each gives the same results as its scalar twin: the same
