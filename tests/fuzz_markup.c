@@ -82,24 +82,25 @@ static const char *tag_end_of(const char *p)
         return e ? e : j + strlen(j);
     }
     j += *j == '/';
-    while (*j && *j != '>' && !strchr(" \t\n\r\f/", *j)) j++; /* the name */
+    while (((*j | 32) >= 'a' && (*j | 32) <= 'z') || (*j >= '0' && *j <= '9') || (*j && strchr("-:_.", *j)))
+        j++; /* the name */
     while (*j && *j != '>') {
-        if (strchr(" \t\n\r\f/", *j)) {
+        if (strchr(" \t\n\v\r\f/", *j)) {
             j++;
             continue;
         }
         const char *an = j;
-        while (*j && !strchr(" \t\n\r\f=>/", *j)) j++;
+        while (*j && !strchr(" \t\n\v\r\f=>/", *j)) j++;
         if (j == an) j++; /* a stray '=' */
-        while (*j && strchr(" \t\n\r\f", *j)) j++;
+        while (*j && strchr(" \t\n\v\r\f", *j)) j++;
         if (*j != '=') continue;
         j++;
-        while (*j && strchr(" \t\n\r\f", *j)) j++;
+        while (*j && strchr(" \t\n\v\r\f", *j)) j++;
         if (*j == '"' || *j == '\'') {
             const char *q = strchr(j + 1, *j);
             j = q ? q + 1 : j + strlen(j);
         } else {
-            while (*j && !strchr(" \t\n\r\f>", *j)) j++;
+            while (*j && !strchr(" \t\n\v\r\f>", *j)) j++;
         }
     }
     return j;
