@@ -533,6 +533,7 @@ START_TEST(test_engine_settings)
     char *argv[] = {"mt-server", "--kernels", "scalar", NULL};
     ck_assert_int_eq(mt_config_apply_args(&cfg, 3, argv, err, sizeof err), 0);
     ck_assert_str_eq(cfg.kernels, "scalar");
+    mt_config_free(&cfg);
     ck_assert_int_eq(load(&cfg, "[engine]\nkernels = \"avx1024\"\n[[models]]\npath = \"/m\"\n"), 0);
     ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "engine.kernels (MT_KERNELS): 'avx1024'"));
