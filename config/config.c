@@ -57,6 +57,8 @@ const setting cfg_settings[] = {
      "directory of the web page served at / and of openapi.json for /spec (default: web/)"},
     {"server", "suggestions_db", "--suggestions-db", NULL, "MT_SUGGESTIONS_DB", "FILE", K_STR,
      OFF(suggestions_db), 0, 0, "SQLite file POST /suggest stores suggestions in (unset: /suggest answers 403)"},
+    {"server", "shared_state", "--shared-state", NULL, "MT_SHARED_STATE", "URL", K_STR, OFF(shared_state), 0, 0,
+     "postgresql:// URL of the database every replica shares: suggestions, API keys (mt-server keys), rate-limit counters (libpq's PG* variables and password file apply; unset: kept in this process, suggestions in suggestions_db)"},
     {"server", "spool_dir", "--spool-dir", NULL, "MT_SPOOL_DIR", "DIR", K_STR, OFF(spool_dir), 0, 0,
      "directory of the translated files of /translate_file (unset: a private directory in $TMPDIR)"},
     {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,

@@ -19,6 +19,9 @@ build_packages=(
   libopenblas-dev libdnnl-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
   # LibreTranslate parity: language detection, file formats (docx/odt), suggestions
   libexttextcat-dev libexttextcat-data libzip-dev libxml2-dev libsqlite3-dev
+  # shared state of N replicas (server.shared_state): PostgreSQL's client library; nettle
+  # (API key hashes) comes with libmicrohttpd-dev
+  libpq-dev
   # the unit tests' framework: scripts/build.sh builds the tests too
   check
 )
@@ -35,6 +38,8 @@ packages=(
   python3 python3-torch python3-numpy python3-sentencepiece python3-yaml sentencepiece libjemalloc2
   # scripts and their tests
   curl jq nginx-light
+  # tests/test_shared_state.py starts its own PostgreSQL in a temporary directory
+  postgresql-15 postgresql-client-15
   # bench/bench_peers.py's chart
   python3-matplotlib
 )

@@ -1,10 +1,13 @@
 /* auth.c: API keys: the key a request presents (body, query or headers), the check
- * against [server] api_keys, /metrics' key, and reading a body with its key checked. */
+ * against [server] api_keys and the shared store's keys, /metrics' key, and reading a
+ * body with its key checked. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+
+#include "store.h"
 
 /* Compares keys in time independent of where they differ. */
 int srv_key_equal(const char *a, const char *b)
@@ -33,24 +36,61 @@ const char *srv_presented_key(req_ctx *c, const json_t *obj)
     return key && *key ? key : NULL;
 }
 
-/* 0 when no keys are configured or a configured key is presented; else 403 + message. */
+/* With the shared store, a key not in the config is looked up there on every request, so
+ * a key added or removed with `mt-server keys` counts on every replica at once. */
+static int check_store_key(mt_server *s, req_ctx *c, const char *key, char *err, size_t errlen)
+{
+    char why[300];
+    if (!key) {
+        /* keys are needed once the config or the database holds one; while the database
+         * is down, what it said last decides (text translation goes on for open servers) */
+        int any = mt_store_key_any(s->store, why, sizeof why);
+        if (any >= 0) atomic_store(&s->store_keys, any);
+        else any = atomic_load(&s->store_keys);
+        if (any == 0 && s->cfg->n_api_keys == 0) return 0;
+        if (any < 0) {
+            snprintf(err, errlen, "API keys cannot be checked: the shared state database is down (%s)", why);
+            return 503;
+        }
+        snprintf(err, errlen, "missing API key: send \"api_key\" in the body, an "
+                 "\"Authorization: Bearer KEY\" or an \"X-API-Key\" header");
+        return 403;
+    }
+    mt_store_key k;
+    int found = mt_store_key_find(s->store, key, &k, why, sizeof why);
+    if (found == 1) {
+        atomic_store(&s->store_keys, 1);
+        c->key_from_store = 1;
+        c->key_chars_limit = k.chars_per_minute;
+        return 0;
+    }
+    if (found < 0) {
+        snprintf(err, errlen, "API key cannot be checked: the shared state database is down (%s)", why);
+        return 503;
+    }
+    snprintf(err, errlen, "invalid API key");
+    return 403;
+}
+
+/* 0 when no keys are configured or a configured key is presented; else 403 (503 when the
+ * shared store that would know the key is down) + message. */
 int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
-    if (cfg->n_api_keys == 0) return 0;
+    int shared = mt_store_shared(s->store);
+    if (cfg->n_api_keys == 0 && !shared) return 0;
     const char *key = srv_presented_key(c, obj);
+    int ok = 0;
+    for (int i = 0; key && i < cfg->n_api_keys; i++) ok |= srv_key_equal(key, cfg->api_keys[i]);
+    if (ok) return 0;
+    if (shared) return check_store_key(s, c, key, err, errlen);
     if (!key) {
         snprintf(err, errlen, "missing API key: send \"api_key\" in the body, an "
                  "\"Authorization: Bearer KEY\" or an \"X-API-Key\" header");
         return 403;
     }
-    int ok = 0;
-    for (int i = 0; i < cfg->n_api_keys; i++) ok |= srv_key_equal(key, cfg->api_keys[i]);
-    if (!ok) {
-        snprintf(err, errlen, "invalid API key");
-        return 403;
-    }
-    return 0;
+    snprintf(err, errlen, "invalid API key");
+    return 403;
 }
 
 /* /metrics is protected like the API once API keys exist (it names models, traffic and

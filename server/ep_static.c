@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "store.h"
 
 typedef struct {
     const char *path, *file, *type;
@@ -113,7 +114,7 @@ enum MHD_Result srv_ep_settings(mt_server *s, req_ctx *c)
                              "frontendTimeout", 500,
                              "keyRequired", s->cfg->n_api_keys > 0,
                              "language", lang,
-                             "suggestions", s->suggest != NULL,
+                             "suggestions", mt_store_has_suggestions(s->store),
                              "supportedFilesFormat", formats,
                              "maxFileBytes", (json_int_t)((s->spool != NULL) ? s->cfg->max_file_bytes : 0));
     return srv_send_json(c, 200, body, NULL, NULL);

@@ -1,32 +1,44 @@
-/* ep_suggest.c: POST /suggest, LibreTranslate's suggested corrections: stored in SQLite
- * through store/ when [server] suggestions_db is set, else 403 as LibreTranslate answers
- * with suggestions off. Every suggestion is a database row, so a client's suggestions
- * are limited per minute (limits.c) besides its requests. */
+/* ep_suggest.c: POST /suggest, LibreTranslate's suggested corrections, kept by the store
+ * (store.h): in the PostgreSQL database every replica shares when server.shared_state is
+ * set, else in SQLite when [server] suggestions_db is set, else 403 as LibreTranslate
+ * answers with suggestions off. Every suggestion is a database row, so a client's
+ * suggestions are limited per minute (limits.c) besides its requests. This file also
+ * opens the store for auth.c and limits.c. */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "suggest.h"
+#include "log.h"
+#include "store.h"
 
 int srv_suggest_init(mt_server *s, char *err, size_t errlen)
 {
-    if (!s->cfg->suggestions_db[0]) return 0;
-    s->suggest = mt_suggest_open(s->cfg->suggestions_db, err, errlen);
-    return s->suggest ? 0 : -1;
+    atomic_store(&s->store_keys, -1);
+    mt_store_options o = mt_store_options_default();
+    o.url = s->cfg->shared_state;
+    o.sqlite_path = s->cfg->suggestions_db;
+    if (!o.url[0] && !o.sqlite_path[0]) return 0;
+    if (!(s->store = mt_store_open(&o, err, errlen))) return -1;
+    if (mt_store_shared(s->store)) {
+        char url[300], q[320];
+        mt_store_redact(o.url, url, sizeof url); /* the password never reaches the log */
+        mt_log_write(s->log, MT_LOG_INFO, "shared_state", "url=%s", mt_log_quote(q, sizeof q, url));
+    }
+    return 0;
 }
 
 void srv_suggest_free(mt_server *s)
 {
-    mt_suggest_close(s->suggest);
-    s->suggest = NULL;
+    mt_store_close(s->store);
+    s->store = NULL;
 }
 
 enum MHD_Result srv_ep_suggest(mt_server *s, req_ctx *c)
 {
     char err[512];
     json_t *obj = NULL;
-    if (!s->suggest) return srv_send_error(c, 403, "Suggestions are disabled on this server.");
+    if (!mt_store_has_suggestions(s->store)) return srv_send_error(c, 403, "Suggestions are disabled on this server.");
     int from_form = 0;
     int st = srv_read_body(s, c, &obj, &from_form, err, sizeof err);
     if (st) {
@@ -56,8 +68,13 @@ enum MHD_Result srv_ep_suggest(mt_server *s, req_ctx *c)
         json_decref(obj);
         return srv_send_error(c, 413, "Invalid request: suggestion too long");
     }
-    st = mt_suggest_add(s->suggest, v[0], v[1], v[2], v[3], err, sizeof err);
+    st = mt_store_suggest_add(s->store, v[0], v[1], v[2], v[3], err, sizeof err);
     json_decref(obj);
+    if (st == MT_STORE_DOWN) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "Suggestions are unavailable: the shared state database is down (%s)", err);
+        return srv_send_error(c, 503, msg);
+    }
     if (st) return srv_send_error(c, 500, err);
     return srv_send_json(c, 200, json_pack("{s:b}", "success", 1), NULL, NULL);
 }

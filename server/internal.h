@@ -31,7 +31,7 @@
 #include "service.h"
 
 typedef struct mt_ratelimit mt_ratelimit;
-typedef struct mt_suggest mt_suggest;
+typedef struct mt_store mt_store;
 typedef struct mt_spool mt_spool;
 
 typedef struct req_ctx req_ctx;
@@ -59,7 +59,9 @@ struct mt_server {
     /* per-client limits (limits.c), suggestions (ep_suggest.c), file jobs (ep_files.c) */
     mt_ratelimit *ratelimit;  /* NULL when no per-client limit is configured */
     mt_ratelimit *suggest_limit; /* POST /suggest per client; NULL: none */
-    mt_suggest *suggest;      /* POST /suggest's store; NULL: disabled (403) */
+    mt_store *store;          /* suggestions (SQLite or PostgreSQL), and with PostgreSQL
+                               * (server.shared_state) API keys and rate counters; NULL: none */
+    atomic_int store_keys;    /* the shared store held API keys when last asked (-1: unknown) */
     mt_spool *spool;          /* translated files; NULL: file translation off */
     char spool_dir[512];
     int spool_dir_made;       /* a private directory this server made (removed at free) */
@@ -73,6 +75,7 @@ struct mt_server {
     pthread_mutex_t conns_mu;
     srv_conn *conns;
     int n_conns, n_refused;
+    struct srv_deepl *deepl;  /* DeepL's documents: ids to keys (ep_deepl_doc.c) */
     srv_cidr *proxies;        /* server.trusted_proxies */
     int n_proxies;
 };
@@ -157,6 +160,8 @@ struct req_ctx {
     int fd;
     req_ctx *wnext, *wprev;   /* the watcher's list */
     int watched;
+    long key_chars_limit;     /* the request's key is in the shared store with this limit (0: none) */
+    int key_from_store;       /* the request's key was found in the shared store */
 };
 
 /* respond.c */
@@ -193,6 +198,9 @@ enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_settings(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_static(mt_server *s, req_ctx *c);
 
+/* ep_translate.c: queues the submitted task c->task with the connection suspended (it may
+ * finish, and resume the connection, at once); a full queue resumes it to answer 503. */
+enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c);
 /* ep_translate.c: the task of a POST /translate is finished (resumed connection): 200,
  * or why not. */
 enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c);
@@ -204,7 +212,7 @@ json_t *srv_render_translation(mt_server *s, req_ctx *c);
 /* Detection results as LibreTranslate's [{"confidence", "language"}]. */
 json_t *srv_render_detection(const mt_detect_result *res, int n);
 
-/* ep_suggest.c: the suggestion store ([server] suggestions_db). */
+/* ep_suggest.c: the store (server.shared_state, else [server] suggestions_db). */
 int srv_suggest_init(mt_server *s, char *err, size_t errlen);
 void srv_suggest_free(mt_server *s);
 
@@ -212,6 +220,15 @@ void srv_suggest_free(mt_server *s);
 int srv_files_init(mt_server *s, char *err, size_t errlen);
 void srv_files_stop(mt_server *s); /* waits for the translating threads (service aborted first) */
 void srv_files_free(mt_server *s);
+/* The route a file of format fmt is translated on: source "auto" detects it from the
+ * text of txt, srt and html files; the route, or -1 with a message. */
+int srv_files_route(mt_server *s, int fmt, const char *data, size_t len, const char *source, const char *target,
+                    char *err, size_t errlen);
+/* Starts translating a file (a spool entry and a thread of its own) for the rate limits'
+ * client; 0 with its spool id in id[33], or the status to answer (413, 429 or 503 with
+ * *retry seconds, 500) with a message. */
+int srv_files_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
+                     int route, char *id, double *retry, char *err, size_t errlen);
 
 /* limits.c: per-client rate limits. */
 int srv_limits_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */

@@ -5,7 +5,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -14,6 +16,7 @@
 #include "metrics.h"
 #include "server.h"
 #include "service.h"
+#include "store.h"
 
 #ifndef MT_VERSION
 #define MT_VERSION "0.1.0"
@@ -117,8 +120,114 @@ static void serve_until_signal(mt_server *srv, mt_log *log, const mt_config *cfg
         mt_log_write(log, MT_LOG_WARN, "drain_incomplete", "cancelled=%d", mt_server_in_flight(srv));
 }
 
+/* mt-server keys add|list|remove: API keys in the shared store (server.shared_state from
+ * --shared-state, MT_SHARED_STATE or --config FILE), as LibreTranslate's `ltmanage keys`.
+ * Replicas look keys up per request, so a change counts everywhere at once. */
+static int keys_usage(void)
+{
+    fprintf(stderr, "usage: mt-server keys add [--name NAME] [--char-limit N] [--key KEY]\n"
+                    "       mt-server keys list\n"
+                    "       mt-server keys remove NAME|KEY\n"
+                    "  (with --shared-state URL, MT_SHARED_STATE or --config FILE naming the database)\n");
+    return 2;
+}
+
+static int print_key(void *user, const mt_store_key *k)
+{
+    (void)user;
+    printf("%s\t%ld\t%s\n", k->name, k->chars_per_minute, k->created);
+    return 0;
+}
+
+static int keys_command(int argc, char **argv)
+{
+    if (argc < 3) return keys_usage();
+    const char *sub = argv[2], *name = NULL, *key = NULL, *target = NULL, *path = NULL;
+    long limit = 0;
+    char **rest = calloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0;
+    if (!rest) return 1;
+    rest[nrest++] = argv[0];
+    for (int i = 3; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        if (!strcmp(a, "--name") && more) name = argv[++i];
+        else if (!strcmp(a, "--key") && more) key = argv[++i];
+        else if (!strcmp(a, "--char-limit") && more) limit = strtol(argv[++i], NULL, 10);
+        else if (a[0] != '-' && !target && !strcmp(sub, "remove")) target = a;
+        else {
+            if (!strcmp(a, "--config") && more) path = argv[i + 1];
+            rest[nrest++] = argv[i];
+        }
+    }
+    mt_config cfg;
+    mt_config_init(&cfg);
+    char err[1024];
+    int rc = 1;
+    if (!path && getenv("MT_CONFIG") && *getenv("MT_CONFIG")) path = getenv("MT_CONFIG");
+    if ((path && mt_config_load_file(&cfg, path, err, sizeof err)) || mt_config_apply_env(&cfg, environ, err, sizeof err) ||
+        mt_config_apply_args(&cfg, nrest, rest, err, sizeof err)) {
+        fprintf(stderr, "mt-server keys: %s\n", err);
+        rc = 2;
+        goto out;
+    }
+    if (!cfg.shared_state[0]) {
+        fprintf(stderr, "mt-server keys: no database: give --shared-state URL, MT_SHARED_STATE or a "
+                        "config file with [server] shared_state\n");
+        rc = 2;
+        goto out;
+    }
+    mt_store_options o = mt_store_options_default();
+    o.url = cfg.shared_state;
+    o.pool_size = 1;
+    mt_store *st = mt_store_open(&o, err, sizeof err);
+    if (!st) {
+        fprintf(stderr, "mt-server keys: %s\n", err);
+        goto out;
+    }
+    if (!strcmp(sub, "add")) {
+        char made[65], nm[64];
+        if (!key) { /* 32 random bytes as hex */
+            unsigned char b[32];
+            if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+                fprintf(stderr, "mt-server keys: no random bytes\n");
+                goto close;
+            }
+            for (int i = 0; i < 32; i++) snprintf(made + 2 * i, 3, "%02x", b[i]);
+            key = made;
+        }
+        if (!name) { /* a name by default: the key's first characters */
+            snprintf(nm, sizeof nm, "key-%.8s", key);
+            name = nm;
+        }
+        if (limit < 0 || mt_store_key_add(st, key, name, limit, err, sizeof err)) {
+            fprintf(stderr, "mt-server keys: %s\n", limit < 0 ? "--char-limit must be 0 or more" : err);
+            goto close;
+        }
+        printf("%s\n", key); /* shown once: only its hash is kept */
+        rc = 0;
+    } else if (!strcmp(sub, "list")) {
+        if (mt_store_key_list(st, print_key, NULL, err, sizeof err) < 0) fprintf(stderr, "mt-server keys: %s\n", err);
+        else rc = 0;
+    } else if (!strcmp(sub, "remove") && target) {
+        int n = mt_store_key_remove(st, target, err, sizeof err);
+        if (n < 0) fprintf(stderr, "mt-server keys: %s\n", err);
+        else if (n == 0) fprintf(stderr, "mt-server keys: no key named or equal to that\n");
+        else rc = 0;
+    } else {
+        rc = keys_usage();
+    }
+close:
+    mt_store_close(st);
+out:
+    mt_config_free(&cfg);
+    free(rest);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "keys") == 0) return keys_command(argc, argv);
     /* Process setup before anything else (it may re-execute the program); MT_BLAS_CORETYPE
      * is read here, before the config, because the choice must precede everything */
     mt_service_process_setup(argv, getenv("MT_BLAS_CORETYPE"));

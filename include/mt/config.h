@@ -50,6 +50,8 @@ typedef struct {
     char metrics_key[256];  /* also accepted for GET /metrics (empty: none) */
     int metrics_public;     /* 1: GET /metrics needs no key even when API keys are set */
     char suggestions_db[256]; /* SQLite file of POST /suggest; empty: suggestions disabled (403) */
+    char shared_state[256]; /* PostgreSQL URL of the state replicas share (suggestions, API keys,
+                             * rate counters); empty: in process and suggestions_db */
     char spool_dir[256];    /* translated files of /translate_file; empty: a private dir under $TMPDIR */
     long max_file_bytes;    /* largest file /translate_file accepts; beyond: 413 */
     double file_ttl;        /* seconds a translated file stays downloadable */

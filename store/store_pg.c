@@ -1,0 +1,501 @@
+/* store_pg.c: mt_store on PostgreSQL (libpq). A small pool of connections, each used by
+ * one thread at a time; a connection found broken is dropped and made again. While the
+ * database is down, new connections are tried at most once a second and every other call
+ * fails at once with the last reason, so requests never queue behind a dead database. */
+#include "store_pg.h"
+
+#include <libpq-fe.h>
+#include <math.h>
+#include <nettle/sha2.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* pg_advisory_lock key held while the schema is migrated ("mt-store" in ASCII, truncated) */
+#define SCHEMA_LOCK 0x6d742d73746f7265LL
+
+typedef struct {
+    PGconn *conn;
+    int busy;
+} pg_slot;
+
+struct store_pg {
+    char *url;
+    char stmt_opt[64], conn_timeout[16];
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    pg_slot *slots;
+    int n_slots;
+    int down;            /* the last connection attempt failed */
+    double last_attempt; /* CLOCK_MONOTONIC seconds of the last failed attempt */
+    char reason[256];    /* why it is down (libpq's first line; never the URL) */
+};
+
+/* The schema, one step a version; each runs in one transaction under SCHEMA_LOCK. */
+static const char *const MIGRATIONS[] = {
+    /* 1: suggestions, API keys (SHA-256 of the key), rate buckets (unlogged: counters need
+     * not survive a database crash) and the drain of a bucket at its limit per minute */
+    "CREATE TABLE mt_suggestions (id bigserial PRIMARY KEY, q text NOT NULL, s text NOT NULL,"
+    " source text NOT NULL, target text NOT NULL, created timestamptz NOT NULL DEFAULT now());"
+    "CREATE TABLE mt_api_keys (id bigserial PRIMARY KEY, name text NOT NULL UNIQUE,"
+    " key_hash bytea NOT NULL UNIQUE, chars_per_minute bigint NOT NULL DEFAULT 0"
+    " CHECK (chars_per_minute >= 0), created timestamptz NOT NULL DEFAULT now());"
+    "CREATE UNLOGGED TABLE mt_rate (client text PRIMARY KEY, requests float8 NOT NULL,"
+    " chars float8 NOT NULL, at timestamptz NOT NULL);"
+    "CREATE FUNCTION mt_drain(used float8, lim float8, since timestamptz) RETURNS float8"
+    " LANGUAGE sql AS $$ SELECT CASE WHEN lim <= 0 THEN 0 ELSE"
+    " greatest(0, used - lim * extract(epoch FROM clock_timestamp() - since) / 60) END $$;",
+};
+enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof MIGRATIONS[0] };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* libpq's message, first line only (it may span lines with hints). */
+static void pq_reason(const char *msg, char *out, size_t cap)
+{
+    if (!msg || !*msg) msg = "unknown error";
+    size_t n = strcspn(msg, "\n");
+    if (n >= cap) n = cap - 1;
+    memcpy(out, msg, n);
+    out[n] = 0;
+}
+
+void store_pg_redact(const char *url, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", url);
+    /* postgresql://user:PASSWORD@host...: the userinfo's password */
+    char *scheme = strstr(out, "://");
+    if (scheme) {
+        char *user = scheme + 3, *at = strchr(user, '@'), *slash = strchr(user, '/');
+        char *colon = at ? memchr(user, ':', (size_t)(at - user)) : NULL;
+        if (at && (!slash || at < slash) && colon) {
+            char rest[1024];
+            snprintf(rest, sizeof rest, "%s", at);
+            snprintf(colon, cap - (size_t)(colon - out), ":***%s", rest);
+        }
+    }
+    /* password=VALUE in a query string or a conninfo */
+    for (char *p = strstr(out, "password="); p; p = strstr(p + 1, "password=")) {
+        char *v = p + 9, *end = v + strcspn(v, "& ");
+        char rest[1024];
+        snprintf(rest, sizeof rest, "%s", end);
+        snprintf(v, cap - (size_t)(v - out), "***%s", rest);
+    }
+}
+
+/* libpq prints a server's notices (NOTICE: relation exists...) on stderr by default. */
+static void quiet(void *arg, const char *msg)
+{
+    (void)arg, (void)msg;
+}
+
+/* A new connection: the URL as given (libpq reads PG* variables and the password file),
+ * under our timeouts unless the URL sets its own. NULL with the reason. */
+static PGconn *connect_one(store_pg *pg, char *err, size_t errlen)
+{
+    /* With expand_dbname, the URL (last) overrides what precedes it. */
+    const char *keys[] = {"connect_timeout", "options", "application_name", "keepalives",
+                          "keepalives_idle", "keepalives_interval", "keepalives_count",
+                          "tcp_user_timeout", "dbname", NULL};
+    const char *vals[] = {pg->conn_timeout, pg->stmt_opt, "mt-server", "1", "5", "2", "3",
+                          "10000", pg->url, NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (!c || PQstatus(c) != CONNECTION_OK) {
+        char r[256];
+        pq_reason(c ? PQerrorMessage(c) : "out of memory", r, sizeof r);
+        snprintf(err, errlen, "database: %s", r);
+        PQfinish(c);
+        return NULL;
+    }
+    PQsetNoticeProcessor(c, quiet, NULL);
+    return c;
+}
+
+/* Runs sql on c; the result when its status is `want`, else NULL with the reason. */
+static PGresult *run(PGconn *c, const char *sql, int n, const char *const *vals, ExecStatusType want,
+                     char *err, size_t errlen)
+{
+    PGresult *r = n ? PQexecParams(c, sql, n, NULL, vals, NULL, NULL, 0) : PQexec(c, sql);
+    if (r && PQresultStatus(r) == want) return r;
+    char reason[256];
+    pq_reason(r ? PQresultErrorMessage(r) : PQerrorMessage(c), reason, sizeof reason);
+    if (!*reason) pq_reason(PQerrorMessage(c), reason, sizeof reason);
+    snprintf(err, errlen, "database: %s", reason);
+    PQclear(r);
+    return NULL;
+}
+
+/* Migrates the schema on c to the last version, under the advisory lock. */
+static int migrate(PGconn *c, char *err, size_t errlen)
+{
+    char lock[64];
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%lld)", SCHEMA_LOCK);
+    PGresult *r = run(c, lock, 0, NULL, PGRES_TUPLES_OK, err, errlen);
+    if (!r) return -1;
+    PQclear(r);
+    int rc = -1, version = 0;
+    r = run(c, "CREATE TABLE IF NOT EXISTS mt_schema (version integer NOT NULL)", 0, NULL,
+            PGRES_COMMAND_OK, err, errlen);
+    if (!r) goto unlock;
+    PQclear(r);
+    if (!(r = run(c, "SELECT coalesce(max(version), 0) FROM mt_schema", 0, NULL, PGRES_TUPLES_OK, err, errlen)))
+        goto unlock;
+    version = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (version > N_MIGRATIONS) {
+        snprintf(err, errlen, "database: schema version %d is newer than this server's %d", version,
+                 N_MIGRATIONS);
+        goto unlock;
+    }
+    for (int v = version; v < N_MIGRATIONS; v++) {
+        char sql[8192];
+        snprintf(sql, sizeof sql, "BEGIN; %s DELETE FROM mt_schema; INSERT INTO mt_schema VALUES (%d); COMMIT;",
+                 MIGRATIONS[v], v + 1);
+        if (!(r = run(c, sql, 0, NULL, PGRES_COMMAND_OK, err, errlen))) {
+            PQclear(PQexec(c, "ROLLBACK"));
+            goto unlock;
+        }
+        PQclear(r);
+    }
+    rc = 0;
+unlock:
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_unlock(%lld)", SCHEMA_LOCK);
+    PQclear(PQexec(c, lock));
+    return rc;
+}
+
+store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen)
+{
+    store_pg *pg = calloc(1, sizeof *pg);
+    int n = o->pool_size > 0 ? o->pool_size : 4;
+    if (!pg || !(pg->url = strdup(o->url)) || !(pg->slots = calloc((size_t)n, sizeof *pg->slots))) {
+        if (pg) free(pg->url);
+        free(pg);
+        snprintf(err, errlen, "store: out of memory");
+        return NULL;
+    }
+    pg->n_slots = n;
+    snprintf(pg->stmt_opt, sizeof pg->stmt_opt, "-c statement_timeout=%d",
+             o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 5000);
+    snprintf(pg->conn_timeout, sizeof pg->conn_timeout, "%d", o->connect_timeout_s > 0 ? o->connect_timeout_s : 3);
+    pthread_mutex_init(&pg->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&pg->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    /* one connection at start: a database that cannot be reached or migrated is an error
+     * the operator sees at once */
+    PGconn *c = connect_one(pg, err, errlen);
+    if (!c || migrate(c, err, errlen)) {
+        PQfinish(c);
+        store_pg_close(pg);
+        return NULL;
+    }
+    pg->slots[0].conn = c;
+    return pg;
+}
+
+void store_pg_close(store_pg *pg)
+{
+    if (!pg) return;
+    for (int i = 0; i < pg->n_slots; i++) PQfinish(pg->slots[i].conn);
+    free(pg->slots);
+    free(pg->url);
+    pthread_mutex_destroy(&pg->mu);
+    pthread_cond_destroy(&pg->cond);
+    free(pg);
+}
+
+/* A free slot with a live connection, or NULL with MT_STORE_DOWN's reason. */
+static pg_slot *acquire(store_pg *pg, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&pg->mu);
+    pg_slot *s = NULL;
+    double until = now_s() + 5.0;
+    for (;;) {
+        for (int i = 0; i < pg->n_slots && !s; i++)
+            if (!pg->slots[i].busy) s = &pg->slots[i];
+        if (s || now_s() >= until) break;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 50000000L;
+        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&pg->cond, &pg->mu, &ts);
+    }
+    if (!s) {
+        pthread_mutex_unlock(&pg->mu);
+        snprintf(err, errlen, "database: every connection busy for 5 s");
+        return NULL;
+    }
+    s->busy = 1;
+    if (s->conn && PQstatus(s->conn) == CONNECTION_OK) {
+        pthread_mutex_unlock(&pg->mu);
+        return s;
+    }
+    if (pg->down && now_s() - pg->last_attempt < 1.0) {
+        snprintf(err, errlen, "%s", pg->reason);
+        s->busy = 0;
+        pthread_cond_signal(&pg->cond);
+        pthread_mutex_unlock(&pg->mu);
+        return NULL;
+    }
+    pg->last_attempt = now_s();
+    pthread_mutex_unlock(&pg->mu);
+    PQfinish(s->conn);
+    char why[256];
+    s->conn = connect_one(pg, why, sizeof why);
+    pthread_mutex_lock(&pg->mu);
+    pg->down = !s->conn;
+    if (!s->conn) {
+        snprintf(pg->reason, sizeof pg->reason, "%s", why);
+        snprintf(err, errlen, "%s", why);
+        s->busy = 0;
+        pthread_cond_signal(&pg->cond);
+    }
+    pthread_mutex_unlock(&pg->mu);
+    return s->conn ? s : NULL;
+}
+
+static void release(store_pg *pg, pg_slot *s)
+{
+    pthread_mutex_lock(&pg->mu);
+    s->busy = 0;
+    pthread_cond_signal(&pg->cond);
+    pthread_mutex_unlock(&pg->mu);
+}
+
+/* One statement on a pooled connection: the result (status want), or NULL with *rc set to
+ * MT_STORE_DOWN (no connection, a broken one, a timeout) or MT_STORE_ERROR. A connection
+ * that broke since its last use is made again once at once: after a database restart
+ * the first call must not fail for an old socket. */
+static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *vals, ExecStatusType want,
+                       int *rc, char *err, size_t errlen)
+{
+    for (int attempt = 0; attempt < 2; attempt++) {
+        pg_slot *s = acquire(pg, err, errlen);
+        if (!s) {
+            *rc = MT_STORE_DOWN;
+            return NULL;
+        }
+        PGresult *r = run(s->conn, sql, n, vals, want, err, errlen);
+        if (r) {
+            release(pg, s);
+            *rc = MT_STORE_OK;
+            return r;
+        }
+        int broken = PQstatus(s->conn) != CONNECTION_OK;
+        if (broken) {
+            PQfinish(s->conn);
+            s->conn = NULL;
+            pthread_mutex_lock(&pg->mu);
+            snprintf(pg->reason, sizeof pg->reason, "%s", err);
+            pthread_mutex_unlock(&pg->mu);
+        }
+        release(pg, s);
+        if (!broken) {
+            /* 57014: canceled by statement_timeout; 57P0x: the server is shutting down */
+            const char *code = NULL;
+            *rc = MT_STORE_ERROR;
+            (void)code;
+            if (strstr(err, "statement timeout") || strstr(err, "shutting down") ||
+                strstr(err, "terminating connection"))
+                *rc = MT_STORE_DOWN;
+            return NULL;
+        }
+        *rc = MT_STORE_DOWN;
+    }
+    return NULL;
+}
+
+int store_pg_ping(store_pg *pg, char *err, size_t errlen)
+{
+    int rc;
+    PGresult *r = query(pg, "SELECT 1", 0, NULL, PGRES_TUPLES_OK, &rc, err, errlen);
+    PQclear(r);
+    return rc;
+}
+
+int store_pg_suggest_add(store_pg *pg, const char *q, const char *s, const char *source,
+                         const char *target, char *err, size_t errlen)
+{
+    if (!q || !s || !source || !target) {
+        snprintf(err, errlen, "suggestions: q, s, source and target are required");
+        return MT_STORE_ERROR;
+    }
+    const char *v[] = {q, s, source, target};
+    int rc;
+    PQclear(query(pg, "INSERT INTO mt_suggestions (q, s, source, target) VALUES ($1, $2, $3, $4)", 4, v,
+                  PGRES_COMMAND_OK, &rc, err, errlen));
+    return rc;
+}
+
+long store_pg_suggest_count(store_pg *pg, char *err, size_t errlen)
+{
+    int rc;
+    PGresult *r = query(pg, "SELECT count(*) FROM mt_suggestions", 0, NULL, PGRES_TUPLES_OK, &rc, err, errlen);
+    long n = r ? atol(PQgetvalue(r, 0, 0)) : rc;
+    PQclear(r);
+    return n;
+}
+
+/* "\x" + the SHA-256 of s in hex: a bytea literal. */
+static void hash_hex(const char *s, char out[2 + 2 * SHA256_DIGEST_SIZE + 1])
+{
+    struct sha256_ctx ctx;
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(s), (const uint8_t *)s);
+    sha256_digest(&ctx, sizeof d, d);
+    out[0] = '\\', out[1] = 'x';
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 + 2 * i, 3, "%02x", d[i]);
+}
+
+int store_pg_key_add(store_pg *pg, const char *key, const char *name, long chars_per_minute,
+                     char *err, size_t errlen)
+{
+    if (!key || !*key || !name || !*name || chars_per_minute < 0) {
+        snprintf(err, errlen, "keys: a key, a name and a limit of 0 or more are needed");
+        return MT_STORE_ERROR;
+    }
+    char h[2 + 2 * SHA256_DIGEST_SIZE + 1], lim[32];
+    hash_hex(key, h);
+    snprintf(lim, sizeof lim, "%ld", chars_per_minute);
+    const char *v[] = {name, h, lim};
+    int rc;
+    PQclear(query(pg, "INSERT INTO mt_api_keys (name, key_hash, chars_per_minute) VALUES ($1, $2::bytea, $3::bigint)",
+                  3, v, PGRES_COMMAND_OK, &rc, err, errlen));
+    if (rc == MT_STORE_ERROR && strstr(err, "duplicate key"))
+        snprintf(err, errlen, "keys: a key with this name or value already exists");
+    return rc;
+}
+
+int store_pg_key_remove(store_pg *pg, const char *key_or_name, char *err, size_t errlen)
+{
+    char h[2 + 2 * SHA256_DIGEST_SIZE + 1];
+    hash_hex(key_or_name ? key_or_name : "", h);
+    const char *v[] = {key_or_name ? key_or_name : "", h};
+    int rc;
+    PGresult *r = query(pg, "DELETE FROM mt_api_keys WHERE name = $1 OR key_hash = $2::bytea", 2, v,
+                        PGRES_COMMAND_OK, &rc, err, errlen);
+    if (r) rc = atoi(PQcmdTuples(r)) > 0;
+    PQclear(r);
+    return rc;
+}
+
+static const char KEY_COLUMNS[] =
+    "SELECT id, name, chars_per_minute, to_char(created AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+    " FROM mt_api_keys";
+
+static void key_row(PGresult *r, int i, mt_store_key *k)
+{
+    memset(k, 0, sizeof *k);
+    k->id = atoll(PQgetvalue(r, i, 0));
+    snprintf(k->name, sizeof k->name, "%s", PQgetvalue(r, i, 1));
+    k->chars_per_minute = atol(PQgetvalue(r, i, 2));
+    snprintf(k->created, sizeof k->created, "%s", PQgetvalue(r, i, 3));
+}
+
+int store_pg_key_find(store_pg *pg, const char *key, mt_store_key *out, char *err, size_t errlen)
+{
+    char h[2 + 2 * SHA256_DIGEST_SIZE + 1], sql[300];
+    hash_hex(key ? key : "", h);
+    snprintf(sql, sizeof sql, "%s WHERE key_hash = $1::bytea", KEY_COLUMNS);
+    const char *v[] = {h};
+    int rc;
+    PGresult *r = query(pg, sql, 1, v, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (r) {
+        rc = PQntuples(r) > 0;
+        if (rc) key_row(r, 0, out);
+    }
+    PQclear(r);
+    return rc;
+}
+
+int store_pg_key_any(store_pg *pg, char *err, size_t errlen)
+{
+    int rc;
+    PGresult *r = query(pg, "SELECT EXISTS (SELECT 1 FROM mt_api_keys)", 0, NULL, PGRES_TUPLES_OK, &rc, err,
+                        errlen);
+    if (r) rc = PQgetvalue(r, 0, 0)[0] == 't';
+    PQclear(r);
+    return rc;
+}
+
+int store_pg_key_list(store_pg *pg, int (*fn)(void *user, const mt_store_key *k), void *user,
+                      char *err, size_t errlen)
+{
+    char sql[300];
+    snprintf(sql, sizeof sql, "%s ORDER BY id", KEY_COLUMNS);
+    int rc;
+    PGresult *r = query(pg, sql, 0, NULL, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r) return rc;
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++) {
+        mt_store_key k;
+        key_row(r, i, &k);
+        if (fn(user, &k)) break;
+    }
+    PQclear(r);
+    return n;
+}
+
+int store_pg_rate_charge(store_pg *pg, const char *client, int requests, long chars,
+                         int requests_per_minute, long chars_per_minute, int *retry_after,
+                         char *err, size_t errlen)
+{
+    if (requests_per_minute <= 0 && chars_per_minute <= 0) return MT_STORE_RATE_OK;
+    if (chars_per_minute > 0 && chars > chars_per_minute) return MT_STORE_RATE_TOO_LARGE;
+    if (requests_per_minute <= 0) requests = 0;
+    if (chars_per_minute <= 0) chars = 0;
+    char h[2 + 2 * SHA256_DIGEST_SIZE + 1], rq[16], ch[32], rl[16], cl[32];
+    hash_hex(client ? client : "", h);
+    snprintf(rq, sizeof rq, "%d", requests);
+    snprintf(ch, sizeof ch, "%ld", chars);
+    snprintf(rl, sizeof rl, "%d", requests_per_minute > 0 ? requests_per_minute : 0);
+    snprintf(cl, sizeof cl, "%ld", chars_per_minute > 0 ? chars_per_minute : 0);
+    const char *v[] = {h + 2, rq, ch, rl, cl};
+    /* One statement, so concurrent charges from every replica serialize on the row: the
+     * bucket drains since its last charge, then takes this one only if it still fits. */
+    static const char sql[] =
+        "INSERT INTO mt_rate AS r (client, requests, chars, at)"
+        " VALUES ($1, $2::float8, $3::float8, clock_timestamp())"
+        " ON CONFLICT (client) DO UPDATE SET"
+        "  requests = mt_drain(r.requests, $4::float8, r.at) + excluded.requests,"
+        "  chars = mt_drain(r.chars, $5::float8, r.at) + excluded.chars, at = clock_timestamp()"
+        " WHERE ($4::float8 <= 0 OR mt_drain(r.requests, $4::float8, r.at) + excluded.requests <= $4::float8)"
+        "  AND ($5::float8 <= 0 OR mt_drain(r.chars, $5::float8, r.at) + excluded.chars <= $5::float8)"
+        " RETURNING requests";
+    int rc;
+    PGresult *r = query(pg, sql, 5, v, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r) return rc;
+    int ok = PQntuples(r) > 0;
+    PQclear(r);
+    if (ok) return MT_STORE_RATE_OK;
+    /* Limited: how long until this charge fits. */
+    const char *v2[] = {h + 2, rl, cl};
+    r = query(pg, "SELECT mt_drain(requests, $2::float8, at), mt_drain(chars, $3::float8, at) FROM mt_rate"
+                  " WHERE client = $1", 3, v2, PGRES_TUPLES_OK, &rc, err, errlen);
+    double wait = 1;
+    if (r && PQntuples(r) > 0) {
+        double ur = atof(PQgetvalue(r, 0, 0)), uc = atof(PQgetvalue(r, 0, 1));
+        if (requests_per_minute > 0) {
+            double w = (ur + requests - requests_per_minute) * 60.0 / requests_per_minute;
+            if (w > wait) wait = w;
+        }
+        if (chars_per_minute > 0) {
+            double w = (uc + (double)chars - (double)chars_per_minute) * 60.0 / (double)chars_per_minute;
+            if (w > wait) wait = w;
+        }
+    }
+    PQclear(r);
+    *retry_after = (int)ceil(wait);
+    return MT_STORE_RATE_LIMITED;
+}

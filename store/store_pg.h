@@ -1,0 +1,30 @@
+/* store_pg.h: the PostgreSQL backend of mt_store (libpq), private to store/. The calls
+ * mirror store.h's and keep its contract (thread-safety, MT_STORE_* results). */
+#ifndef MT_STORE_PG_H
+#define MT_STORE_PG_H
+
+#include <stddef.h>
+
+#include "store.h"
+
+typedef struct store_pg store_pg;
+
+store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen);
+void store_pg_close(store_pg *pg);
+void store_pg_redact(const char *url, char *out, size_t cap);
+int store_pg_ping(store_pg *pg, char *err, size_t errlen);
+int store_pg_suggest_add(store_pg *pg, const char *q, const char *s, const char *source,
+                         const char *target, char *err, size_t errlen);
+long store_pg_suggest_count(store_pg *pg, char *err, size_t errlen);
+int store_pg_key_add(store_pg *pg, const char *key, const char *name, long chars_per_minute,
+                     char *err, size_t errlen);
+int store_pg_key_remove(store_pg *pg, const char *key_or_name, char *err, size_t errlen);
+int store_pg_key_find(store_pg *pg, const char *key, mt_store_key *out, char *err, size_t errlen);
+int store_pg_key_any(store_pg *pg, char *err, size_t errlen);
+int store_pg_key_list(store_pg *pg, int (*fn)(void *user, const mt_store_key *k), void *user,
+                      char *err, size_t errlen);
+int store_pg_rate_charge(store_pg *pg, const char *client, int requests, long chars,
+                         int requests_per_minute, long chars_per_minute, int *retry_after,
+                         char *err, size_t errlen);
+
+#endif
