@@ -93,14 +93,27 @@ int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, si
     return 403;
 }
 
+int srv_keys_required(mt_server *s)
+{
+    if (s->cfg->n_api_keys > 0) return 1;
+    if (!mt_store_shared(s->store)) return 0;
+    char why[300];
+    int any = mt_store_key_any(s->store, why, sizeof why);
+    if (any >= 0) atomic_store(&s->store_keys, any);
+    else any = atomic_load(&s->store_keys);
+    return any != 0;
+}
+
 /* /metrics is protected like the API once API keys exist (it names models, traffic and
  * the process): an API key or the metrics key opens it, unless metrics_public. */
 int srv_metrics_allowed(mt_server *s, req_ctx *c)
 {
     const mt_config *cfg = s->cfg;
-    if (cfg->metrics_public || (cfg->n_api_keys == 0 && !cfg->metrics_key[0])) return 1;
+    if (cfg->metrics_public) return 1;
+    int keyed = srv_keys_required(s);
+    if (!keyed && !cfg->metrics_key[0]) return 1;
     char err[200];
-    if (cfg->n_api_keys > 0 && srv_check_api_key(s, c, NULL, err, sizeof err) == 0) return 1;
+    if (keyed && srv_check_api_key(s, c, NULL, err, sizeof err) == 0) return 1;
     if (!cfg->metrics_key[0]) return 0;
     const char *k = MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (k && strncasecmp(k, "Bearer ", 7) == 0) k += 7;

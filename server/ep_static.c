@@ -108,11 +108,11 @@ enum MHD_Result srv_ep_settings(mt_server *s, req_ctx *c)
         }
     }
     json_t *body = json_pack("{s:b, s:i, s:b, s:i, s:b, s:o, s:b, s:o, s:I}",
-                             "apiKeys", s->cfg->n_api_keys > 0,
+                             "apiKeys", srv_keys_required(s),
                              "charLimit", s->cfg->max_text_chars,
                              "filesTranslation", (s->spool != NULL),
                              "frontendTimeout", 500,
-                             "keyRequired", s->cfg->n_api_keys > 0,
+                             "keyRequired", srv_keys_required(s),
                              "language", lang,
                              "suggestions", mt_store_has_suggestions(s->store),
                              "supportedFilesFormat", formats,

@@ -254,6 +254,9 @@ int srv_check_api_key(mt_server *s, req_ctx *c, const json_t *obj, char *err, si
 const char *srv_presented_key(req_ctx *c, const json_t *obj);
 /* 1 when keys a and b are equal (compared in constant time for equal lengths). */
 int srv_key_equal(const char *a, const char *b);
+/* 1 when requests need an API key: the config has one, or the shared store holds one
+ * (while it is down: what it said last; unknown: yes). */
+int srv_keys_required(mt_server *s);
 /* SRV_AUTH_METRICS: 1 when the request may read /metrics. */
 int srv_metrics_allowed(mt_server *s, req_ctx *c);
 /* The body decoded (request.h) with its API key checked: 0, or an HTTP status with a

@@ -7,7 +7,9 @@
 #include <libpq-fe.h>
 #include <math.h>
 #include <nettle/sha2.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +21,14 @@
 typedef struct {
     PGconn *conn;
     int busy;
+    int used; /* conn answered a query before (a failure then may be an old socket) */
 } pg_slot;
 
 struct store_pg {
     char *url;
     char stmt_opt[64], conn_timeout[16];
+    int timeout_ms;      /* statement_timeout */
+    atomic_uint charges; /* rate charges so far: every 1024th also drops drained buckets */
     pthread_mutex_t mu;
     pthread_cond_t cond;
     pg_slot *slots;
@@ -118,18 +123,55 @@ static PGconn *connect_one(store_pg *pg, char *err, size_t errlen)
     return c;
 }
 
-/* Runs sql on c; the result when its status is `want`, else NULL with the reason. */
+/* Runs sql on c and waits for its result at most timeout_ms (the server's statement_timeout
+ * stops the query there too; this bounds a server that does not answer at all: the
+ * connection is then closed). The result when its status is `want`, else NULL with the
+ * reason and its SQLSTATE (empty when the connection failed). */
 static PGresult *run(PGconn *c, const char *sql, int n, const char *const *vals, ExecStatusType want,
-                     char *err, size_t errlen)
+                     int timeout_ms, char sqlstate[6], char *err, size_t errlen)
 {
-    PGresult *r = n ? PQexecParams(c, sql, n, NULL, vals, NULL, NULL, 0) : PQexec(c, sql);
+    sqlstate[0] = 0;
+    double until = now_s() + timeout_ms / 1000.0;
+    if (!PQsendQueryParams(c, sql, n, NULL, vals, NULL, NULL, 0)) {
+        char reason[256];
+        pq_reason(PQerrorMessage(c), reason, sizeof reason);
+        snprintf(err, errlen, "database: %s", reason);
+        return NULL;
+    }
+    /* every result until the end (PQgetResult NULL), none waited for past the deadline */
+    PGresult *r = NULL, *x;
+    for (;;) {
+        while (PQisBusy(c)) {
+            double left = until - now_s();
+            struct pollfd p = {PQsocket(c), POLLIN, 0};
+            if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) == 0) {
+                PQclear(r);
+                snprintf(err, errlen, "database: no answer within %d ms", timeout_ms);
+                return NULL; /* the caller drops the connection: it may still answer later */
+            }
+            if (!PQconsumeInput(c)) break;
+        }
+        if (!(x = PQgetResult(c))) break;
+        if (!r) r = x;
+        else PQclear(x);
+        if (PQstatus(c) != CONNECTION_OK) break;
+    }
     if (r && PQresultStatus(r) == want) return r;
     char reason[256];
     pq_reason(r ? PQresultErrorMessage(r) : PQerrorMessage(c), reason, sizeof reason);
     if (!*reason) pq_reason(PQerrorMessage(c), reason, sizeof reason);
+    const char *code = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(sqlstate, 6, "%s", code ? code : "");
     snprintf(err, errlen, "database: %s", reason);
     PQclear(r);
     return NULL;
+}
+
+/* run() for the schema's statements: one connection at start, no pool yet. */
+static PGresult *run_once(PGconn *c, const char *sql, ExecStatusType want, char *err, size_t errlen)
+{
+    char state[6];
+    return run(c, sql, 0, NULL, want, 60000, state, err, errlen);
 }
 
 /* Migrates the schema on c to the last version, under the advisory lock. */
@@ -137,15 +179,15 @@ static int migrate(PGconn *c, char *err, size_t errlen)
 {
     char lock[64];
     snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%lld)", SCHEMA_LOCK);
-    PGresult *r = run(c, lock, 0, NULL, PGRES_TUPLES_OK, err, errlen);
+    PGresult *r = run_once(c, lock, PGRES_TUPLES_OK, err, errlen);
     if (!r) return -1;
     PQclear(r);
     int rc = -1, version = 0;
-    r = run(c, "CREATE TABLE IF NOT EXISTS mt_schema (version integer NOT NULL)", 0, NULL,
-            PGRES_COMMAND_OK, err, errlen);
+    r = run_once(c, "CREATE TABLE IF NOT EXISTS mt_schema (version integer NOT NULL)", PGRES_COMMAND_OK, err,
+                 errlen);
     if (!r) goto unlock;
     PQclear(r);
-    if (!(r = run(c, "SELECT coalesce(max(version), 0) FROM mt_schema", 0, NULL, PGRES_TUPLES_OK, err, errlen)))
+    if (!(r = run_once(c, "SELECT coalesce(max(version), 0) FROM mt_schema", PGRES_TUPLES_OK, err, errlen)))
         goto unlock;
     version = atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
@@ -158,7 +200,13 @@ static int migrate(PGconn *c, char *err, size_t errlen)
         char sql[8192];
         snprintf(sql, sizeof sql, "BEGIN; %s DELETE FROM mt_schema; INSERT INTO mt_schema VALUES (%d); COMMIT;",
                  MIGRATIONS[v], v + 1);
-        if (!(r = run(c, sql, 0, NULL, PGRES_COMMAND_OK, err, errlen))) {
+        /* several statements: PQexec (the simple protocol) runs them in one string */
+        r = PQexec(c, sql);
+        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+            char reason[256];
+            pq_reason(PQresultErrorMessage(r), reason, sizeof reason);
+            snprintf(err, errlen, "database: schema version %d: %s", v + 1, reason);
+            PQclear(r);
             PQclear(PQexec(c, "ROLLBACK"));
             goto unlock;
         }
@@ -182,8 +230,8 @@ store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen)
         return NULL;
     }
     pg->n_slots = n;
-    snprintf(pg->stmt_opt, sizeof pg->stmt_opt, "-c statement_timeout=%d",
-             o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 5000);
+    pg->timeout_ms = o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 5000;
+    snprintf(pg->stmt_opt, sizeof pg->stmt_opt, "-c statement_timeout=%d", pg->timeout_ms);
     snprintf(pg->conn_timeout, sizeof pg->conn_timeout, "%d", o->connect_timeout_s > 0 ? o->connect_timeout_s : 3);
     pthread_mutex_init(&pg->mu, NULL);
     pthread_condattr_t ca;
@@ -285,32 +333,33 @@ static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *
             *rc = MT_STORE_DOWN;
             return NULL;
         }
-        PGresult *r = run(s->conn, sql, n, vals, want, err, errlen);
+        int was_used = s->used;
+        char state[6];
+        PGresult *r = run(s->conn, sql, n, vals, want, pg->timeout_ms + 1000, state, err, errlen);
+        s->used = 1;
         if (r) {
             release(pg, s);
             *rc = MT_STORE_OK;
             return r;
         }
-        int broken = PQstatus(s->conn) != CONNECTION_OK;
-        if (broken) {
+        /* no SQLSTATE: the connection failed or did not answer; 57014: statement_timeout;
+         * 57P01-57P03: the server is shutting down or not accepting connections; class
+         * 08: connection exceptions. The connection is dropped and made again later. */
+        int down = !state[0] || !strcmp(state, "57014") || !strncmp(state, "57P", 3) || !strncmp(state, "08", 2);
+        if (down || PQstatus(s->conn) != CONNECTION_OK) {
             PQfinish(s->conn);
             s->conn = NULL;
+            s->used = 0;
             pthread_mutex_lock(&pg->mu);
             snprintf(pg->reason, sizeof pg->reason, "%s", err);
             pthread_mutex_unlock(&pg->mu);
+            down = 1;
         }
         release(pg, s);
-        if (!broken) {
-            /* 57014: canceled by statement_timeout; 57P0x: the server is shutting down */
-            const char *code = NULL;
-            *rc = MT_STORE_ERROR;
-            (void)code;
-            if (strstr(err, "statement timeout") || strstr(err, "shutting down") ||
-                strstr(err, "terminating connection"))
-                *rc = MT_STORE_DOWN;
-            return NULL;
-        }
-        *rc = MT_STORE_DOWN;
+        *rc = down ? MT_STORE_DOWN : MT_STORE_ERROR;
+        /* a connection that worked before and broke meanwhile (a database restart) is made
+         * again at once, once; a new one that fails is the answer */
+        if (!down || !was_used || !strcmp(state, "57014")) return NULL;
     }
     return NULL;
 }
@@ -474,6 +523,13 @@ int store_pg_rate_charge(store_pg *pg, const char *client, int requests, long ch
         "  AND ($5::float8 <= 0 OR mt_drain(r.chars, $5::float8, r.at) + excluded.chars <= $5::float8)"
         " RETURNING requests";
     int rc;
+    if ((atomic_fetch_add(&pg->charges, 1) & 1023) == 1023) {
+        /* a bucket holds at most a minute's allowance and drains it within a minute: one
+         * untouched for two is empty, and its row can go */
+        char e2[200];
+        PQclear(query(pg, "DELETE FROM mt_rate WHERE at < clock_timestamp() - interval '2 minutes'", 0, NULL,
+                      PGRES_COMMAND_OK, &rc, e2, sizeof e2));
+    }
     PGresult *r = query(pg, sql, 5, v, PGRES_TUPLES_OK, &rc, err, errlen);
     if (!r) return rc;
     int ok = PQntuples(r) > 0;

@@ -5,11 +5,14 @@ socket, no TCP listener, never a system service). SKIP (77) when it is not insta
 
 - keys: a key added with `mt-server keys add` works on every replica at once; a removed
   one is refused at once; names and keys with SQL-special text round-trip through list.
+- migration: eight clients opening a new database at once make its schema once.
 - limits: a per-key limit of L characters per minute holds across the three replicas
   (what they let through, together, stays within L plus what drained meanwhile plus one
   request's size), where three in-process limiters would let 3 L through.
 - suggestions: posted on every replica, all in the one database, SQL-special text
   (quotes, backslashes, $1, %s, unicode) stored unchanged.
+- the database password (in the replicas' URL) never reaches their logs; `mt-server keys`
+  and psql find it in a libpq password file (PGPASSFILE).
 - outage: PostgreSQL stopped during the run: the replicas stay up, /health/ready names
   the dependency that is down, text translation (config key) keeps answering, /suggest
   and store keys answer 503 with the reason; PostgreSQL started again: the features
@@ -50,9 +53,24 @@ class Postgres:
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
             self.as_user = ["runuser", "-u", "postgres", "--"]
         os.chmod(self.dir, 0o700 if not self.as_user else 0o711)
-        self.run([os.path.join(PG_BIN, "initdb"), "-D", self.data, "-A", "trust", "-U", "mt",
-                  "-E", "UTF8", "--locale=C", "--no-sync"])
+        # a password (scram-sha-256), so that the test can see it is never logged, and a
+        # libpq password file for the clients that do not put it in their URL
+        self.password = "pw-%d-s3cret" % random.randint(10 ** 8, 10 ** 9)
+        pwfile = os.path.join(self.dir, "pw")
+        with open(pwfile, "w") as f:
+            f.write(self.password + "\n")
+        if self.as_user:
+            os.chown(pwfile, pw.pw_uid, pw.pw_gid)
+        self.run([os.path.join(PG_BIN, "initdb"), "-D", self.data, "-A", "scram-sha-256", "--pwfile", pwfile,
+                  "-U", "mt", "-E", "UTF8", "--locale=C", "--no-sync"])
+        os.unlink(pwfile)
+        self.passfile = os.path.join(tempfile.mkdtemp(prefix="mt_pgpass_"), "pgpass")
+        with open(self.passfile, "w") as f:
+            f.write("*:*:*:mt:%s\n" % self.password)
+        os.chmod(self.passfile, 0o600)  # libpq ignores a password file others can read
         self.url = "postgresql://mt@/postgres?host=%s&port=%d" % (self.dir, self.port)
+        self.url_with_password = "postgresql://mt:%s@/postgres?host=%s&port=%d" % (self.password, self.dir,
+                                                                                   self.port)
         self.start()
 
     def run(self, cmd, check=True):
@@ -73,7 +91,7 @@ class Postgres:
     def sql(self, query):
         """One query's rows, each a tuple of text, through psql."""
         r = subprocess.run(["psql", self.url, "-X", "-At", "-F", "\x1f", "-R", "\x1e", "-c", query],
-                           capture_output=True, timeout=60)
+                           capture_output=True, timeout=60, env=dict(os.environ, PGPASSFILE=self.passfile))
         if r.returncode != 0:
             raise RuntimeError("psql: " + r.stderr.decode())
         out = r.stdout.decode("utf-8")
@@ -83,24 +101,30 @@ class Postgres:
     def close(self):
         self.stop("immediate")
         shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.rmtree(os.path.dirname(self.passfile), ignore_errors=True)
 
 
 def keys(*args):
     """mt-server keys ARGS against the database: (exit code, stdout, stderr)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
-    env["MT_SHARED_STATE"] = PG.url
+    env["MT_SHARED_STATE"] = PG.url  # no password: libpq reads PGPASSFILE
+    env["PGPASSFILE"] = PG.passfile
     r = subprocess.run([ts.SERVER, "keys"] + list(args), capture_output=True, text=True, env=env, timeout=60)
     return r.returncode, r.stdout, r.stderr
 
 
 def replicas(n=3, extra=()):
-    return [ts.Server(["--model", MODEL, "--workers", "1", "--shared-state", PG.url, "--api-key", CFG_KEY]
-                      + list(extra), name="shared-%d" % i) for i in range(n)]
+    """n mt-server replicas on the database (the password in their URL)."""
+    return [ts.Server(["--model", MODEL, "--workers", "1", "--shared-state", PG.url_with_password,
+                       "--api-key", CFG_KEY] + list(extra), name="shared-%d" % i) for i in range(n)]
 
 
 def stop_all(servers):
     for s in servers:
         assert s.stop() == 0, s.log()
+        log = s.log()
+        assert "event=shared_state" in log, log
+        assert PG.password not in log, "the database password is in the log:\n" + log
 
 
 def translate(srv, key, q="Hello world."):
@@ -137,6 +161,9 @@ class TestKeys(unittest.TestCase):
         rc, out, err = keys("add", "--name", "alice")
         self.assertEqual(rc, 0, err)
         key = out.strip()
+        # the page learns that keys are needed now (no key in the config of this one)
+        st, _, raw = self.srv[0].request("GET", "/frontend/settings")
+        self.assertTrue(json.loads(raw)["keyRequired"])
         self.assertRegex(key, r"^[0-9a-f]{64}$")
         for s in self.srv:
             st, _, b = translate(s, key)
@@ -174,6 +201,24 @@ class TestKeys(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         st, _, b = translate(self.srv[2], SPECIAL)
         self.assertEqual(st, 403, b)
+
+
+class TestMigration(unittest.TestCase):
+    def test_replicas_starting_together_migrate_once(self):
+        """Eight clients open a new database at once: the schema is made once, under the
+        advisory lock (without it, concurrent CREATE TABLEs fail on pg_type's unique index)."""
+        PG.sql("CREATE DATABASE fresh")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
+        env.update(MT_SHARED_STATE=PG.url.replace("/postgres?", "/fresh?"), PGPASSFILE=PG.passfile)
+        procs = [subprocess.Popen([ts.SERVER, "keys", "list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  env=env) for _ in range(8)]
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            self.assertEqual(p.returncode, 0, err.decode())
+        rows = subprocess.run(["psql", env["MT_SHARED_STATE"], "-X", "-At", "-c", "SELECT version FROM mt_schema"],
+                              capture_output=True, text=True, env=dict(os.environ, PGPASSFILE=PG.passfile),
+                              timeout=60).stdout.split()
+        self.assertEqual(rows, ["1"])
 
 
 class TestLimits(unittest.TestCase):
