@@ -17,6 +17,7 @@ build_packages=(
   build-essential meson ninja-build pkg-config
   # engine, tokenizer, server libraries
   libopenblas-dev libdnnl-dev libsentencepiece-dev libmicrohttpd-dev libjansson-dev
+  libcurl4-openssl-dev  # mt-models: the hub client
   # LibreTranslate parity: language detection, file formats (docx/odt), suggestions
   libexttextcat-dev libexttextcat-data libzip-dev libxml2-dev libsqlite3-dev
   # shared state of N replicas (server.shared_state): PostgreSQL's client library; nettle
