@@ -130,13 +130,17 @@ static char *element_text(const char *s, size_t len)
  * keeps the scans of successive anchors apart, so the work stays linear). */
 static size_t anchor_end(const char *s, size_t len, size_t from)
 {
-    for (size_t k = from; k + 1 < len; k++) {
-        if (s[k] != '<')
+    for (size_t k = from; k + 1 < len;) {
+        size_t e = s[k] == '<' ? mt_html_tag_end(s, len, k) : k; /* tags as html.c reads them */
+        if (e <= k) {
+            k++;
             continue;
-        if (k + 3 < len && s[k + 1] == '/' && (s[k + 2] == 'a' || s[k + 2] == 'A') && s[k + 3] == '>')
-            return k + 4;
+        }
+        if (e - k == 4 && s[k + 1] == '/' && (s[k + 2] == 'a' || s[k + 2] == 'A'))
+            return e; /* "</a>" */
         if ((s[k + 1] == 'a' || s[k + 1] == 'A') && (k + 2 == len || strchr(" \t\r\n\f/>", s[k + 2])))
             return 0;
+        k = e;
     }
     return 0;
 }
