@@ -18,11 +18,26 @@
 /* pg_advisory_lock key held while the schema is migrated ("mt-store" in ASCII, truncated) */
 #define SCHEMA_LOCK 0x6d742d73746f7265LL
 
+enum { SLOT_STATEMENTS = 16 };
+
 typedef struct {
     PGconn *conn;
     int busy;
     int used; /* conn answered a query before (a failure then may be an old socket) */
+    char *prepared[SLOT_STATEMENTS]; /* SQL of the statements prepared on conn as mt0, mt1... */
 } pg_slot;
+
+/* The connection of s is gone: so are its prepared statements. */
+static void slot_drop(pg_slot *s)
+{
+    PQfinish(s->conn);
+    s->conn = NULL;
+    s->used = 0;
+    for (int i = 0; i < SLOT_STATEMENTS; i++) {
+        free(s->prepared[i]);
+        s->prepared[i] = NULL;
+    }
+}
 
 struct store_pg {
     char *url;
@@ -123,31 +138,22 @@ static PGconn *connect_one(store_pg *pg, char *err, size_t errlen)
     return c;
 }
 
-/* Runs sql on c and waits for its result at most timeout_ms (the server's statement_timeout
- * stops the query there too; this bounds a server that does not answer at all: the
- * connection is then closed). The result when its status is `want`, else NULL with the
- * reason and its SQLSTATE (empty when the connection failed). */
-static PGresult *run(PGconn *c, const char *sql, int n, const char *const *vals, ExecStatusType want,
-                     int timeout_ms, char sqlstate[6], char *err, size_t errlen)
+/* Waits for the results of what was sent on c until `until` (the server's
+ * statement_timeout stops a query before; this bounds a server that does not answer at
+ * all: the caller then drops the connection). The first result, or NULL with the reason
+ * and its SQLSTATE (empty when the connection failed or did not answer). */
+static PGresult *wait_result(PGconn *c, double until, int timeout_ms, char sqlstate[6], char *err, size_t errlen)
 {
     sqlstate[0] = 0;
-    double until = now_s() + timeout_ms / 1000.0;
-    if (!PQsendQueryParams(c, sql, n, NULL, vals, NULL, NULL, 0)) {
-        char reason[256];
-        pq_reason(PQerrorMessage(c), reason, sizeof reason);
-        snprintf(err, errlen, "database: %s", reason);
-        return NULL;
-    }
-    /* every result until the end (PQgetResult NULL), none waited for past the deadline */
     PGresult *r = NULL, *x;
-    for (;;) {
+    for (;;) { /* every result until the end (PQgetResult NULL) */
         while (PQisBusy(c)) {
             double left = until - now_s();
             struct pollfd p = {PQsocket(c), POLLIN, 0};
             if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) == 0) {
                 PQclear(r);
                 snprintf(err, errlen, "database: no answer within %d ms", timeout_ms);
-                return NULL; /* the caller drops the connection: it may still answer later */
+                return NULL;
             }
             if (!PQconsumeInput(c)) break;
         }
@@ -156,7 +162,8 @@ static PGresult *run(PGconn *c, const char *sql, int n, const char *const *vals,
         else PQclear(x);
         if (PQstatus(c) != CONNECTION_OK) break;
     }
-    if (r && PQresultStatus(r) == want) return r;
+    ExecStatusType st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
     char reason[256];
     pq_reason(r ? PQresultErrorMessage(r) : PQerrorMessage(c), reason, sizeof reason);
     if (!*reason) pq_reason(PQerrorMessage(c), reason, sizeof reason);
@@ -167,11 +174,50 @@ static PGresult *run(PGconn *c, const char *sql, int n, const char *const *vals,
     return NULL;
 }
 
+/* Runs sql on c, waiting at most timeout_ms: the result when its status is `want`, else
+ * NULL with the reason and SQLSTATE (wait_result). With a slot, the statement is prepared
+ * on its connection the first time (parsed and planned once, not on every request). */
+static PGresult *run(PGconn *c, pg_slot *slot, const char *sql, int n, const char *const *vals,
+                     ExecStatusType want, int timeout_ms, char sqlstate[6], char *err, size_t errlen)
+{
+    double until = now_s() + timeout_ms / 1000.0;
+    char name[16] = "";
+    int sent;
+    if (slot) {
+        int i = 0;
+        while (i < SLOT_STATEMENTS && slot->prepared[i] && strcmp(slot->prepared[i], sql)) i++;
+        if (i < SLOT_STATEMENTS) {
+            snprintf(name, sizeof name, "mt%d", i);
+            if (!slot->prepared[i]) {
+                if (!PQsendPrepare(c, name, sql, n, NULL)) goto send_failed;
+                PGresult *p = wait_result(c, until, timeout_ms, sqlstate, err, errlen);
+                if (!p) return NULL;
+                PQclear(p);
+                slot->prepared[i] = strdup(sql); /* out of memory: prepared again next time */
+            }
+        }
+    }
+    sent = name[0] ? PQsendQueryPrepared(c, name, n, vals, NULL, NULL, 0)
+                   : PQsendQueryParams(c, sql, n, NULL, vals, NULL, NULL, 0);
+    if (!sent) goto send_failed;
+    PGresult *r = wait_result(c, until, timeout_ms, sqlstate, err, errlen);
+    if (!r || PQresultStatus(r) == want) return r;
+    snprintf(err, errlen, "database: unexpected answer (%s)", PQresStatus(PQresultStatus(r)));
+    PQclear(r);
+    return NULL;
+send_failed:
+    sqlstate[0] = 0;
+    char reason[256];
+    pq_reason(PQerrorMessage(c), reason, sizeof reason);
+    snprintf(err, errlen, "database: %s", reason);
+    return NULL;
+}
+
 /* run() for the schema's statements: one connection at start, no pool yet. */
 static PGresult *run_once(PGconn *c, const char *sql, ExecStatusType want, char *err, size_t errlen)
 {
     char state[6];
-    return run(c, sql, 0, NULL, want, 60000, state, err, errlen);
+    return run(c, NULL, sql, 0, NULL, want, 60000, state, err, errlen);
 }
 
 /* Migrates the schema on c to the last version, under the advisory lock. */
@@ -254,7 +300,7 @@ store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen)
 void store_pg_close(store_pg *pg)
 {
     if (!pg) return;
-    for (int i = 0; i < pg->n_slots; i++) PQfinish(pg->slots[i].conn);
+    for (int i = 0; i < pg->n_slots; i++) slot_drop(&pg->slots[i]);
     free(pg->slots);
     free(pg->url);
     pthread_mutex_destroy(&pg->mu);
@@ -297,7 +343,7 @@ static pg_slot *acquire(store_pg *pg, char *err, size_t errlen)
     }
     pg->last_attempt = now_s();
     pthread_mutex_unlock(&pg->mu);
-    PQfinish(s->conn);
+    slot_drop(s);
     char why[256];
     s->conn = connect_one(pg, why, sizeof why);
     pthread_mutex_lock(&pg->mu);
@@ -335,7 +381,7 @@ static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *
         }
         int was_used = s->used;
         char state[6];
-        PGresult *r = run(s->conn, sql, n, vals, want, pg->timeout_ms + 1000, state, err, errlen);
+        PGresult *r = run(s->conn, s, sql, n, vals, want, pg->timeout_ms + 1000, state, err, errlen);
         s->used = 1;
         if (r) {
             release(pg, s);
@@ -347,9 +393,7 @@ static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *
          * 08: connection exceptions. The connection is dropped and made again later. */
         int down = !state[0] || !strcmp(state, "57014") || !strncmp(state, "57P", 3) || !strncmp(state, "08", 2);
         if (down || PQstatus(s->conn) != CONNECTION_OK) {
-            PQfinish(s->conn);
-            s->conn = NULL;
-            s->used = 0;
+            slot_drop(s);
             pthread_mutex_lock(&pg->mu);
             snprintf(pg->reason, sizeof pg->reason, "%s", err);
             pthread_mutex_unlock(&pg->mu);

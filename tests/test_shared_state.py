@@ -249,6 +249,30 @@ class TestLimits(unittest.TestCase):
             stop_all(srv)
 
 
+class TestOverhead(unittest.TestCase):
+    def test_cost_of_a_store_key(self):
+        """Prints what a key kept in the database costs a request (a key lookup and a
+        rate-bucket charge: two queries) against a config key on the same replica; the
+        README quotes it. Checks only that both answer."""
+        srv = replicas(1)
+        try:
+            rc, out, err = keys("add", "--name", "overhead", "--char-limit", "100000000")
+            self.assertEqual(rc, 0, err)
+            key, n, q = out.strip(), 300, "Hello."
+            times = {}
+            for name, k in (("config key", CFG_KEY), ("store key", key)) * 2:  # warm, then measured
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    st, _, b = translate(srv[0], k, q)
+                    self.assertEqual(st, 200, b)
+                times[name] = (time.perf_counter() - t0) / n * 1000
+            print("per request, %d sequential /translate of %r on one replica: config key %.2f ms, "
+                  "key and limit in PostgreSQL %.2f ms (+%.2f ms)"
+                  % (n, q, times["config key"], times["store key"], times["store key"] - times["config key"]))
+        finally:
+            stop_all(srv)
+
+
 class TestSuggestions(unittest.TestCase):
     def test_from_every_replica_in_the_database(self):
         srv = replicas()
