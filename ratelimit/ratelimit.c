@@ -129,3 +129,25 @@ int mt_ratelimit_charge(mt_ratelimit *rl, const char *client_key, int requests, 
     pthread_mutex_unlock(&rl->lock);
     return rc;
 }
+
+void mt_ratelimit_used(mt_ratelimit *rl, const char *client_key, double *requests, double *chars)
+{
+    *requests = *chars = 0;
+    if (!rl || !client_key) return;
+    pthread_mutex_lock(&rl->lock);
+    double now = now_of(rl);
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = client_key; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    int n = rl->opt.max_clients;
+    for (int i = 0; i < n; i++) {
+        const client *c = &rl->clients[(h + (uint64_t)i) % (uint64_t)n];
+        if (!c->used) break;
+        if (strncmp(c->key, client_key, KEY_MAX - 1) != 0) continue;
+        double dt = now - c->last > 0 ? now - c->last : 0;
+        double rpm = rl->opt.requests_per_minute, cpm = (double)rl->opt.chars_per_minute;
+        *requests = rpm - fmin(rpm, c->req_tokens + dt * rpm / 60.0);
+        *chars = cpm - fmin(cpm, c->char_tokens + dt * cpm / 60.0);
+        break;
+    }
+    pthread_mutex_unlock(&rl->lock);
+}

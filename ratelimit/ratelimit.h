@@ -43,5 +43,8 @@ int mt_ratelimit_check(mt_ratelimit *rl, const char *client, long chars, int *re
 /* The same for `requests` requests (0 or 1) of `chars` characters: a file's characters
  * are charged once its text is extracted, after its upload was charged as a request. */
 int mt_ratelimit_charge(mt_ratelimit *rl, const char *client, int requests, long chars, int *retry_after);
+/* What client has used of each allowance now, refilled as a charge would refill it (a
+ * minute's allowance minus what is left); nothing is charged. 0 for a client not seen. */
+void mt_ratelimit_used(mt_ratelimit *rl, const char *client, double *requests, double *chars);
 
 #endif

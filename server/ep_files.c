@@ -242,6 +242,65 @@ static int detect_route(mt_server *s, const char *text, size_t len, const char *
     return mt_service_route(s->svc, res[0].code, target, &detected, err, sizeof err);
 }
 
+int srv_files_route(mt_server *s, int fmt, const char *data, size_t len, const char *source, const char *target,
+                    char *err, size_t errlen)
+{
+    int detected = 0, route = -1;
+    if (source && strcasecmp(source, "auto") == 0 && (fmt == MT_FILE_TXT || fmt == MT_FILE_SRT || fmt == MT_FILE_HTML))
+        route = detect_route(s, data, len, target);
+    if (route < 0) route = mt_service_route(s->svc, source, target, &detected, err, errlen);
+    return route;
+}
+
+int srv_files_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
+                     int route, char *id, double *retry, char *err, size_t errlen)
+{
+    const mt_route *r = mt_langs_get(mt_service_langs(s->svc), route);
+    file_job *fj = calloc(1, sizeof *fj);
+    if (fj) fj->data = malloc(len ? len : 1);
+    if (!fj || !fj->data) {
+        free(fj);
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    memcpy(fj->data, data, len);
+    fj->len = len;
+    fj->srv = s;
+    fj->fmt = (mt_file_format)fmt;
+    snprintf(fj->source, sizeof fj->source, "%s", r->source);
+    snprintf(fj->target, sizeof fj->target, "%s", r->target);
+    snprintf(fj->client, sizeof fj->client, "%s", client);
+    *retry = 0;
+    int sr = mt_spool_begin_for(s->spool, client, name, mt_format_mime(fj->fmt), fj->id, retry, err, errlen);
+    if (sr) {
+        free(fj->data), free(fj);
+        return sr == MT_SPOOL_OWNER_FULL ? 429 : sr == MT_SPOOL_FULL ? 503 : 500;
+    }
+    pthread_mutex_lock(&s->files_mu);
+    int stopping = s->files_stop;
+    if (!stopping) s->files_running++;
+    pthread_mutex_unlock(&s->files_mu);
+    memcpy(id, fj->id, MT_SPOOL_ID_LEN + 1); /* fj belongs to the thread once it starts */
+    pthread_t th;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int perr = stopping ? -1 : pthread_create(&th, &attr, file_thread, fj);
+    pthread_attr_destroy(&attr);
+    if (perr) {
+        mt_spool_fail(s->spool, fj->id, "server is shutting down");
+        pthread_mutex_lock(&s->files_mu);
+        if (!stopping) s->files_running--;
+        pthread_cond_broadcast(&s->files_cond);
+        pthread_mutex_unlock(&s->files_mu);
+        free(fj->data), free(fj);
+        snprintf(err, errlen, "cannot start the file translation; retry later");
+        *retry = 1;
+        return 503;
+    }
+    return 0;
+}
+
 static enum MHD_Result fail(req_ctx *c, json_t *fields, int status, const char *msg)
 {
     json_decref(fields);
@@ -286,61 +345,22 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
         json_decref(u.fields);
         return limited;
     }
-    int detected = 0, route = -1;
-    if (source && strcasecmp(source, "auto") == 0 &&
-        (fmt == MT_FILE_TXT || fmt == MT_FILE_SRT || fmt == MT_FILE_HTML))
-        route = detect_route(s, u.file->data, u.file->len, target);
-    if (route < 0) route = mt_service_route(s->svc, source, target, &detected, err, sizeof err);
+    int route = srv_files_route(s, fmt, u.file->data, u.file->len, source, target, err, sizeof err);
     if (route < 0) return fail(c, u.fields, 400, err);
-    const mt_route *r = mt_langs_get(mt_service_langs(s->svc), route);
-    c->out.model_name = mt_service_model_info(s->svc, r->model)->name;
-    file_job *fj = calloc(1, sizeof *fj);
-    if (fj) fj->data = malloc(u.file->len ? u.file->len : 1);
-    if (!fj || !fj->data) {
-        if (fj) free(fj);
-        return fail(c, u.fields, 500, "out of memory");
-    }
-    memcpy(fj->data, u.file->data, u.file->len);
-    fj->len = u.file->len;
-    fj->srv = s;
-    fj->fmt = fmt;
-    snprintf(fj->source, sizeof fj->source, "%s", r->source);
-    snprintf(fj->target, sizeof fj->target, "%s", r->target);
-    snprintf(fj->client, sizeof fj->client, "%s", client);
+    c->out.model_name =
+        mt_service_model_info(s->svc, mt_langs_get(mt_service_langs(s->svc), route)->model)->name;
     json_decref(u.fields);
     double retry = 0;
-    int sr = mt_spool_begin_for(s->spool, client, name, mt_format_mime(fmt), fj->id, &retry, err, sizeof err);
-    if (sr) {
-        free(fj->data), free(fj);
-        if (sr != MT_SPOOL_FULL && sr != MT_SPOOL_OWNER_FULL) return srv_send_error(c, 500, err);
+    char id[MT_SPOOL_ID_LEN + 1];
+    st = srv_files_submit(s, client, name, u.file->data, u.file->len, fmt, route, id, &retry, err, sizeof err);
+    if (st == 429 || st == 503) {
         /* when the first slot that would let this upload in frees, not "1" */
         char after[32];
         snprintf(after, sizeof after, "%ld", retry > 1 ? (long)(retry + 0.999) : 1L);
         srv_copy_text(c->out.error, sizeof c->out.error, err);
-        return srv_send_json(c, sr == MT_SPOOL_OWNER_FULL ? 429 : 503, json_pack("{s:s}", "error", err),
-                             MHD_HTTP_HEADER_RETRY_AFTER, after);
+        return srv_send_json(c, st, json_pack("{s:s}", "error", err), MHD_HTTP_HEADER_RETRY_AFTER, after);
     }
-    pthread_mutex_lock(&s->files_mu);
-    int stopping = s->files_stop;
-    if (!stopping) s->files_running++;
-    pthread_mutex_unlock(&s->files_mu);
-    char id[MT_SPOOL_ID_LEN + 1];
-    memcpy(id, fj->id, sizeof id); /* fj belongs to the thread once it starts */
-    pthread_t th;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int perr = stopping ? -1 : pthread_create(&th, &attr, file_thread, fj);
-    pthread_attr_destroy(&attr);
-    if (perr) {
-        mt_spool_fail(s->spool, fj->id, "server is shutting down");
-        pthread_mutex_lock(&s->files_mu);
-        if (!stopping) s->files_running--;
-        pthread_cond_broadcast(&s->files_cond);
-        pthread_mutex_unlock(&s->files_mu);
-        free(fj->data), free(fj);
-        return srv_send_error(c, 503, "cannot start the file translation; retry later");
-    }
+    if (st) return srv_send_error(c, st, err);
     char base[300], url[400];
     base_url(s, base, sizeof base);
     snprintf(url, sizeof url, "%s" DOWNLOAD_PREFIX "%s", base, id);

@@ -91,9 +91,7 @@ static int read_request(mt_server *s, req_ctx *c, char *key, size_t keylen, char
     return st;
 }
 
-/* Queues the submitted task with the connection suspended (it may finish, and resume the
- * connection, at once); a full queue resumes it to answer 503. */
-static enum MHD_Result queue_task(mt_server *s, req_ctx *c)
+enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c)
 {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -140,7 +138,7 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     mt_service_task_stats(c->task, &stats);
     c->out.sentences += stats.sentences;
     c->out.model_name = mt_service_model_info(s->svc, mt_service_task_route(c->task, 0)->model)->name;
-    return queue_task(s, c);
+    return srv_queue_task(s, c);
 }
 
 enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c)

@@ -238,6 +238,11 @@ void srv_limits_free(mt_server *s);
  * body's api_key, else the query's or the headers'), else its address: unverifiable
  * keys on an open server cannot buy fresh allowances. */
 int srv_rate_check(mt_server *s, req_ctx *c, const char *api_key, long chars, enum MHD_Result *ret);
+/* The same charge without an answer (DeepL's API answers in its own way): `requests` (0
+ * or 1) and `chars` to the request's client; MT_RATE_* (ratelimit.h) with *retry, and the
+ * client's character limit per minute in *char_limit. */
+int srv_rate_charge(mt_server *s, req_ctx *c, const char *api_key, int requests, long chars, int *retry,
+                    long *char_limit);
 /* The client those limits key on ("key:K" or "addr:A") into out. */
 void srv_rate_client(mt_server *s, req_ctx *c, const char *api_key, char *out, size_t cap);
 /* POST /suggest: the per-client suggestion limit, then the request limits; as above. */

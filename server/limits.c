@@ -115,6 +115,17 @@ int srv_suggest_rate_check(mt_server *s, req_ctx *c, const char *api_key, long c
     return charge(s, s->ratelimit, c, api_key, chars, NULL, 0, ret);
 }
 
+int srv_rate_charge(mt_server *s, req_ctx *c, const char *api_key, int requests, long chars, int *retry,
+                    long *char_limit)
+{
+    char client[180];
+    srv_rate_client(s, c, api_key, client, sizeof client);
+    *char_limit = c->key_chars_limit > 0 ? c->key_chars_limit : s->cfg->char_limit_per_minute;
+    *retry = 1;
+    if (!s->ratelimit && !mt_store_shared(s->store)) return MT_RATE_OK;
+    return charge_client(s, s->ratelimit, client, requests, chars, s->cfg->req_limit, *char_limit, retry);
+}
+
 int srv_charge_chars(mt_server *s, const char *client, long long chars, char *err, size_t errlen)
 {
     if (!s->ratelimit && !mt_store_shared(s->store)) return 0;

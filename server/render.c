@@ -2,6 +2,7 @@
  * request form (native: translations, scores, n-best lists, model, languages, timings,
  * token scores and alignments; LibreTranslate: translatedText, alternatives,
  * detectedLanguage), and detection results. */
+#include "deepl.h"
 #include "internal.h"
 
 #include <math.h>
@@ -139,6 +140,7 @@ static json_t *native_body(mt_server *s, req_ctx *c, int n_best, const mt_transl
 
 json_t *srv_render_translation(mt_server *s, req_ctx *c)
 {
+    if (c->req.form == MT_FORM_DEEPL) return srv_deepl_render(s, c);
     const mt_translation *res = mt_service_task_results(c->task);
     int n_best = c->req.n_texts > 0 ? res[0].n_best : 1;
     answer_parts p;

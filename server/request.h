@@ -20,7 +20,8 @@
 
 #include "options.h"
 
-typedef enum { MT_FORM_NATIVE = 0, MT_FORM_LIBRE = 1 } mt_request_form;
+/* MT_FORM_DEEPL: POST /v2/translate, read by ep_deepl.c (not by mt_request_parse) */
+typedef enum { MT_FORM_NATIVE = 0, MT_FORM_LIBRE = 1, MT_FORM_DEEPL = 2 } mt_request_form;
 
 typedef struct {
     mt_request_form form; /* native ("text") or LibreTranslate ("q") */
@@ -36,6 +37,7 @@ typedef struct {
     char **target_prefix; /* n_texts entries (NULL: none) or NULL: "target_prefix" (text)
                            * or "target_prefix_ids" (ids "12 7", prefix_ids set) */
     int prefix_ids;
+    int show_billed;      /* DeepL form: answer with billed_characters */
 } mt_request;
 
 typedef struct {

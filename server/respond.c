@@ -51,7 +51,8 @@ enum MHD_Result srv_send_json(req_ctx *c, int status, json_t *body, const char *
     return srv_send_buffer(c, status, text, strlen(text), "application/json", h1, v1);
 }
 
-/* {"error": "..."}: LibreTranslate's error shape, used by both request forms. */
+/* {"error": "..."}: LibreTranslate's error shape, used by both request forms; under /v2/
+ * DeepL's {"message": "..."} (its clients read that). */
 enum MHD_Result srv_send_error(req_ctx *c, int status, const char *msg)
 {
     srv_copy_text(c->out.error, sizeof c->out.error, msg);
@@ -65,7 +66,8 @@ enum MHD_Result srv_send_error(req_ctx *c, int status, const char *msg)
         h = MHD_HTTP_HEADER_ALLOW;
         v = allow;
     }
-    return srv_send_json(c, status, json_pack("{s:s}", "error", msg), h, v);
+    int deepl = c->route && strncmp(c->route->path, "/v2/", 4) == 0;
+    return srv_send_json(c, status, json_pack("{s:s}", deepl ? "message" : "error", msg), h, v);
 }
 
 enum MHD_Result srv_send_preflight(req_ctx *c)

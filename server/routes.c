@@ -2,6 +2,7 @@
  * prefix), the handler that answers once its body is in, who may call it, how much body
  * it reads, and its metrics label. handler.c picks a request's row here; the 404 text,
  * the 405 text, the Allow header and the CORS preflight's methods are derived from it. */
+#include "deepl.h"
 #include "internal.h"
 
 #include <stdio.h>
@@ -19,6 +20,12 @@ static const srv_route ROUTES[] = {
     {SRV_POST, "/suggest", 0, srv_ep_suggest, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
     {SRV_POST, "/translate_file", 0, srv_ep_translate_file, SRV_AUTH_KEY, SRV_BODY_FILE, MT_EP_OTHER},
     {SRV_GET, "/download_file/", 1, srv_ep_download, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},
+    /* DeepL's API v2 (ep_deepl.c, ep_deepl_doc.c): its clients take our URL as serverUrl */
+    {SRV_POST, "/v2/translate", 0, srv_ep_deepl_translate, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_TRANSLATE},
+    {SRV_GET | SRV_POST, "/v2/languages", 0, srv_ep_deepl_languages, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_LANGUAGES},
+    {SRV_GET | SRV_POST, "/v2/usage", 0, srv_ep_deepl_usage, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
+    {SRV_POST, "/v2/document", 0, srv_ep_deepl_document, SRV_AUTH_KEY, SRV_BODY_FILE, MT_EP_OTHER},
+    {SRV_GET | SRV_POST, "/v2/document/", 1, srv_ep_deepl_document_id, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
     {SRV_GET, "/frontend/settings", 0, srv_ep_settings, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},
     {SRV_GET, "/spec", 0, srv_ep_static, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},
     {SRV_GET, "/", 0, srv_ep_static, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},

@@ -1,5 +1,6 @@
 /* server.c: the server's life cycle: listen (libmicrohttpd, the handler in handler.c),
  * load the models and start the translation service, drain, stop and free. */
+#include "deepl.h"
 #include "internal.h"
 
 #include "cpus.h"
@@ -34,7 +35,7 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         mt_server_free(s);
         return NULL;
     }
-    if (srv_limits_init(s, err, errlen) || srv_files_init(s, err, errlen) || srv_suggest_init(s, err, errlen)) {
+    if (srv_limits_init(s, err, errlen) || srv_files_init(s, err, errlen) || srv_deepl_init(s, err, errlen) || srv_suggest_init(s, err, errlen)) {
         mt_server_free(s);
         return NULL;
     }
@@ -245,6 +246,7 @@ void mt_server_free(mt_server *s)
     mt_service_free(s->svc);
     free(s->languages_json);
     srv_files_free(s);
+    srv_deepl_free(s);
     srv_suggest_free(s);
     srv_limits_free(s);
     pthread_cond_destroy(&s->watch_cond);

@@ -1,0 +1,309 @@
+/* ep_deepl_doc.c: DeepL's document translation on the file-job machinery of
+ * /translate_file (ep_files.c, spool/): POST /v2/document (multipart: file, target_lang,
+ * source_lang, filename, formality, glossary_id) answers {document_id, document_key};
+ * POST /v2/document/ID with document_key answers its status (queued, translating, done,
+ * error; seconds_remaining while it runs); POST /v2/document/ID/result the translated
+ * file, 503 before it is done (DeepL's clients wait on the status first).
+ *
+ * The document_key is what proves the caller uploaded it: the spool id (the capability
+ * /download_file/ID takes) is never shown to DeepL clients; the table here maps a public
+ * random document_id to its random key and to the spool id. An unknown id and a wrong key
+ * both answer 404 (no oracle for which ids exist). Entries follow the spool: one whose
+ * file expired is dropped when next looked up or when its slot is needed. */
+#include "deepl.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+
+#include "formats.h"
+#include "ratelimit.h"
+#include "spool.h"
+
+#define DOC_PREFIX "/v2/document/"
+
+typedef struct {
+    int used;
+    char id[33];                  /* public: 32 upper-case hex digits, as DeepL's */
+    char key[65];                 /* secret: 64 upper-case hex digits */
+    char spool[MT_SPOOL_ID_LEN + 1];
+    double t_start;               /* mt_now() at upload */
+} doc;
+
+struct srv_deepl {
+    pthread_mutex_t mu;
+    int cap;
+    doc *docs;
+};
+
+int srv_deepl_init(mt_server *s, char *err, size_t errlen)
+{
+    struct srv_deepl *d = calloc(1, sizeof *d);
+    int cap = s->cfg->max_file_jobs > 0 ? 2 * s->cfg->max_file_jobs : 64;
+    if (d) d->docs = calloc((size_t)cap, sizeof *d->docs);
+    if (!d || !d->docs) {
+        free(d);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    d->cap = cap;
+    pthread_mutex_init(&d->mu, NULL);
+    s->deepl = d;
+    return 0;
+}
+
+void srv_deepl_free(mt_server *s)
+{
+    if (!s->deepl) return;
+    pthread_mutex_destroy(&s->deepl->mu);
+    free(s->deepl->docs);
+    free(s->deepl);
+    s->deepl = NULL;
+}
+
+static int random_hex(char *out, size_t bytes)
+{
+    unsigned char b[32];
+    if (bytes > sizeof b || getrandom(b, bytes, 0) != (ssize_t)bytes) return -1;
+    for (size_t i = 0; i < bytes; i++) snprintf(out + 2 * i, 3, "%02X", b[i]);
+    return 0;
+}
+
+/* Remembers a document; 0, or -1 (no random bytes). A slot whose spool entry is gone is
+ * reused, else the oldest. */
+static int doc_add(mt_server *s, const char *spool_id, char *id, char *key)
+{
+    if (random_hex(id, 16) || random_hex(key, 32)) return -1;
+    struct srv_deepl *d = s->deepl;
+    pthread_mutex_lock(&d->mu);
+    doc *slot = NULL;
+    for (int i = 0; i < d->cap && !slot; i++) {
+        mt_spool_entry e;
+        if (!d->docs[i].used || mt_spool_lookup(s->spool, d->docs[i].spool, &e)) slot = &d->docs[i];
+    }
+    for (int i = 0; i < d->cap && !slot; i++)
+        if (!slot || d->docs[i].t_start < slot->t_start) slot = &d->docs[i];
+    if (!slot) slot = &d->docs[0];
+    slot->used = 1;
+    snprintf(slot->id, sizeof slot->id, "%s", id);
+    snprintf(slot->key, sizeof slot->key, "%s", key);
+    snprintf(slot->spool, sizeof slot->spool, "%s", spool_id);
+    slot->t_start = mt_now();
+    pthread_mutex_unlock(&d->mu);
+    return 0;
+}
+
+/* The spool id and upload time of document id when key is its key; 0 or -1. */
+static int doc_find(mt_server *s, const char *id, const char *key, char *spool_id, double *t_start)
+{
+    struct srv_deepl *d = s->deepl;
+    int found = -1;
+    pthread_mutex_lock(&d->mu);
+    for (int i = 0; i < d->cap && found < 0; i++) {
+        doc *x = &d->docs[i];
+        if (!x->used || strcasecmp(x->id, id) != 0) continue;
+        if (key && srv_key_equal(x->key, key)) { /* keys compared in constant time */
+            memcpy(spool_id, x->spool, sizeof x->spool);
+            *t_start = x->t_start;
+            found = 0;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&d->mu);
+    return found;
+}
+
+/* ---------------------------------------------------------------- POST /v2/document */
+
+typedef struct {
+    json_t *fields;
+    mt_multipart_part file;
+    int n_files;
+} upload;
+
+static int on_part(void *user, const mt_multipart_part *p, char *err, size_t errlen)
+{
+    upload *u = user;
+    if (p->name_len == 4 && memcmp(p->name, "file", 4) == 0) {
+        if (u->n_files++) {
+            snprintf(err, errlen, "Only one file can be uploaded per request.");
+            return 400;
+        }
+        u->file = *p;
+        return 0;
+    }
+    if (p->has_filename) return 0;
+    if (p->len > 4096 || memchr(p->data, '\0', p->len)) {
+        snprintf(err, errlen, "Value for '%.*s' not supported.", (int)(p->name_len < 60 ? p->name_len : 60), p->name);
+        return 400;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(p->name_len < 63 ? p->name_len : 63), p->name);
+    json_t *v = json_stringn(p->data, p->len);
+    if (!v) {
+        snprintf(err, errlen, "Value for '%s' is not UTF-8.", name);
+        return 400;
+    }
+    json_object_set_new(u->fields, name, v);
+    return 0;
+}
+
+static enum MHD_Result fail(req_ctx *c, json_t *fields, int status, const char *msg)
+{
+    json_decref(fields);
+    return srv_deepl_error(c, status, msg);
+}
+
+enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c)
+{
+    char err[512], key[256];
+    if (c->in.ctype != MT_CT_MULTIPART)
+        return srv_deepl_error(c, 400, "Send the document as multipart/form-data (fields file, target_lang)");
+    upload u = {.fields = json_object()};
+    if (!u.fields) return srv_deepl_error(c, 500, "out of memory");
+    int st = mt_multipart_parse(c->in.boundary, c->in.body ? c->in.body : "", c->in.len, on_part, &u, err, sizeof err);
+    if (!st) st = srv_deepl_auth(s, c, u.fields, key, sizeof key, err, sizeof err);
+    if (st) return fail(c, u.fields, st, err);
+    if (!s->spool) return fail(c, u.fields, 400, "Document translation is disabled on this server.");
+    if (!u.n_files) return fail(c, u.fields, 400, "Parameter 'file' not specified.");
+    const char *target = json_string_value(json_object_get(u.fields, "target_lang"));
+    const char *source = json_string_value(json_object_get(u.fields, "source_lang"));
+    const char *formality = json_string_value(json_object_get(u.fields, "formality"));
+    const char *glossary = json_string_value(json_object_get(u.fields, "glossary_id"));
+    if (!target || !*target) return fail(c, u.fields, 400, "Parameter 'target_lang' not specified.");
+    char tgt[40], src[40] = "auto";
+    if (srv_deepl_lang(s->svc, target, 1, tgt, sizeof tgt))
+        return fail(c, u.fields, 400, "Value for 'target_lang' not supported.");
+    if (source && *source && srv_deepl_lang(s->svc, source, 0, src, sizeof src))
+        return fail(c, u.fields, 400, "Value for 'source_lang' not supported.");
+    if (formality && (strcmp(formality, "more") == 0 || strcmp(formality, "less") == 0))
+        return fail(c, u.fields, 400, "'formality' is not supported for given 'target_lang'.");
+    if (glossary && *glossary) return fail(c, u.fields, 404, "Glossary not found.");
+    if (u.file.len > (size_t)s->cfg->max_file_bytes) {
+        snprintf(err, sizeof err, "Document too large: %zu bytes (limit %ld)", u.file.len, s->cfg->max_file_bytes);
+        return fail(c, u.fields, 413, err);
+    }
+    const char *fname = json_string_value(json_object_get(u.fields, "filename"));
+    char name[1024] = "document";
+    if (fname && *fname) snprintf(name, sizeof name, "%s", fname);
+    else if (u.file.has_filename && u.file.filename_len > 0)
+        snprintf(name, sizeof name, "%.*s", (int)(u.file.filename_len < 1023 ? u.file.filename_len : 1023),
+                 u.file.filename);
+    mt_file_format fmt = mt_format_detect(name, (const unsigned char *)u.file.data, u.file.len);
+    if (fmt == MT_FILE_UNKNOWN) {
+        snprintf(err, sizeof err, "Invalid file data: unsupported file type; send one of %s", mt_format_extensions());
+        return fail(c, u.fields, 400, err);
+    }
+    char client[160];
+    srv_rate_client(s, c, key, client, sizeof client);
+    int retry = 1;
+    long limit;
+    if (srv_rate_charge(s, c, key, 1, 0, &retry, &limit) != MT_RATE_OK) {
+        char after[24];
+        snprintf(err, sizeof err, "Too many requests: the limit is %d per minute; retry after %d s", s->cfg->req_limit, retry);
+        snprintf(after, sizeof after, "%d", retry);
+        json_decref(u.fields);
+        srv_copy_text(c->out.error, sizeof c->out.error, err);
+        return srv_send_json(c, 429, json_pack("{s:s}", "message", err), MHD_HTTP_HEADER_RETRY_AFTER, after);
+    }
+    int route = srv_files_route(s, fmt, u.file.data, u.file.len, src, tgt, err, sizeof err);
+    if (route < 0) return fail(c, u.fields, 400, err);
+    c->out.model_name = mt_service_model_info(s->svc, mt_langs_get(mt_service_langs(s->svc), route)->model)->name;
+    double wait = 0;
+    char spool_id[MT_SPOOL_ID_LEN + 1], id[33], dkey[65];
+    st = srv_files_submit(s, client, name, u.file.data, u.file.len, fmt, route, spool_id, &wait, err, sizeof err);
+    json_decref(u.fields);
+    if (st == 429 || st == 503) {
+        char after[32];
+        snprintf(after, sizeof after, "%ld", wait > 1 ? (long)(wait + 0.999) : 1L);
+        srv_copy_text(c->out.error, sizeof c->out.error, err);
+        return srv_send_json(c, st, json_pack("{s:s}", "message", err), MHD_HTTP_HEADER_RETRY_AFTER, after);
+    }
+    if (st) return srv_deepl_error(c, st, err);
+    if (doc_add(s, spool_id, id, dkey)) {
+        mt_spool_fail(s->spool, spool_id, "no random bytes for the document key");
+        return srv_deepl_error(c, 500, "no random bytes for the document key");
+    }
+    return srv_send_json(c, 200, json_pack("{s:s, s:s}", "document_id", id, "document_key", dkey), NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- /v2/document/ID[/result] */
+
+enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
+{
+    char err[512], key[256];
+    json_t *obj;
+    int from_form;
+    int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
+    if (st) {
+        json_decref(obj);
+        return srv_deepl_error(c, st, err);
+    }
+    const char *rest = c->path + strlen(DOC_PREFIX);
+    size_t n = strcspn(rest, "/");
+    int result = strcmp(rest + n, "/result") == 0;
+    if (n == 0 || n > 32 || (rest[n] && !result)) {
+        json_decref(obj);
+        return srv_deepl_error(c, 404, "Not found: use POST /v2/document/ID or /v2/document/ID/result");
+    }
+    char id[33];
+    snprintf(id, sizeof id, "%.*s", (int)n, rest);
+    const char *dkey = json_string_value(json_object_get(obj, "document_key"));
+    if (!dkey) dkey = MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, "document_key");
+    char dk[80];
+    snprintf(dk, sizeof dk, "%s", dkey ? dkey : "");
+    json_decref(obj);
+    if (!dk[0]) return srv_deepl_error(c, 400, "Parameter 'document_key' not specified.");
+    char spool_id[MT_SPOOL_ID_LEN + 1];
+    double t_start = 0;
+    mt_spool_entry e;
+    if (!s->spool || doc_find(s, id, dk, spool_id, &t_start) || mt_spool_lookup(s->spool, spool_id, &e))
+        return srv_deepl_error(c, 404, "Document not found.");
+    if (!result) {
+        json_t *body = json_pack("{s:s}", "document_id", id);
+        if (!body) return srv_deepl_error(c, 500, "out of memory");
+        if (e.state == MT_SPOOL_RUNNING) {
+            int started = e.total > 0 || e.done > 0;
+            json_object_set_new(body, "status", json_string(started ? "translating" : "queued"));
+            if (e.done > 0 && e.total > e.done) {
+                double left = (mt_now() - t_start) * (double)(e.total - e.done) / (double)e.done;
+                json_object_set_new(body, "seconds_remaining", json_integer((json_int_t)ceil(left)));
+            }
+        } else if (e.state == MT_SPOOL_FAILED) {
+            json_object_set_new(body, "status", json_string("error"));
+            json_object_set_new(body, "error_message", json_string(e.error));
+        } else {
+            json_object_set_new(body, "status", json_string("done"));
+        }
+        return srv_send_json(c, 200, body, NULL, NULL);
+    }
+    if (e.state == MT_SPOOL_RUNNING) return srv_deepl_error(c, 503, "Document translation is not done yet.");
+    if (e.state == MT_SPOOL_FAILED) {
+        snprintf(err, sizeof err, "Document translation failed: %s", e.error);
+        return srv_deepl_error(c, 400, err);
+    }
+    char *buf;
+    size_t size;
+    if (mt_spool_read(s->spool, spool_id, &buf, &size, err, sizeof err)) return srv_deepl_error(c, 404, "Document not found.");
+    char disp[400];
+    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", e.name);
+    struct MHD_Response *r = MHD_create_response_from_buffer(size, buf, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(buf);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, e.mime);
+    MHD_add_response_header(r, "Content-Disposition", disp);
+    srv_add_common_headers(c, r);
+    srv_conn_received(c); /* an answer is going out: no 408 may be written now */
+    enum MHD_Result ret = MHD_queue_response(c->conn, 200, r);
+    MHD_destroy_response(r);
+    c->out.status = 200;
+    c->out.bytes_out = size;
+    c->phase = P_DONE;
+    return ret;
+}
