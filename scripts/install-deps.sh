@@ -119,11 +119,15 @@ export DEBIAN_FRONTEND=noninteractive
 # side effect: while this script installs it, services are kept from starting
 # (policy-rc.d, unless one is already there), and the default site link it created is
 # removed afterwards.
+# postgresql-15 (for the tests, which run their own server in a temporary directory)
+# likewise: its cluster is not started, nor enabled at boot.
 new_nginx=0
+new_pg=0
 policy=$sysroot/usr/sbin/policy-rc.d
 own_policy=0
-if [[ " ${missing[*]} " == *" nginx-light "* ]] && ! installed nginx-common; then
-  new_nginx=1
+if [[ " ${missing[*]} " == *" postgresql-15 "* ]] && ! installed postgresql-common; then new_pg=1; fi
+if [[ " ${missing[*]} " == *" nginx-light "* ]] && ! installed nginx-common; then new_nginx=1; fi
+if [ "$new_nginx" -eq 1 ] || [ "$new_pg" -eq 1 ]; then
   if [ ! -e "$policy" ]; then
     # shellcheck disable=SC2016 # $1 is sh's, not this script's
     "${as_root[@]}" sh -c 'printf "#!/bin/sh\n# install-deps.sh: no service starts while it installs\nexit 101\n" >"$1" && chmod 755 "$1"' - "$policy"
@@ -147,4 +151,7 @@ if [ "$new_nginx" -eq 1 ]; then
   if [ -z "$sysroot" ] && command -v systemctl >/dev/null; then
     "${as_root[@]}" systemctl disable nginx.service >/dev/null 2>&1 || true
   fi
+fi
+if [ "$new_pg" -eq 1 ] && [ -z "$sysroot" ] && command -v systemctl >/dev/null; then
+  "${as_root[@]}" systemctl disable postgresql.service >/dev/null 2>&1 || true
 fi
