@@ -6,6 +6,8 @@ socket, no TCP listener, never a system service). SKIP (77) when it is not insta
 - keys: a key added with `mt-server keys add` works on every replica at once; a removed
   one is refused at once; names and keys with SQL-special text round-trip through list.
 - migration: eight clients opening a new database at once make its schema once.
+- open server: no key in the config or the database: none needed, one sent is ignored;
+  the first key added closes it.
 - limits: a per-key limit of L characters per minute holds across the three replicas
   (what they let through, together, stays within L plus what drained meanwhile plus one
   request's size), where three in-process limiters would let 3 L through.
@@ -219,6 +221,29 @@ class TestMigration(unittest.TestCase):
                               capture_output=True, text=True, env=dict(os.environ, PGPASSFILE=PG.passfile),
                               timeout=60).stdout.split()
         self.assertEqual(rows, ["1"])
+
+
+class TestOpenServer(unittest.TestCase):
+    def test_no_key_anywhere_means_open(self):
+        """With no key in the config or the database, requests need none and a key sent
+        anyway is ignored, as without the store; the first key added closes the server."""
+        PG.sql("CREATE DATABASE open_db")
+        url = PG.url_with_password.replace("/postgres?", "/open_db?")
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--shared-state", url], name="shared-open")
+        try:
+            self.assertEqual(srv.post_json({"q": "Hello", "source": "en", "target": "de"})[0], 200)
+            st, _, b = translate(srv, "any-string")
+            self.assertEqual(st, 200, b)
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
+            r = subprocess.run([ts.SERVER, "keys", "add", "--shared-state", url], capture_output=True, text=True,
+                               env=env, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(srv.post_json({"q": "Hello", "source": "en", "target": "de"})[0], 403)
+            self.assertEqual(translate(srv, "any-string")[0], 403)
+            self.assertEqual(translate(srv, r.stdout.strip())[0], 200)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+            self.assertNotIn(PG.password, srv.log())
 
 
 class TestLimits(unittest.TestCase):
