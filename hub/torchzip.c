@@ -13,6 +13,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <zip.h>
 
 #include "status.h"
@@ -62,6 +66,10 @@ struct mh_torch {
     mh_torch_tensor *t;
     char **names;
     int count;
+    const unsigned char *mem;   /* legacy format: the whole file (mapped or borrowed) */
+    size_t mem_len;
+    void *map;              /* owned mapping of mem, or NULL */
+    size_t *data_off;       /* legacy: each storage's data, as an offset into mem */
     int cached;             /* storage index held in cache, or -1 */
     unsigned char *cache;
     size_t cache_len;
@@ -203,7 +211,7 @@ static val *global(unpickler *u, const char *mod, const char *name)
         g->i = G_ORDEREDDICT;
         return g;
     }
-    if (!strcmp(mod, "torch._utils") && !strcmp(name, "_rebuild_tensor_v2")) {
+    if (!strcmp(mod, "torch._utils") && (!strcmp(name, "_rebuild_tensor_v2") || !strcmp(name, "_rebuild_tensor"))) {
         g->i = G_REBUILD_V2;
         return g;
     }
@@ -296,7 +304,9 @@ static val *reduce(unpickler *u, val *f, val *args)
 static val *persistent(unpickler *u, val *pid)
 {
     int64_t numel;
-    if (pid->kind != V_TUPLE || pid->n != 5 || pid->items[0]->kind != V_STR || strcmp(pid->items[0]->s, "storage") ||
+    if (pid->kind == V_TUPLE && pid->n == 6 && pid->items[5]->kind != V_NONE)
+        return fail(u, "a storage view (legacy format)%s%lld is not read", "", 0), NULL;
+    if (pid->kind != V_TUPLE || (pid->n != 5 && pid->n != 6) || pid->items[0]->kind != V_STR || strcmp(pid->items[0]->s, "storage") ||
         pid->items[1]->kind != V_GLOBAL || pid->items[1]->i != G_STORAGE || pid->items[2]->kind != V_STR ||
         int_of(pid->items[4], &numel) || numel < 0 || numel > (1LL << 40))
         return fail(u, "persistent id other than ('storage', torch.*Storage, key, location, numel)%s%lld",
@@ -577,7 +587,7 @@ static void unpickler_free(unpickler *u)
 }
 
 /* Runs data.pkl; on success hands the storages and named tensors to t (when not NULL). */
-static int unpickle(const void *bytes, size_t len, mh_torch *t, char *err, size_t errlen)
+static int unpickle(const void *bytes, size_t len, mh_torch *t, size_t *used, char *err, size_t errlen)
 {
     unpickler u = {.p = bytes, .start = bytes, .end = (const unsigned char *)bytes + len,
                    .err = err, .errlen = errlen};
@@ -585,6 +595,8 @@ static int unpickle(const void *bytes, size_t len, mh_torch *t, char *err, size_
     int rc = -1;
     if (!top)
         goto out;
+    if (used)
+        *used = (size_t)(u.p - u.start);
     if (top->kind != V_DICT) {
         fail(&u, "not a state dict (a dict of named tensors)%s%lld", "", 0);
         goto out;
@@ -631,7 +643,7 @@ out:
 
 int mh_unpickle_check(const void *bytes, size_t len, char *err, size_t errlen)
 {
-    return unpickle(bytes, len, NULL, err, errlen);
+    return unpickle(bytes, len, NULL, NULL, err, errlen);
 }
 
 void mh_torch_close(mh_torch *t)
@@ -649,6 +661,9 @@ void mh_torch_close(mh_torch *t)
     free(t->st);
     free(t->prefix);
     free(t->cache);
+    free(t->data_off);
+    if (t->map)
+        munmap(t->map, t->mem_len);
     free(t);
 }
 
@@ -726,7 +741,7 @@ static mh_torch *open_zip(zip_t *z, char *err, size_t errlen)
     unsigned char *pk = read_entry(z, pkl, MAX_PKL, &len, err, errlen);
     if (!pk)
         goto bad;
-    int rc = unpickle(pk, len, t, err, errlen);
+    int rc = unpickle(pk, len, t, NULL, err, errlen);
     free(pk);
     if (rc)
         goto bad;
@@ -734,6 +749,119 @@ static mh_torch *open_zip(zip_t *z, char *err, size_t errlen)
 bad:
     mh_torch_close(t);
     return NULL;
+}
+
+
+/* ---- torch's legacy format (torch.save before 1.6, or _use_new_zipfile_serialization=False):
+ * five pickles in a row (magic number, protocol version 1001, sys_info, the state dict,
+ * the list of storage keys), then per key an int64 element count and the raw data. */
+
+static const unsigned char LEGACY_MAGIC[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9,
+                                             0x20, 0x6a, 0xa8, 0x50, 0x19, 0x2e};
+
+/* Runs one auxiliary pickle of the legacy header; what: 0 an int (into *ival), 1 a dict
+ * (sys_info: little_endian must not be false), 2 a list of strings (storage keys, matched
+ * to t's storages: their data offsets are then read from the stream at *next). */
+static int legacy_aux(mh_torch *t, const unsigned char *b, size_t len, size_t *used, int what, int64_t *ival,
+                      char *err, size_t errlen)
+{
+    unpickler u = {.p = b, .start = b, .end = b + len, .err = err, .errlen = errlen};
+    val *top = run(&u);
+    int rc = -1;
+    if (!top)
+        goto out;
+    *used = (size_t)(u.p - u.start);
+    if (what == 0) {
+        if (top->kind != V_INT)
+            goto shape;
+        *ival = top->i;
+    } else if (what == 1) {
+        if (top->kind != V_DICT)
+            goto shape;
+        for (size_t k = 0; k + 1 < top->n; k += 2)
+            if (top->items[k]->kind == V_STR && !strcmp(top->items[k]->s, "little_endian") &&
+                top->items[k + 1]->kind == V_BOOL && !top->items[k + 1]->i) {
+                mt_strfmt(err, errlen, "big-endian checkpoint (sys_info little_endian is False)");
+                goto out;
+            }
+    } else {
+        if (top->kind != V_LIST || top->n != t->nst)
+            goto shape;
+        size_t pos = *used;
+        for (size_t k = 0; k < top->n; k++) {
+            size_t idx = t->nst;
+            for (size_t j = 0; top->items[k]->kind == V_STR && j < t->nst; j++)
+                if (!strcmp(t->st[j].key, top->items[k]->s))
+                    idx = j;
+            if (idx == t->nst || t->data_off[idx] != (size_t)-1) {
+                fail(&u, "storage key list names %s%lld an unknown or repeated storage", "", (long long)k);
+                goto out;
+            }
+            size_t es = mh_dtype_size(t->st[idx].dtype);
+            if (len - pos < 8 || le(b + pos, 8) != (uint64_t)t->st[idx].numel ||
+                (uint64_t)(len - pos - 8) / es < (uint64_t)t->st[idx].numel) {
+                fail(&u, "storage %s%lld: its data is missing or of another size", "", (long long)idx);
+                goto out;
+            }
+            t->data_off[idx] = (size_t)(b - t->mem) + pos + 8;
+            pos += 8 + (size_t)t->st[idx].numel * es;
+        }
+        *used = pos;
+    }
+    rc = 0;
+    goto out;
+shape:
+    fail(&u, "legacy header pickle of an unexpected shape%s%lld", "", what);
+out:
+    unpickler_free(&u);
+    return rc;
+}
+
+static mh_torch *open_legacy(const unsigned char *mem, size_t len, void *map, char *err, size_t errlen)
+{
+    mh_torch *t = calloc(1, sizeof *t);
+    if (!t) {
+        if (map)
+            munmap(map, len);
+        return mt_strfmt(err, errlen, "out of memory"), NULL;
+    }
+    t->mem = mem;
+    t->mem_len = len;
+    t->map = map;
+    t->cached = -1;
+    size_t pos = sizeof LEGACY_MAGIC, used;
+    int64_t version = 0;
+    if (legacy_aux(t, mem + pos, len - pos, &used, 0, &version, err, errlen))
+        goto bad;
+    if (version != 1001) {
+        mt_strfmt(err, errlen, "legacy format protocol version %lld, not 1001", (long long)version);
+        goto bad;
+    }
+    pos += used;
+    if (legacy_aux(t, mem + pos, len - pos, &used, 1, NULL, err, errlen))
+        goto bad;
+    pos += used;
+    if (unpickle(mem + pos, len - pos, t, &used, err, errlen))
+        goto bad;
+    pos += used;
+    t->data_off = malloc((t->nst ? t->nst : 1) * sizeof *t->data_off);
+    if (!t->data_off) {
+        mt_strfmt(err, errlen, "out of memory");
+        goto bad;
+    }
+    for (size_t k = 0; k < t->nst; k++)
+        t->data_off[k] = (size_t)-1;
+    if (legacy_aux(t, mem + pos, len - pos, &used, 2, NULL, err, errlen))
+        goto bad;
+    return t;
+bad:
+    mh_torch_close(t);
+    return NULL;
+}
+
+static int is_legacy(const void *bytes, size_t len)
+{
+    return len >= sizeof LEGACY_MAGIC && !memcmp(bytes, LEGACY_MAGIC, sizeof LEGACY_MAGIC);
 }
 
 mh_torch *mh_torch_open(const char *path, char *err, size_t errlen)
@@ -744,9 +872,27 @@ mh_torch *mh_torch_open(const char *path, char *err, size_t errlen)
     unsigned char magic[4] = {0};
     size_t got = fread(magic, 1, 4, f);
     fclose(f);
-    if (got == 4 && magic[0] == 0x80 && magic[1] <= 5)
-        return mt_strfmt(err, errlen, "%s is in torch's legacy (before 1.6, not zip) format, which is not read; "
-                         "re-save it with a recent torch.save", path), NULL;
+    if (got == 4 && magic[0] == 0x80) {
+        int fd = open(path, O_RDONLY);
+        struct stat sb;
+        if (fd < 0 || fstat(fd, &sb)) {
+            if (fd >= 0)
+                close(fd);
+            return mt_strfmt(err, errlen, "cannot open %s: %s", path, strerror(errno)), NULL;
+        }
+        void *map = sb.st_size > 0 ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+        close(fd);
+        if (map == MAP_FAILED)
+            return mt_strfmt(err, errlen, "cannot map %s: %s", path, strerror(errno)), NULL;
+        if (!is_legacy(map, (size_t)sb.st_size)) {
+            munmap(map, (size_t)sb.st_size);
+            return mt_strfmt(err, errlen, "%s is a bare pickle, not a torch.save file", path), NULL;
+        }
+        mh_torch *t = open_legacy(map, (size_t)sb.st_size, map, err, errlen);
+        if (!t && err && errlen > strlen(err) + 1)
+            mt_strfmt(err + strlen(err), errlen - strlen(err), " (in %s, torch's legacy format)", path);
+        return t;
+    }
     if (got < 4 || memcmp(magic, "PK\3\4", 4))
         return mt_strfmt(err, errlen, "%s is not a torch.save zip file", path), NULL;
     int zerr = 0;
@@ -763,6 +909,8 @@ mh_torch *mh_torch_open(const char *path, char *err, size_t errlen)
 
 mh_torch *mh_torch_parse(const void *bytes, size_t len, char *err, size_t errlen)
 {
+    if (is_legacy(bytes, len))
+        return open_legacy(bytes, len, NULL, err, errlen);
     zip_error_t ze;
     zip_error_init(&ze);
     zip_source_t *src = zip_source_buffer_create(bytes, len, 0, &ze);
@@ -786,7 +934,12 @@ int mh_torch_read(mh_torch *t, int i, void *dst, char *err, size_t errlen)
     const mh_torch_tensor *x = &t->t[i];
     const storage *s = &t->st[x->storage];
     size_t es = mh_dtype_size(x->dtype);
-    if (t->cached != x->storage) {
+    const unsigned char *data;
+    if (t->mem) {
+        if (t->data_off[x->storage] == (size_t)-1)
+            return mt_error(MT_ERR_INVALID, err, errlen, "storage of tensor '%s' has no data", x->name);
+        data = t->mem + t->data_off[x->storage];
+    } else if (t->cached != x->storage) {
         free(t->cache);
         t->cache = NULL;
         t->cached = -1;
@@ -801,6 +954,9 @@ int mh_torch_read(mh_torch *t, int i, void *dst, char *err, size_t errlen)
             return mt_error(MT_ERR_INVALID, err, errlen, "storage entry %s holds %zu bytes, %lld elements declared",
                             name, t->cache_len, (long long)s->numel);
         t->cached = x->storage;
+        data = t->cache;
+    } else {
+        data = t->cache;
     }
     int64_t numel = 1, want = 1;
     int contiguous = 1;
@@ -813,7 +969,7 @@ int mh_torch_read(mh_torch *t, int i, void *dst, char *err, size_t errlen)
     unsigned char *out = dst;
     if (contiguous) {
         if (numel)
-            memcpy(out, t->cache + (size_t)x->offset * es, (size_t)numel * es);
+            memcpy(out, data + (size_t)x->offset * es, (size_t)numel * es);
         return 0;
     }
     int64_t idx[8] = {0};
@@ -821,7 +977,7 @@ int mh_torch_read(mh_torch *t, int i, void *dst, char *err, size_t errlen)
         int64_t off = x->offset;
         for (int d = 0; d < x->ndim; d++)
             off += idx[d] * x->stride[d];
-        memcpy(out + (size_t)k * es, t->cache + (size_t)off * es, es);
+        memcpy(out + (size_t)k * es, data + (size_t)off * es, es);
         for (int d = x->ndim - 1; d >= 0; d--) {
             if (++idx[d] < x->shape[d])
                 break;

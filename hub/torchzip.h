@@ -1,6 +1,7 @@
-/* torchzip.h: reads the state dict of a pytorch_model.bin written by torch.save (torch's
- * zip format: ARCHIVE/data.pkl plus one ARCHIVE/data/KEY entry per storage) without
- * PyTorch. data.pkl is read by a restricted unpickler that, as torch.load(weights_only=True)
+/* torchzip.h: reads the state dict of a pytorch_model.bin written by torch.save without
+ * PyTorch: torch's zip format (ARCHIVE/data.pkl plus one ARCHIVE/data/KEY entry per
+ * storage) and its legacy format (before torch 1.6, which many 2020 OPUS-MT uploads use:
+ * pickles in a row, then each storage's element count and data). data.pkl is read by a restricted unpickler that, as torch.load(weights_only=True)
  * does, knows only the opcodes and globals of tensor storage rebuilds
  * (collections.OrderedDict, torch._utils._rebuild_tensor_v2 / _rebuild_parameter,
  * torch.*Storage) and refuses every other global by name before anything is called:
@@ -27,9 +28,9 @@ typedef struct {
 
 typedef struct mh_torch mh_torch;
 
-/* Opens a torch zip file and reads its state dict (no tensor data yet). */
+/* Opens a torch.save file (zip or legacy) and reads its state dict (no tensor data yet). */
 mh_torch *mh_torch_open(const char *path, char *err, size_t errlen);
-/* The same on an in-memory zip (borrowed; must outlive the result): the fuzzer's entry. */
+/* The same on an in-memory file (borrowed; must outlive the result): the fuzzer's entry. */
 mh_torch *mh_torch_parse(const void *bytes, size_t len, char *err, size_t errlen);
 void mh_torch_close(mh_torch *t);
 

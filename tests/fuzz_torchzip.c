@@ -1,6 +1,6 @@
 /* fuzz_torchzip.c: fuzz target for hub/torchzip.c, the reader of torch.save's zip format
- * and its weights-only unpickler. An input starting with "PK" is opened as a zip and every
- * tensor of its state dict read (those under 16 MiB); any other input is unpickled alone
+ * and its weights-only unpickler. An input starting with "PK" (zip) or torch's legacy magic
+ * pickle is opened as a torch.save file and every tensor of its state dict read (those under 16 MiB); any other input is unpickled alone
  * as a data.pkl. Every failure must say why (a non-empty message); nothing may read out of
  * bounds (ASan) or run away (libFuzzer's limits).
  *
@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512] = "";
-    if (size < 2 || memcmp(data, "PK", 2)) {
+    static const uint8_t legacy[] = {0x80, 0x02, 0x8a, 0x0a};
+    if ((size < 2 || memcmp(data, "PK", 2)) && (size < 4 || memcmp(data, legacy, 4))) {
         if (mh_unpickle_check(data, size, err, sizeof err) && !err[0])
             abort();
         return 0;

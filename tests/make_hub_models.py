@@ -11,6 +11,7 @@ from (tools/make_test_model.py's directories), the weights the PyTorch reference
                                    Face's tied copies (one matrix under four names) and the
                                    stored position tables, as the older OPUS-MT uploads hold
   Helsinki-NLP/opus-mt-en-es       pytorch_model.bin in float16, separate vocabularies
+  Helsinki-NLP/opus-mt-fr-en       pytorch_model.bin in torch's legacy (before 1.6) format
   google/t5-small-like             a T5 config.json: refused by name before any weights
   evil/opus-mt-en-xx               a MarianMT config with a pytorch_model.bin whose pickle calls
                                    os.system("touch MARKER") (MARKER: argv[2], default OUT/pwned)
@@ -60,9 +61,10 @@ def hf_state(model_dir, dtype):
     return collections.OrderedDict(sorted(w.items()))
 
 
-def as_bin_repo(original, repo, dtype):
+def as_bin_repo(original, repo, dtype, legacy=False):
     shutil.copytree(original, repo, ignore=shutil.ignore_patterns("model.safetensors"))
-    torch.save(hf_state(original, dtype), os.path.join(repo, "pytorch_model.bin"))
+    torch.save(hf_state(original, dtype), os.path.join(repo, "pytorch_model.bin"),
+               _use_new_zipfile_serialization=not legacy)
 
 
 class Evil:
@@ -88,6 +90,10 @@ def main(argv):
     shutil.copytree(os.path.join(orig, "en-de"), os.path.join(hub, "Helsinki-NLP", "opus-mt-en-de"))
     as_bin_repo(os.path.join(orig, "de-en"), os.path.join(hub, "Helsinki-NLP", "opus-mt-de-en"), torch.float32)
     as_bin_repo(os.path.join(orig, "en-es"), os.path.join(hub, "Helsinki-NLP", "opus-mt-en-es"), torch.float16)
+    make_model(os.path.join(orig, "fr-en"), "--seed", "14", "--tokenizer-from", os.path.join(orig, "en-de"),
+               "--activation", "swish")
+    as_bin_repo(os.path.join(orig, "fr-en"), os.path.join(hub, "Helsinki-NLP", "opus-mt-fr-en"), torch.float32,
+                legacy=True)
 
     t5 = os.path.join(hub, "google", "t5-small-like")
     shutil.copytree(os.path.join(orig, "en-de"), t5)

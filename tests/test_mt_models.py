@@ -6,7 +6,8 @@ models, in both layouts (model.safetensors; pytorch_model.bin written by torch.s
 Each test installs into a fresh models directory and checks what a user would see:
   * search lists the OPUS-MT repositories with their pairs;
   * an install gives the hub's files byte for byte (model.safetensors) or a converted
-    model.safetensors (pytorch_model.bin, float32 and float16) that translates
+    model.safetensors (pytorch_model.bin: float32, float16, and torch's legacy pre-1.6
+    format) that translates
     token-identically to the PyTorch reference (tools/reference.py) on the original
     weights, greedy and beam 4; --compute-type int8 stores what tools/quantize_model.py
     stores;
@@ -212,6 +213,9 @@ class Install(HubTest):
         d = self.check_bin("Helsinki-NLP/opus-mt-en-es", os.path.join(ORIGINALS, "en-es"), "opus-mt-en-es")
         self.assertTrue(os.path.exists(os.path.join(d, "target_vocab.json")))
         self.assertRegex(self.mt_models("list").stdout, r"opus-mt-en-es\s.*float16")
+
+    def test_pytorch_bin_legacy_format(self):
+        self.check_bin("Helsinki-NLP/opus-mt-fr-en", os.path.join(ORIGINALS, "fr-en"), "opus-mt-fr-en")
 
     def test_int8_as_quantize_model(self):
         twin = os.path.join(WORK, "int8-twin")
