@@ -17,6 +17,8 @@ enum MHD_Result srv_ep_deepl_languages(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_deepl_usage(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c);      /* POST /v2/document */
 enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c);   /* /v2/document/ID[/result] */
+/* /v2/glossary-language-pairs, /v2/glossaries[/ID] */
+enum MHD_Result srv_ep_deepl_glossaries(mt_server *s, req_ctx *c);
 
 /* render.c: a finished POST /v2/translate as {"translations": [...]}; NULL out of memory. */
 json_t *srv_deepl_render(mt_server *s, req_ctx *c);

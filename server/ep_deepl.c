@@ -535,3 +535,26 @@ json_t *srv_deepl_render(mt_server *s, req_ctx *c)
     }
     return arr ? json_pack("{s:o}", "translations", arr) : NULL;
 }
+
+/* ---------------------------------------------------------------- glossaries (none yet) */
+
+/* Until glossaries exist, the glossary endpoints answer as a DeepL account without any:
+ * no language pair supports them (Weblate asks this before every glossary sync and then
+ * translates without one), the list is empty, every id is unknown and creating one is
+ * refused with the reason. */
+enum MHD_Result srv_ep_deepl_glossaries(mt_server *s, req_ctx *c)
+{
+    json_t *obj;
+    int from_form;
+    char key[256], err[512];
+    int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
+    json_decref(obj);
+    if (st) return srv_deepl_error(c, st, err);
+    if (strcmp(c->path, "/v2/glossary-language-pairs") == 0)
+        return srv_send_json(c, 200, json_pack("{s:[]}", "supported_languages"), NULL, NULL);
+    if (strcmp(c->path, "/v2/glossaries") != 0) return srv_deepl_error(c, 404, "Glossary not found.");
+    if (strcmp(c->method, "POST") == 0)
+        return srv_deepl_error(c, 400, "Unsupported glossary language pair: this server has no glossaries yet "
+                               "(GET /v2/glossary-language-pairs lists none)");
+    return srv_send_json(c, 200, json_pack("{s:[]}", "glossaries"), NULL, NULL);
+}

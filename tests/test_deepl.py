@@ -176,6 +176,34 @@ class TestRaw(unittest.TestCase):
         self.assertEqual(st, 400)
         self.assertIn("message", json.loads(b))
 
+    def test_weblate_request_shape(self):
+        """weblate/machinery/deepl.py: a JSON body, <x id="N"></x> placeholders kept with
+        ignore_tags ["x"], formality default, context; the glossary pairs it asks first."""
+        st, _, b = self.srv.request("GET", "/v2/glossary-language-pairs")
+        self.assertEqual((st, json.loads(b)), (200, {"supported_languages": []}))
+        st, _, b = self.srv.post_json({"text": ['Delete <x id="7"></x> files from <x id="30"></x>?', "Open the file."],
+                                       "source_lang": "EN", "target_lang": "DE", "formality": "default",
+                                       "tag_handling": "xml", "ignore_tags": ["x"], "context": "A menu"},
+                                      path="/v2/translate")
+        self.assertEqual(st, 200, b)
+        t = b["translations"][0]["text"]
+        self.assertIn('<x id="7"></x>', t)
+        self.assertIn('<x id="30"></x>', t)
+        self.assertEqual(len(b["translations"]), 2)
+        # languages as Weblate reads them: type as a query parameter
+        st, _, b = self.srv.request("GET", "/v2/languages?type=source")
+        self.assertEqual({x["language"] for x in json.loads(b)}, {"DE", "EN"})
+
+    def test_glossaries_none_yet(self):
+        st, _, b = self.srv.request("GET", "/v2/glossaries")
+        self.assertEqual((st, json.loads(b)), (200, {"glossaries": []}))
+        st, _, b = self.srv.request("GET", "/v2/glossaries/" + str(uuid.uuid4()))
+        self.assertEqual((st, json.loads(b)), (404, {"message": "Glossary not found."}))
+        st, _, b = self.srv.post_json({"name": "g", "source_lang": "en", "target_lang": "de", "entries": "a\tb",
+                                       "entries_format": "tsv"}, path="/v2/glossaries")
+        self.assertEqual(st, 400, b)
+        self.assertIn("no glossaries", b["message"])
+
     def test_languages(self):
         for method in ("GET", "POST"):
             st, _, b = self.srv.request(method, "/v2/languages")
@@ -227,7 +255,8 @@ class TestRaw(unittest.TestCase):
         self.assertEqual(out.count(b"\n"), 2, out)
         self.assertNotIn(b"house", out)
         # a wrong key, an unknown id, no key
-        for p, key in ((path, "0" * 64), (path + "/result", h["document_key"][:-1] + "0"),
+        wrong = h["document_key"][:-1] + ("1" if h["document_key"].endswith("0") else "0")
+        for p, key in ((path, "0" * 64), (path + "/result", wrong),
                        ("/v2/document/" + "0" * 32, h["document_key"])):
             st, _, b = form(self.srv, p, {"document_key": key})
             self.assertEqual(st, 404, b)
@@ -324,10 +353,15 @@ def npm_install():
     dest = os.path.join(ts.BUILD, "deepl-node")
     os.makedirs(dest, exist_ok=True)
     pkg = os.path.join(HERE, "deepl", "package.json")
-    want = open(pkg, "rb").read()
+    with open(pkg, "rb") as f:
+        want = f.read()
     mods = os.path.join(dest, "node_modules")
     have = os.path.join(dest, "package.json")
-    if os.path.isdir(os.path.join(mods, "deepl-node")) and os.path.exists(have) and open(have, "rb").read() == want:
+    same = False
+    if os.path.exists(have):
+        with open(have, "rb") as f:
+            same = f.read() == want
+    if os.path.isdir(os.path.join(mods, "deepl-node")) and same:
         return mods, None
     shutil.copyfile(pkg, have)
     try:

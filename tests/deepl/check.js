@@ -98,6 +98,13 @@ async function main() {
           'size ' + bytes.length);
   });
 
+  await run('glossaries', async () => {
+    const pairs = await t.getGlossaryLanguagePairs();
+    check('getGlossaryLanguagePairs', Array.isArray(pairs) && pairs.length === 0, JSON.stringify(pairs));
+    const list = await t.listGlossaries();
+    check('listGlossaries', Array.isArray(list) && list.length === 0, JSON.stringify(list));
+  });
+
   await run('bad key', async () => {
     const bad = new deepl.Translator('wrong-key:fx', { serverUrl, maxRetries: 1 });
     let err = null;
