@@ -18,6 +18,8 @@ int srv_suggest_init(mt_server *s, char *err, size_t errlen)
     mt_store_options o = mt_store_options_default();
     o.url = s->cfg->shared_state;
     o.sqlite_path = s->cfg->suggestions_db;
+    /* a connection for each HTTP thread and one for the file jobs' character charges */
+    o.pool_size = s->cfg->http_threads + 1 > 32 ? 32 : s->cfg->http_threads + 1;
     if (!o.url[0] && !o.sqlite_path[0]) return 0;
     if (!(s->store = mt_store_open(&o, err, errlen))) return -1;
     if (mt_store_shared(s->store)) {

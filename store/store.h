@@ -39,7 +39,7 @@ typedef struct {
     const char *sqlite_path;  /* else: SQLite file of suggestions (NULL/empty: no suggestions) */
     int statement_timeout_ms; /* every PostgreSQL query (default 5000) */
     int connect_timeout_s;    /* every PostgreSQL connection attempt (default 3) */
-    int pool_size;            /* PostgreSQL connections kept (default 4) */
+    int pool_size;            /* PostgreSQL connections at most, made when needed (default 4) */
 } mt_store_options;
 
 mt_store_options mt_store_options_default(void);
