@@ -16,7 +16,8 @@ socket, no TCP listener, never a system service). SKIP (77) when it is not insta
 - the database password (in the replicas' URL) never reaches their logs; `mt-server keys`
   and psql find it in a libpq password file (PGPASSFILE).
 - outage: PostgreSQL stopped during the run: the replicas stay up, /health/ready names
-  the dependency that is down, text translation (config key) keeps answering, /suggest
+  the dependency that is down, text translation (config key, limits on) keeps answering
+  under a steady load without one failure, /suggest
   and store keys answer 503 with the reason; PostgreSQL started again: the features
   come back by themselves.
 Run one class: tests/test_shared_state.py TestOutage"""
@@ -28,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -317,7 +319,23 @@ class TestSuggestions(unittest.TestCase):
 
 class TestOutage(unittest.TestCase):
     def test_database_stopped_and_started(self):
-        srv = replicas()
+        # limits on, so that every request charges a bucket in the database (or, while it is
+        # down, the replica's own); high enough never to refuse this test's load
+        srv = replicas(extra=["--req-limit", "100000", "--char-limit-per-minute", "10000000"])
+        load = {"ok": 0, "failed": [], "stop": False}
+
+        def text_load():  # translations with the config's key, round robin, all along
+            i = 0
+            while not load["stop"]:
+                st, _, b = translate(srv[i % 3], CFG_KEY, "Hello number %d." % i)
+                if st == 200:
+                    load["ok"] += 1
+                else:
+                    load["failed"].append((st, b))
+                i += 1
+
+        loader = threading.Thread(target=text_load)
+        loader.start()
         try:
             rc, out, err = keys("add", "--name", "outage")
             self.assertEqual(rc, 0, err)
@@ -353,7 +371,15 @@ class TestOutage(unittest.TestCase):
                 self.assertEqual(json.loads(raw)["status"], "ok")
             print("database back: every replica served suggestions again within %.1f s"
                   % (time.time() - t_start))
+            load["stop"] = True
+            loader.join(timeout=60)
+            print("text load through the stop and start: %d translations, %d failed"
+                  % (load["ok"], len(load["failed"])))
+            self.assertEqual(load["failed"], [])
+            self.assertGreater(load["ok"], 0)
         finally:
+            load["stop"] = True
+            loader.join(timeout=60)
             stop_all(srv)
 
 
