@@ -26,6 +26,9 @@ json_t *srv_deepl_render(mt_server *s, req_ctx *c);
 /* The document table (document ids to keys); 0, or -1 with a message. */
 int srv_deepl_init(mt_server *s, char *err, size_t errlen);
 void srv_deepl_free(mt_server *s);
+/* ep_files.c: the file job with spool id `spool_id` extracted `chars` characters of text
+ * (a DeepL document's billed_characters; other jobs are not in the table). */
+void srv_deepl_doc_chars(mt_server *s, const char *spool_id, long long chars);
 
 /* ---- shared by ep_deepl.c and ep_deepl_doc.c ---- */
 

@@ -32,6 +32,7 @@ typedef struct {
     char key[65];                 /* secret: 64 upper-case hex digits */
     char spool[MT_SPOOL_ID_LEN + 1];
     double t_start;               /* mt_now() at upload */
+    long long chars;              /* characters of text extracted (-1: not yet) */
 } doc;
 
 struct srv_deepl {
@@ -73,13 +74,11 @@ static int random_hex(char *out, size_t bytes)
     return 0;
 }
 
-/* Remembers a document; 0, or -1 (no random bytes). A slot whose spool entry is gone is
- * reused, else the oldest. */
-static int doc_add(mt_server *s, const char *spool_id, char *id, char *key)
+/* Remembers a document (d->mu held). A slot whose spool entry is gone is reused, else
+ * the oldest. */
+static void doc_add_locked(mt_server *s, const char *spool_id, const char *id, const char *key)
 {
-    if (random_hex(id, 16) || random_hex(key, 32)) return -1;
     struct srv_deepl *d = s->deepl;
-    pthread_mutex_lock(&d->mu);
     doc *slot = NULL;
     for (int i = 0; i < d->cap && !slot; i++) {
         mt_spool_entry e;
@@ -93,12 +92,21 @@ static int doc_add(mt_server *s, const char *spool_id, char *id, char *key)
     snprintf(slot->key, sizeof slot->key, "%s", key);
     snprintf(slot->spool, sizeof slot->spool, "%s", spool_id);
     slot->t_start = mt_now();
-    pthread_mutex_unlock(&d->mu);
-    return 0;
+    slot->chars = -1;
 }
 
-/* The spool id and upload time of document id when key is its key; 0 or -1. */
-static int doc_find(mt_server *s, const char *id, const char *key, char *spool_id, double *t_start)
+void srv_deepl_doc_chars(mt_server *s, const char *spool_id, long long chars)
+{
+    struct srv_deepl *d = s->deepl;
+    if (!d) return;
+    pthread_mutex_lock(&d->mu);
+    for (int i = 0; i < d->cap; i++)
+        if (d->docs[i].used && strcmp(d->docs[i].spool, spool_id) == 0) d->docs[i].chars = chars;
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* The spool id, upload time and characters of document id when key is its key; 0 or -1. */
+static int doc_find(mt_server *s, const char *id, const char *key, char *spool_id, double *t_start, long long *chars)
 {
     struct srv_deepl *d = s->deepl;
     int found = -1;
@@ -109,6 +117,7 @@ static int doc_find(mt_server *s, const char *id, const char *key, char *spool_i
         if (key && srv_key_equal(x->key, key)) { /* keys compared in constant time */
             memcpy(spool_id, x->spool, sizeof x->spool);
             *t_start = x->t_start;
+            *chars = x->chars;
             found = 0;
         }
         break;
@@ -215,7 +224,13 @@ enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c)
     c->out.model_name = mt_service_model_info(s->svc, mt_langs_get(mt_service_langs(s->svc), route)->model)->name;
     double wait = 0;
     char spool_id[MT_SPOOL_ID_LEN + 1], id[33], dkey[65];
+    if (random_hex(id, 16) || random_hex(dkey, 32)) return fail(c, u.fields, 500, "no random bytes for the document key");
+    /* The table's lock is held until the document is in it: the job's thread reports the
+     * characters it extracted (srv_deepl_doc_chars) only then. */
+    pthread_mutex_lock(&s->deepl->mu);
     st = srv_files_submit(s, client, name, u.file.data, u.file.len, fmt, route, spool_id, &wait, err, sizeof err);
+    if (!st) doc_add_locked(s, spool_id, id, dkey);
+    pthread_mutex_unlock(&s->deepl->mu);
     json_decref(u.fields);
     if (st == 429 || st == 503) {
         char after[32];
@@ -224,10 +239,6 @@ enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c)
         return srv_send_json(c, st, json_pack("{s:s}", "message", err), MHD_HTTP_HEADER_RETRY_AFTER, after);
     }
     if (st) return srv_deepl_error(c, st, err);
-    if (doc_add(s, spool_id, id, dkey)) {
-        mt_spool_fail(s->spool, spool_id, "no random bytes for the document key");
-        return srv_deepl_error(c, 500, "no random bytes for the document key");
-    }
     return srv_send_json(c, 200, json_pack("{s:s, s:s}", "document_id", id, "document_key", dkey), NULL, NULL);
 }
 
@@ -260,8 +271,9 @@ enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
     if (!dk[0]) return srv_deepl_error(c, 400, "Parameter 'document_key' not specified.");
     char spool_id[MT_SPOOL_ID_LEN + 1];
     double t_start = 0;
+    long long chars = -1;
     mt_spool_entry e;
-    if (!s->spool || doc_find(s, id, dk, spool_id, &t_start) || mt_spool_lookup(s->spool, spool_id, &e))
+    if (!s->spool || doc_find(s, id, dk, spool_id, &t_start, &chars) || mt_spool_lookup(s->spool, spool_id, &e))
         return srv_deepl_error(c, 404, "Document not found.");
     if (!result) {
         json_t *body = json_pack("{s:s}", "document_id", id);
@@ -279,6 +291,7 @@ enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
         } else {
             json_object_set_new(body, "status", json_string("done"));
         }
+        if (chars >= 0) json_object_set_new(body, "billed_characters", json_integer((json_int_t)chars));
         return srv_send_json(c, 200, body, NULL, NULL);
     }
     if (e.state == MT_SPOOL_RUNNING) return srv_deepl_error(c, 503, "Document translation is not done yet.");

@@ -16,6 +16,7 @@
  *
  * Translated files have no name in the spool's directory (spool.h), which is $TMPDIR
  * itself unless [server] spool_dir is set: a server that crashes leaves no user's file. */
+#include "deepl.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -139,6 +140,7 @@ static int on_extracted(void *user, long units, long long chars, char *err, size
 {
     (void)units;
     file_job *fj = user;
+    srv_deepl_doc_chars(fj->srv, fj->id, chars); /* a DeepL document's billed_characters */
     return srv_charge_chars(fj->srv, fj->client, chars, err, errlen);
 }
 

@@ -248,6 +248,8 @@ class TestRaw(unittest.TestCase):
             return b["status"] == "done"
         self.assertTrue(ts.wait_until(done, 120, 0.1), status)
         self.assertEqual(status["document_id"], h["document_id"])
+        # the characters of the text extracted (the units' text, without line breaks)
+        self.assertEqual(status.get("billed_characters"), len("Hello world.The house is small."), status)
         st, hd, out = self.srv.request("POST", path + "/result",
                                        urllib.parse.urlencode({"document_key": h["document_key"]}),
                                        {"Content-Type": "application/x-www-form-urlencoded"})
