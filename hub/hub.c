@@ -51,7 +51,28 @@ typedef struct {
     long long total;    /* expected size, for the progress bar */
     const char *label;
     time_t last_draw;
+    char error_code[64];  /* the hub's X-Error-Code header (RepoNotFound, GatedRepo, ...) */
 } transfer;
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    transfer *t = arg;
+    size_t len = size * n;
+    static const char name[] = "x-error-code:";
+    if (len > sizeof name - 1 && !strncasecmp(p, name, sizeof name - 1)) {
+        const char *v = p + sizeof name - 1;
+        size_t vl = len - (sizeof name - 1);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        size_t k = 0;
+        for (; k < vl && k + 1 < sizeof t->error_code; k++)
+            t->error_code[k] = (v[k] >= 'A' && v[k] <= 'Z') || (v[k] >= 'a' && v[k] <= 'z') ? v[k] : '?';
+        t->error_code[k] = 0;
+    }
+    return len;
+}
 
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
@@ -115,6 +136,8 @@ static CURL *easy(const mh_options *o, const char *url, transfer *t, struct curl
     curl_easy_setopt(c, CURLOPT_USERAGENT, "mt-models/0.1");
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, t);
@@ -162,6 +185,19 @@ static int http_error(const mh_options *o, CURLcode cc, long status, const trans
     default:
         return mt_error(MT_ERR_INVALID, err, errlen, "%s: %s", what, curl_easy_strerror(cc));
     }
+    /* The hub names the cause in X-Error-Code; 401 alone also means "no such repository"
+     * (the hub does not tell strangers which private repositories exist). */
+    if (!strcmp(t->error_code, "RepoNotFound"))
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %ld: repository not found (check the id; a private "
+                        "repository needs HF_TOKEN)%s", what, status,
+                        o->token && *o->token ? " (the token given was refused or cannot see it)" : "");
+    if (!strcmp(t->error_code, "GatedRepo"))
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %ld: a gated repository: accept its conditions on the "
+                        "hub and set HF_TOKEN", what, status);
+    if (!strcmp(t->error_code, "RevisionNotFound"))
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %ld: revision not found", what, status);
+    if (!strcmp(t->error_code, "EntryNotFound"))
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %ld: file not found in the repository", what, status);
     if (status == 401 || status == 403)
         return mt_error(MT_ERR_INVALID, err, errlen, "%s: %ld %s: no such repository, or it is private or gated (set HF_TOKEN "
                         "to a token that may read it)%s", what, status, status == 401 ? "Unauthorized" : "Forbidden",

@@ -166,15 +166,16 @@ class Hub:
 
     def listing(self, h, repo, rev):
         if repo not in self.repos():
+            # As the hub: 401 without a token, 404 with one, and the cause in X-Error-Code.
             return self.send(h, 401 if not h.headers.get("Authorization") else 404,
-                             {"error": "Repository not found"})
+                             {"error": "Repository not found"}, {"X-Error-Code": "RepoNotFound"})
         if not self.authorised(h, repo):
             return
         status = self.behaviour.get(repo, {}).get("status")
         if status:
             return self.send(h, status, {"error": f"status {status}"})
         if rev not in ("main", self.commit(repo)):
-            return self.send(h, 404, {"error": f"Invalid rev id: {rev}"})
+            return self.send(h, 404, {"error": f"Invalid rev id: {rev}"}, {"X-Error-Code": "RevisionNotFound"})
         wrong = self.behaviour.get(repo, {}).get("wrong_sha256", [])
         siblings, cfg = [], {}
         for name in self.files(repo):

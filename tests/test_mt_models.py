@@ -242,7 +242,7 @@ class Install(HubTest):
         self.assertTrue(os.path.exists(os.path.join(dest, "model.safetensors")))
         p = self.install(repo, "--revision", "no-such-branch")
         self.assertEqual(p.returncode, 1)
-        self.assertIn("404", p.stderr)
+        self.assertIn("404: revision not found", p.stderr)
 
 
 class Failures(HubTest):
@@ -281,7 +281,8 @@ class Failures(HubTest):
         self.assertFalse(any("Authorization" in r[2] for r in cdn), "the token is not sent to the CDN host")
 
     def test_404(self):
-        self.assert_failed(self.install("Helsinki-NLP/opus-mt-xx-yy", HF_TOKEN="hf_x"), "404")
+        self.assert_failed(self.install("Helsinki-NLP/opus-mt-xx-yy", HF_TOKEN="hf_x"), "404: repository not found")
+        self.assert_failed(self.install("Helsinki-NLP/opus-mt-xx-yy"), "401: repository not found")
         HUB.behaviour["Helsinki-NLP/opus-mt-en-de"] = {"file_status": {"source.spm": 404}}
         self.assert_failed(self.install("Helsinki-NLP/opus-mt-en-de"), "source.spm: 404")
 
