@@ -81,7 +81,8 @@ class TestServer(ModelCase):
     def setUpClass(cls):
         super().setUpClass()
         cls.srv = ts.Server(["--model", cls.model, "--workers", "1", "--spool-dir",
-                             os.path.join(cls.tmp, "spool"), "--max-file-jobs", "32"],
+                             os.path.join(cls.tmp, "spool"), "--max-file-jobs", "32",
+                             "--max-file-jobs-per-client", "32"],
                             name="documents")
 
     @classmethod
