@@ -210,6 +210,17 @@ static int http_error(const mh_options *o, CURLcode cc, long status, const trans
     return mt_error(MT_ERR_INVALID, err, errlen, "%s: unexpected HTTP status %ld", what, status);
 }
 
+/* Waits before retry `attempt` (0-based): 0.25 s doubling, so a hub that is briefly down
+ * or overloaded is not hammered; stops early when cancelled. */
+static void backoff(const mh_options *o, int attempt)
+{
+    long ms = 250L << (attempt < 5 ? attempt : 5);
+    for (long waited = 0; waited < ms && !(o->cancel && *o->cancel); waited += 50) {
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
 static int retryable(CURLcode cc, long status)
 {
     return cc == CURLE_PARTIAL_FILE || cc == CURLE_RECV_ERROR || cc == CURLE_OPERATION_TIMEDOUT ||
@@ -242,6 +253,7 @@ static json_t *get_json(const mh_options *o, const char *url, const char *what, 
             http_error(o, cc, status, &t, what, err, errlen);
             return NULL;
         }
+        backoff(o, attempt);
     }
 }
 
@@ -313,6 +325,8 @@ static int download(const mh_options *o, const char *url, const char *path, cons
         if (o->log)
             fprintf(o->log, "%s: transfer cut (%s), resuming\n", label,
                     cc == CURLE_OK ? "server error" : curl_easy_strerror(cc));
+        if (cc == CURLE_OK)
+            backoff(o, attempt);
     }
     struct stat sb;
     if (stat(path, &sb))
