@@ -236,6 +236,16 @@ class TestOpenServer(unittest.TestCase):
             self.assertEqual(srv.post_json({"q": "Hello", "source": "en", "target": "de"})[0], 200)
             st, _, b = translate(srv, "any-string")
             self.assertEqual(st, 200, b)
+            PG.stop()  # open when last asked: open while the database is down
+            try:
+                st, _, b = translate(srv, "any-string")
+                self.assertEqual(st, 200, b)
+                self.assertEqual(srv.post_json({"q": "Hello", "source": "en", "target": "de"})[0], 200)
+            finally:
+                PG.start()
+            # the replica finds the database again by itself (a new connection at most once a second)
+            self.assertTrue(ts.wait_until(
+                lambda: json.loads(srv.request("GET", "/health/ready")[2])["status"] == "ok", timeout=30, step=0.2))
             env = {k: v for k, v in os.environ.items() if not k.startswith("MT_")}
             r = subprocess.run([ts.SERVER, "keys", "add", "--shared-state", url], capture_output=True, text=True,
                                env=env, timeout=60)
