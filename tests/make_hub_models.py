@@ -16,6 +16,11 @@ from (tools/make_test_model.py's directories), the weights the PyTorch reference
   evil/opus-mt-en-xx               a MarianMT config with a pytorch_model.bin whose pickle calls
                                    os.system("touch MARKER") (MARKER: argv[2], default OUT/pwned)
 
+  tests/make_hub_models.py --opus-size DIR [--legacy]
+      DIR/config.json + DIR/pytorch_model.bin of an OPUS-MT (transformer-base) size: d 512,
+      6+6 layers, ffn 2048, vocabulary 58,101 (298 MB, random weights), for timing
+      `mt-models convert DIR` against tools/convert_hf_bin.py on a copy
+
 torch is used here only, to write the test data as torch.save writes it.
 """
 import collections
@@ -77,7 +82,37 @@ class Evil:
         return (os.system, (f"touch {self.marker}",))
 
 
+def opus_size(out, legacy):
+    """A transformer-base MarianMT state dict with Hugging Face's four tied names."""
+    d, ff, vocab, layers = 512, 2048, 58101, 6
+    g = torch.Generator().manual_seed(0)
+
+    def r(*shape):
+        return torch.randn(*shape, generator=g) * 0.02
+    shared = r(vocab, d)
+    st = collections.OrderedDict((n, shared) for n in TIED)
+    st["final_logits_bias"] = torch.zeros(1, vocab)
+    for side, cross in (("encoder", False), ("decoder", True)):
+        st[f"model.{side}.embed_positions.weight"] = r(512, d)
+        for i in range(layers):
+            p = f"model.{side}.layers.{i}."
+            for b in ["self_attn"] + (["encoder_attn"] if cross else []):
+                for q in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                    st[p + f"{b}.{q}.weight"], st[p + f"{b}.{q}.bias"] = r(d, d), r(d)
+                st[p + f"{b}_layer_norm.weight"], st[p + f"{b}_layer_norm.bias"] = torch.ones(d), torch.zeros(d)
+            st[p + "fc1.weight"], st[p + "fc1.bias"] = r(ff, d), r(ff)
+            st[p + "fc2.weight"], st[p + "fc2.bias"] = r(d, ff), r(d)
+            st[p + "final_layer_norm.weight"], st[p + "final_layer_norm.bias"] = torch.ones(d), torch.zeros(d)
+    os.makedirs(out, exist_ok=True)
+    torch.save(st, os.path.join(out, "pytorch_model.bin"), _use_new_zipfile_serialization=not legacy)
+    with open(os.path.join(out, "config.json"), "w", encoding="utf-8") as f:
+        json.dump({"model_type": "marian", "architectures": ["MarianMTModel"], "d_model": d,
+                   "encoder_layers": layers, "decoder_layers": layers, "vocab_size": vocab}, f)
+
+
 def main(argv):
+    if len(argv) > 2 and argv[1] == "--opus-size":
+        return opus_size(argv[2], "--legacy" in argv[3:])
     out = argv[1]
     marker = argv[2] if len(argv) > 2 else os.path.join(out, "pwned")
     hub, orig = os.path.join(out, "hub"), os.path.join(out, "originals")
