@@ -115,20 +115,33 @@ int mt_format_translate(mt_file_format fmt, const unsigned char *data, size_t le
                         mt_format_progress_fn progress, void *user, unsigned char **out,
                         size_t *out_len, char *err, size_t errlen);
 
-/* mt_format_translate with the document read and rebuilt in a child process, so that a
- * crash or runaway in a reader (libxml2, libzip, ours) costs this call, never the
- * caller's process. The child is forked with CPU-time, address-space, file-size (none)
- * and open-file (none: no new file or socket) limits and only its socketpair open; it
- * sends the units to translate, progress and the extracted size, the caller's callbacks
- * run here in the calling thread and their answers go back. A child that is killed,
- * crashes or passes opt->child_wall_ms makes this call fail with MT_FORMAT_INVALID and
- * the reason ("... exceeded its CPU time limit of 30 s"); it is always reaped. Same
- * arguments, results and thread-safety as mt_format_translate (the fork happens in the
- * calling thread; the child runs only this module, libxml2, libzip and libc: a lock that
- * another thread held at the fork, such as libxml2's dictionary lock, would stall it until
- * the wall-clock budget ends it). Under AddressSanitizer the address-space limit is left
- * off (ASan reserves terabytes of it). */
-int mt_format_translate_isolated(mt_file_format fmt, const unsigned char *data, size_t len,
+/* Reading documents in child processes with limits. An isolator owns a helper process
+ * (a "zygote") that forks one child per call from its own single-threaded state, so a
+ * child never inherits a lock that another thread of the caller held. Create it early,
+ * before the caller starts threads (mt-server: before the HTTP daemon and the translation
+ * workers); the helper holds only the memory the caller had then. If the helper dies, the
+ * next call starts another one (forked from the calling thread then) and counts it in
+ * mt_format_isolator_restarts. Thread-safety: one isolator may serve calls from any number
+ * of threads at once; free it after they are done. */
+typedef struct mt_format_isolator mt_format_isolator;
+mt_format_isolator *mt_format_isolator_create(char *err, size_t errlen);
+void mt_format_isolator_free(mt_format_isolator *iso);
+long mt_format_isolator_restarts(mt_format_isolator *iso);
+
+/* mt_format_translate with the document read and rebuilt in a child process of iso's
+ * helper, so that a crash or runaway in a reader (libxml2, libzip, ours) costs this call,
+ * never the caller's process. The child has CPU-time, address-space, file-size (none) and
+ * open-file (none: no new file or socket) limits and only its socket open, ignores
+ * SIGTERM/SIGINT/SIGHUP sent to a whole process group (the caller decides when its jobs
+ * end); it sends the units to translate, progress and the extracted size, the caller's
+ * callbacks run here in the calling thread and their answers go back. A child that is
+ * killed, crashes or passes opt->child_wall_ms makes this call fail with
+ * MT_FORMAT_INVALID and the reason ("... exceeded its CPU time limit of 30 s", "... was
+ * killed (SIGKILL ...)"); a helper that cannot be reached, MT_FORMAT_FAILED. Same
+ * arguments, results and thread-safety as mt_format_translate. Under AddressSanitizer the
+ * address-space limit is left off (ASan reserves terabytes of it). */
+int mt_format_translate_isolated(mt_format_isolator *iso, mt_file_format fmt,
+                                 const unsigned char *data, size_t len,
                                  const mt_format_options *opt, mt_format_translate_fn translate,
                                  mt_format_progress_fn progress, void *user, unsigned char **out,
                                  size_t *out_len, char *err, size_t errlen);

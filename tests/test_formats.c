@@ -855,6 +855,18 @@ typedef int (*translate_call)(mt_file_format, const unsigned char *, size_t,
                               mt_format_progress_fn, void *, unsigned char **, size_t *, char *,
                               size_t);
 
+/* The helper process of the isolated calls, made in main() before the tests run. */
+static mt_format_isolator *iso;
+
+static int isolated(mt_file_format fmt, const unsigned char *data, size_t len,
+                    const mt_format_options *opt, mt_format_translate_fn translate,
+                    mt_format_progress_fn progress, void *user, unsigned char **out,
+                    size_t *out_len, char *e, size_t elen)
+{
+    return mt_format_translate_isolated(iso, fmt, data, len, opt, translate, progress, user, out,
+                                        out_len, e, elen);
+}
+
 static int run_with(translate_call call, mt_file_format fmt, const void *data, size_t len,
                     const mt_format_options *opt, fake *f, unsigned char **out, size_t *out_len)
 {
@@ -890,7 +902,7 @@ START_TEST(test_isolated_same_results)
         size_t nx, ny;
         ck_assert_msg(run_with(mt_format_translate, cases[i].fmt, cases[i].data, cases[i].len,
                                &o, &a, &x, &nx) == 0, "%s", err);
-        ck_assert_msg(run_with(mt_format_translate_isolated, cases[i].fmt, cases[i].data,
+        ck_assert_msg(run_with(isolated, cases[i].fmt, cases[i].data,
                                cases[i].len, &o, &b, &y, &ny) == 0, "%s", err);
         ck_assert_uint_eq(nx, ny);
         ck_assert(memcmp(x, y, nx) == 0);
@@ -907,7 +919,7 @@ START_TEST(test_isolated_same_results)
     fake f = {.fail = 1};
     unsigned char *out = (unsigned char *)"x";
     size_t n;
-    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_DOCX, docx, dlen, NULL, &f,
+    ck_assert_int_eq(run_with(isolated, MT_FILE_DOCX, docx, dlen, NULL, &f,
                               &out, &n), MT_FORMAT_FAILED);
     ck_assert(out == NULL);
     ck_assert_str_eq(err, "translating unit 1: model exploded");
@@ -917,7 +929,7 @@ START_TEST(test_isolated_same_results)
     size_t blen;
     unsigned char *z = raw_zip(bad, 1, &blen);
     f = (fake){0};
-    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_DOCX, z, blen, NULL, &f,
+    ck_assert_int_eq(run_with(isolated, MT_FILE_DOCX, z, blen, NULL, &f,
                               &out, &n), MT_FORMAT_INVALID);
     ck_assert_msg(strstr(err, "<p> inside a text run <w:t>") != NULL, "%s", err);
     free(z);
@@ -925,7 +937,7 @@ START_TEST(test_isolated_same_results)
     f = (fake){.user = &seen};
     o = mt_format_options_default();
     o.extracted = on_extracted;
-    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_ODT, odt, olen, &o, &f,
+    ck_assert_int_eq(run_with(isolated, MT_FILE_ODT, odt, olen, &o, &f,
                               &out, &n), MT_FORMAT_REFUSED);
     ck_assert_str_eq(err, "over 10 characters per minute");
     ck_assert_int_eq(seen.units, 3);
@@ -950,7 +962,7 @@ START_TEST(test_isolated_limits)
     o.max_nodes = 10000000;
     o.child_wall_ms = 1;
     fake f = {0};
-    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_DOCX, z, len, &o, &f, &out,
+    ck_assert_int_eq(run_with(isolated, MT_FILE_DOCX, z, len, &o, &f, &out,
                               &n), MT_FORMAT_INVALID);
     ck_assert_str_eq(err, "docx: the document reader took longer than 1 ms and was stopped");
 #if !defined(__SANITIZE_ADDRESS__)
@@ -960,13 +972,13 @@ START_TEST(test_isolated_limits)
     o.max_nodes = 10000000;
     o.child_memory = 16u << 20;
     f = (fake){0};
-    ck_assert_int_lt(run_with(mt_format_translate_isolated, MT_FILE_DOCX, z, len, &o, &f, &out,
+    ck_assert_int_lt(run_with(isolated, MT_FILE_DOCX, z, len, &o, &f, &out,
                               &n), 0);
     ck_assert(err[0] != '\0'); /* libxml2 may report its failed allocation as bad XML */
 #endif
     free(z);
     f = (fake){0};
-    ck_assert_int_eq(run_with(mt_format_translate_isolated, MT_FILE_TXT, "ok\n", 3, NULL, &f,
+    ck_assert_int_eq(run_with(isolated, MT_FILE_TXT, "ok\n", 3, NULL, &f,
                               &out, &n), 0);
     ck_assert_str_eq((char *)out, "OK\n");
     free(out);
@@ -976,6 +988,12 @@ END_TEST
 int main(void)
 {
     mt_format_global_init();
+    char e[200];
+    iso = mt_format_isolator_create(e, sizeof e);
+    if (!iso) {
+        fprintf(stderr, "%s\n", e);
+        return 1;
+    }
     Suite *s = suite_create("formats");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_txt);
@@ -995,5 +1013,7 @@ int main(void)
     tcase_add_test(tc, test_isolated_same_results);
     tcase_add_test(tc, test_isolated_limits);
     suite_add_tcase(s, tc);
-    return mt_check_run(srunner_create(s));
+    int rc = mt_check_run(srunner_create(s));
+    mt_format_isolator_free(iso);
+    return rc;
 }
