@@ -556,6 +556,10 @@ int mh_install(const mh_options *o, const char *repo, const char *revision, cons
     if (installed)
         snprintf(installed, installed_len, "%s", target);
     struct stat sb;
+    char cfg_path[4200];
+    if (stat(target, &sb) == 0 && access(mt_strfmt(cfg_path, sizeof cfg_path, "%s/config.json", target), F_OK))
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s exists and is not a model directory (no config.json)",
+                        target);
     if (stat(target, &sb) == 0) {
         if (o->log)
             fprintf(o->log, "%s is already installed at %s (mt-models remove %s to reinstall)\n", repo, target, base);
@@ -646,7 +650,14 @@ int mh_install(const mh_options *o, const char *repo, const char *revision, cons
         goto done;
     }
     if (rename(tmp, target)) {
-        rc = mt_error(MT_ERR_INVALID, err, errlen, "cannot move the model into %s: %s", target, strerror(errno));
+        if (errno == EEXIST || errno == ENOTEMPTY) {
+            /* Another install of the same model finished first: its copy stands. */
+            if (o->log)
+                fprintf(o->log, "%s was installed at %s meanwhile by another process\n", repo, target);
+        } else {
+            rc = mt_error(MT_ERR_INVALID, err, errlen, "cannot move the model into %s: %s", target,
+                          strerror(errno));
+        }
         goto done;
     }
     tmp[0] = 0;

@@ -265,6 +265,10 @@ class Install(HubTest):
         p = self.install(repo, "--revision", HUB.commit(repo), "--dir", dest)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertTrue(os.path.exists(os.path.join(dest, "model.safetensors")))
+        os.mkdir(os.path.join(self.models, "stray"))
+        p = self.install(repo, "--dir", os.path.join(self.models, "stray"))
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("not a model directory", p.stderr)
         p = self.install(repo, "--revision", "no-such-branch")
         self.assertEqual(p.returncode, 1)
         self.assertIn("404: revision not found", p.stderr)
@@ -367,6 +371,19 @@ class Failures(HubTest):
         self.assertEqual(proc.returncode, 130, err)
         self.assertIn("interrupted", err)
         self.assertEqual(os.listdir(self.models), [])
+
+    def test_two_installs_at_once(self):
+        HUB.behaviour["Helsinki-NLP/opus-mt-en-de"] = {"stall": {"model.safetensors": 1000}}
+        procs = [subprocess.Popen([MT_MODELS, "install", "Helsinki-NLP/opus-mt-en-de"], env=self.env(),
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        try:
+            wait_for(lambda: len(self.resolved("model.safetensors")) == 2, "both downloads to start")
+        finally:
+            HUB.release.set()
+        results = [p.communicate(timeout=120) for p in procs]
+        self.assertEqual([p.returncode for p in procs], [0, 0], results)
+        self.assertEqual(sum("meanwhile by another process" in err for _, err in results), 1, results)
+        self.assertEqual(os.listdir(self.models), ["opus-mt-en-de"])
 
     def test_dns_failure(self):
         p = self.install("Helsinki-NLP/opus-mt-en-de", HF_ENDPOINT="http://no-such-host.invalid")
