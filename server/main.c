@@ -60,7 +60,11 @@ static double now_s(void)
 /* --help, --version, --print-config: prints and returns 1; else 0. */
 static int print_info(const mt_config *cfg)
 {
-    if (cfg->show_help) mt_config_write_help(stdout, "mt-server");
+    if (cfg->show_help) {
+        mt_config_write_help(stdout, "mt-server");
+        printf("\nAPI keys in the shared state database (server.shared_state):\n"
+               "  mt-server keys add [--name NAME] [--char-limit N] [--key KEY] | list | remove NAME|KEY\n");
+    }
     else if (cfg->show_version) printf("mt-server %s\n", MT_VERSION);
     else if (cfg->print_config) mt_config_write(cfg, stdout);
     else return 0;
@@ -153,7 +157,16 @@ static int keys_command(int argc, char **argv)
         int more = i + 1 < argc;
         if (!strcmp(a, "--name") && more) name = argv[++i];
         else if (!strcmp(a, "--key") && more) key = argv[++i];
-        else if (!strcmp(a, "--char-limit") && more) limit = strtol(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--char-limit") && more) {
+            char *end;
+            const char *v = argv[++i];
+            limit = strtol(v, &end, 10);
+            if (end == v || *end || limit < 0) {
+                fprintf(stderr, "mt-server keys: --char-limit takes a number of characters per minute, 0 or more\n");
+                free(rest);
+                return 2;
+            }
+        }
         else if (a[0] != '-' && !target && !strcmp(sub, "remove")) target = a;
         else {
             if (!strcmp(a, "--config") && more) path = argv[i + 1];
@@ -200,8 +213,8 @@ static int keys_command(int argc, char **argv)
             snprintf(nm, sizeof nm, "key-%.8s", key);
             name = nm;
         }
-        if (limit < 0 || mt_store_key_add(st, key, name, limit, err, sizeof err)) {
-            fprintf(stderr, "mt-server keys: %s\n", limit < 0 ? "--char-limit must be 0 or more" : err);
+        if (mt_store_key_add(st, key, name, limit, err, sizeof err)) {
+            fprintf(stderr, "mt-server keys: %s\n", err);
             goto close;
         }
         printf("%s\n", key); /* shown once: only its hash is kept */

@@ -189,6 +189,15 @@ class TestKeys(unittest.TestCase):
             self.assertEqual(st, 403, b)
         rc, _, err = keys("remove", "alice")
         self.assertNotEqual(rc, 0)
+        rc, _, err = keys("add", "--name", "bad", "--char-limit", "12x")
+        self.assertEqual(rc, 2, err)
+        self.assertIn("--char-limit", err)
+        rc, _, err = keys("add", "--name", "twice")
+        self.assertEqual(rc, 0, err)
+        rc, _, err = keys("add", "--name", "twice")
+        self.assertEqual(rc, 1)
+        self.assertIn("already exists", err)
+        self.assertEqual(keys("remove", "twice")[0], 0)
 
     def test_special_names_round_trip(self):
         name = "n" + SPECIAL
