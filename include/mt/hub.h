@@ -1,5 +1,5 @@
-/* hub.h: installs MarianMT (OPUS-MT) models from a Hugging Face hub (or a mirror, or a
- * local stand-in) into a models directory, and lists and removes them.
+/* hub.h (component hub/): installs MarianMT (OPUS-MT) models from a Hugging Face hub (or
+ * a mirror, or a local stand-in) into a models directory, and lists and removes them.
  *
  * Protocol: GET {endpoint}/api/models?author=...&search=... (search),
  * GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (the files, their sizes and
@@ -13,8 +13,8 @@
  * The library reads no environment: the caller passes the endpoint, token and directories.
  * Thread-safety: calls share nothing but what the caller passes; mh_options is read-only.
  * Returns: MT_OK (0) or a negative mt_status with a message in err. */
-#ifndef MH_HUB_H
-#define MH_HUB_H
+#ifndef MT_HUB_H
+#define MT_HUB_H
 
 #include <signal.h>
 #include <stdio.h>
