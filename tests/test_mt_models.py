@@ -385,6 +385,21 @@ class Failures(HubTest):
         self.assertEqual(sum("meanwhile by another process" in err for _, err in results), 1, results)
         self.assertEqual(os.listdir(self.models), ["opus-mt-en-de"])
 
+    def test_killed_install_is_swept(self):
+        """A SIGKILLed install cannot clean up: its temporary directory (never listed) goes at
+        the next install; one of a live process stays."""
+        dead = subprocess.Popen(["true"])
+        dead.wait()
+        stale = os.path.join(self.models, f".install-opus-mt-en-de.{dead.pid}")
+        live = os.path.join(self.models, f".install-opus-mt-de-en.{os.getpid()}")
+        for d in (stale, live):
+            os.mkdir(d)
+            with open(os.path.join(d, "model.safetensors"), "wb") as f:
+                f.write(b"partial")
+        self.assertIn("no models installed", self.mt_models("list").stdout)
+        self.assertEqual(self.install("Helsinki-NLP/opus-mt-en-de").returncode, 0)
+        self.assertEqual(sorted(os.listdir(self.models)), sorted([os.path.basename(live), "opus-mt-en-de"]))
+
     def test_dns_failure(self):
         p = self.install("Helsinki-NLP/opus-mt-en-de", HF_ENDPOINT="http://no-such-host.invalid")
         self.assert_failed(p, "cannot resolve", "DNS")
