@@ -105,9 +105,16 @@ int mt_cli_translate_file(mt_service *svc, const mt_service_request *rq, const c
     unsigned char *out = NULL;
     size_t out_len = 0;
     char err[512];
-    int rc = mt_format_translate(fmt, data, len, &fo, translate_units, progress, &fc, &out, &out_len,
-                                 err, sizeof err);
-    free(data); /* borrowed by mt_format_translate, never freed there (formats.h) */
+    /* The document is read in a child process with limits, as in the server, so a file
+     * that crashes or exhausts a reader ends with a message, not a core dump. This process
+     * runs no libxml2 or libzip code of its own (its threads are the translation
+     * workers), so forking the helper here cannot inherit a lock it needs. */
+    mt_format_isolator *iso = mt_format_isolator_create(err, sizeof err);
+    int rc = iso ? mt_format_translate_isolated(iso, fmt, data, len, &fo, translate_units, progress,
+                                                &fc, &out, &out_len, err, sizeof err)
+                 : MT_FORMAT_FAILED;
+    mt_format_isolator_free(iso);
+    free(data); /* borrowed by mt_format_translate_isolated, never freed there (formats.h) */
     if (rc) {
         if (fc.bar) fputc('\n', stderr);
         fprintf(stderr, "mt-translate: %s: %s\n", in, err);

@@ -100,6 +100,12 @@ const setting cfg_settings[] = {
     {"limits", "max_file_jobs_per_client", "--max-file-jobs-per-client", NULL, "MT_MAX_FILE_JOBS_PER_CLIENT", "N",
      K_INT, OFF(max_file_jobs_per_client), 0, 100000,
      "translated files one client (API key, else address) may hold at once (0: no limit below max_file_jobs); beyond: 429"},
+    {"limits", "file_reader_cpu_seconds", "--file-reader-cpu-seconds", NULL, "MT_FILE_READER_CPU_SECONDS", "SEC",
+     K_INT, OFF(file_reader_cpu_seconds), 1, 3600,
+     "CPU seconds the process that reads and rebuilds one file may use; beyond: that job fails (422)"},
+    {"limits", "file_reader_memory_mb", "--file-reader-memory-mb", NULL, "MT_FILE_READER_MEMORY_MB", "MB",
+     K_INT, OFF(file_reader_memory_mb), 16, 1048576,
+     "memory (MiB of address space) the process that reads one file may add; beyond: that job fails (422)"},
     {"limits", "max_file_jobs", "--max-file-jobs", NULL, "MT_MAX_FILE_JOBS", "N", K_INT,
      OFF(max_file_jobs), 1, 100000, "translated files kept at once (running and finished); beyond: 503"},
     {"decoding", "beam_size", "--beam", "--beam-size", "MT_BEAM_SIZE", "N", K_INT,
@@ -173,6 +179,8 @@ void mt_config_init(mt_config *cfg)
     cfg->file_ttl = 3600;
     cfg->max_file_jobs = 64;
     cfg->max_file_jobs_per_client = 8;
+    cfg->file_reader_cpu_seconds = 30;
+    cfg->file_reader_memory_mb = 1024;
     cfg->suggest_limit = 30;
     cfg->beam_size = 0;
     cfg->length_penalty = -1;

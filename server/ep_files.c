@@ -57,7 +57,11 @@ int srv_files_init(mt_server *s, char *err, size_t errlen)
     o.max_entries = cfg->max_file_jobs;
     o.ttl = cfg->file_ttl;
     s->spool = mt_spool_open(&o, err, errlen);
-    return s->spool ? 0 : -1;
+    if (!s->spool) return -1;
+    /* Documents are read in children of this helper, forked now, while the process has
+     * no thread yet (no HTTP daemon, no translation worker): see formats.h. */
+    s->isolator = mt_format_isolator_create(err, errlen);
+    return s->isolator ? 0 : -1;
 }
 
 void srv_files_stop(mt_server *s)
@@ -75,6 +79,8 @@ void srv_files_free(mt_server *s)
     srv_files_stop(s);
     mt_spool_close(s->spool);
     s->spool = NULL;
+    mt_format_isolator_free(s->isolator);
+    s->isolator = NULL;
     if (s->spool_dir_made) rmdir(s->spool_dir);
     pthread_cond_destroy(&s->files_cond);
     pthread_mutex_destroy(&s->files_mu);
@@ -144,6 +150,41 @@ static int on_extracted(void *user, long units, long long chars, char *err, size
     return srv_charge_chars(fj->srv, fj->client, chars, err, errlen);
 }
 
+/* The answer a failed job's download gets: a document the reader refused or that killed
+ * it 422, one over a size limit 413, our own failure 500; one over the characters-per-
+ * minute limit 422 with the wait in its reason, as that job has always answered (a 429
+ * would tell the client to retry the download, which will never succeed). */
+static int fail_status(int rc)
+{
+    switch (rc) {
+    case MT_FORMAT_TOO_LARGE: return 413;
+    case MT_FORMAT_FAILED: return 500;
+    default: return 422;
+    }
+}
+
+static void remember_failure(mt_server *s, const char *id, int status)
+{
+    pthread_mutex_lock(&s->files_mu);
+    int n = (int)(sizeof s->file_fails / sizeof s->file_fails[0]);
+    int k = s->file_fails_next;
+    snprintf(s->file_fails[k].id, sizeof s->file_fails[k].id, "%s", id);
+    s->file_fails[k].status = (short)status;
+    s->file_fails_next = (k + 1) % n;
+    pthread_mutex_unlock(&s->files_mu);
+}
+
+static int failure_status(mt_server *s, const char *id)
+{
+    int st = 422;
+    pthread_mutex_lock(&s->files_mu);
+    int n = (int)(sizeof s->file_fails / sizeof s->file_fails[0]);
+    for (int i = 0; i < n; i++)
+        if (strcmp(s->file_fails[i].id, id) == 0) st = s->file_fails[i].status;
+    pthread_mutex_unlock(&s->files_mu);
+    return st;
+}
+
 static void *file_thread(void *arg)
 {
     file_job *fj = arg;
@@ -151,19 +192,32 @@ static void *file_thread(void *arg)
     mt_format_options fo = mt_format_options_default();
     fo.max_input_bytes = (size_t)s->cfg->max_file_bytes;
     fo.extracted = on_extracted;
+    if (s->cfg->file_reader_cpu_seconds > 0) fo.child_cpu_seconds = s->cfg->file_reader_cpu_seconds;
+    if (s->cfg->file_reader_memory_mb > 0) fo.child_memory = (size_t)s->cfg->file_reader_memory_mb << 20;
     unsigned char *out = NULL;
     size_t out_len = 0;
     char err[512];
-    if (mt_format_translate(fj->fmt, fj->data, fj->len, &fo, translate_units, report_progress, fj,
-                            &out, &out_len, err, sizeof err) == 0) {
+    long restarts = mt_format_isolator_restarts(s->isolator);
+    int rc = mt_format_translate_isolated(s->isolator, fj->fmt, fj->data, fj->len, &fo, translate_units,
+                                          report_progress, fj, &out, &out_len, err, sizeof err);
+    if (mt_format_isolator_restarts(s->isolator) != restarts)
+        mt_log_write(s->log, MT_LOG_WARN, "files",
+                     "msg=\"the document readers' helper process had exited: started a new one\"");
+    if (rc == 0) {
         char e2[256];
-        if (mt_spool_finish(s->spool, fj->id, out, out_len, e2, sizeof e2))
+        if (mt_spool_finish(s->spool, fj->id, out, out_len, e2, sizeof e2)) {
+            remember_failure(s, fj->id, 500);
             mt_spool_fail(s->spool, fj->id, e2);
+        }
         free(out);
     } else {
+        int status = fail_status(rc);
+        remember_failure(s, fj->id, status);
         mt_spool_fail(s->spool, fj->id, err);
         char q[600];
-        mt_log_write(s->log, MT_LOG_WARN, "files", "id=%s msg=\"translation failed\" reason=%s", fj->id,
+        /* a reader killed or crashed: the child process's end is in the reason */
+        mt_log_write(s->log, status == 500 ? MT_LOG_ERROR : MT_LOG_WARN, "files",
+                     "id=%s msg=\"translation failed\" status=%d reason=%s", fj->id, status,
                      mt_log_quote(q, sizeof q, err));
     }
     free(fj->data);
@@ -387,7 +441,7 @@ enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c)
     if (e.state == MT_SPOOL_FAILED) {
         char msg[300];
         snprintf(msg, sizeof msg, "file translation failed: %s", e.error);
-        return srv_send_error(c, 422, msg);
+        return srv_send_error(c, failure_status(s, id), msg);
     }
     char *buf, err[200];
     size_t size;

@@ -68,6 +68,12 @@ struct mt_server {
     pthread_mutex_t files_mu; /* the file-translation threads: counted, waited for at stop */
     pthread_cond_t files_cond;
     int files_running, files_stop, files_init;
+    struct mt_format_isolator *isolator; /* the helper process that forks the document
+                                          * readers (ep_files.c); made before any thread */
+    /* the HTTP status of the latest failed file jobs (a ring under files_mu): what their
+     * /download_file answers; an id that fell out of it answers 422 */
+    struct { char id[33]; short status; } file_fails[256];
+    int file_fails_next;
     /* markers the URI logger hands to srv_on_request (their addresses only; no memory):
      * the raw request target had a %00 in its path / in its query */
     char nul_in_path, nul_in_query;

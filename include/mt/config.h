@@ -57,6 +57,8 @@ typedef struct {
     double file_ttl;        /* seconds a translated file stays downloadable */
     int max_file_jobs;      /* files in the spool at once (running and finished); beyond: 503 */
     int max_file_jobs_per_client; /* of them, held by one client (key or address); 0: no limit */
+    int file_reader_cpu_seconds; /* CPU time of the process reading one file (RLIMIT_CPU) */
+    int file_reader_memory_mb;   /* address space it may add, in MiB (RLIMIT_AS) */
     int suggest_limit;      /* POST /suggest per minute per client; 0: no limit (429 beyond) */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
