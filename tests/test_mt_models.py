@@ -432,6 +432,45 @@ class Convert(HubTest):
         self.assertEqual(len(have), 88)
 
 
+    def test_hostile_pickles_refused_by_name(self):
+        """Other ways a pickle runs code: each is refused naming the global or opcode, and
+        none runs (its command would create the marker)."""
+        import pickle
+        import zipfile
+        marker = os.path.join(WORK, "pwned-convert")
+        cmd = f"touch {marker}"
+
+        class Reduce:
+            def __init__(self, fn, *args):
+                self.fn, self.args = fn, args
+
+            def __reduce__(self):
+                return (self.fn, self.args)
+        import builtins
+        import subprocess as sp
+        cases = [
+            # protocol 2 writes subprocess.Popen as commands.Popen (Python 2's name)
+            (pickle.dumps({"w": Reduce(sp.Popen, ["sh", "-c", cmd])}, protocol=2), ".Popen'"),
+            (pickle.dumps({"w": Reduce(builtins.exec, f"import os; os.system({cmd!r})")}, protocol=2),
+             "__builtin__.exec"),
+            (pickle.dumps({"w": Reduce(os.system, cmd)}, protocol=4), "posix.system"),  # STACK_GLOBAL
+            (f"(S'{cmd}'\nios\nsystem\n.".encode(), "opcode 'S'"),  # protocol 0: INST
+            (b"\x80\x02c__builtin__\neval\nq\x00.", "__builtin__.eval"),
+        ]
+        for number, (pkl, needle) in enumerate(cases):
+            d = os.path.join(self.models, f"hostile{number}")
+            os.mkdir(d)
+            shutil.copy(os.path.join(ORIGINALS, "de-en", "config.json"), d)
+            with zipfile.ZipFile(os.path.join(d, "pytorch_model.bin"), "w", zipfile.ZIP_STORED) as z:
+                z.writestr("archive/data.pkl", pkl)
+                z.writestr("archive/version", "3\n")
+            p = self.mt_models("convert", d)
+            self.assertEqual(p.returncode, 1, needle)
+            self.assertIn(needle, p.stderr)
+            self.assertFalse(os.path.exists(os.path.join(d, "model.safetensors")))
+        self.assertFalse(os.path.exists(marker))
+
+
 class OfflineListRemove(HubTest):
     def test_offline(self):
         p = self.install("Helsinki-NLP/opus-mt-en-de", HF_HUB_OFFLINE="1")
