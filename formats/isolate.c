@@ -449,6 +449,7 @@ struct mt_format_isolator {
     pthread_mutex_t mu; /* guards ctl and pid when the zygote is replaced */
     int ctl;            /* the control socket (SOCK_SEQPACKET) */
     pid_t pid;          /* the zygote */
+    long gen;           /* bumped when the zygote is replaced */
     long restarts;
 };
 
@@ -511,12 +512,36 @@ long mt_format_isolator_restarts(mt_format_isolator *iso)
     return r;
 }
 
-/* Hands the far ends of a job to the zygote; replaces a zygote that died (once). */
-static int zygote_submit(mt_format_isolator *iso, int job, int st, char *why, size_t whylen)
+/* Replaces the zygote of generation gen when it died (a caller found its socket closed);
+ * another thread may have done it already. Called with iso->mu held. 0 or -1. */
+static int zygote_replace(mt_format_isolator *iso, long gen, char *why, size_t whylen)
+{
+    if (iso->gen != gen) return 0;
+    /* This fork happens in a thread of a process that may have others; the new zygote runs
+     * no library code, and its children only this module, libxml2 and libzip, which the
+     * caller's process does not run itself when it sends its documents here. */
+    kill(iso->pid, SIGKILL);
+    while (waitpid(iso->pid, NULL, 0) < 0 && errno == EINTR) {}
+    if (iso->ctl >= 0) close(iso->ctl);
+    iso->ctl = -1;
+    if (zygote_start(iso)) {
+        snprintf(why, whylen, "the reader process had exited and could not be restarted: %s",
+                 strerror(errno));
+        return -1;
+    }
+    iso->gen++;
+    iso->restarts++;
+    return 0;
+}
+
+/* Hands the far ends of a job to the zygote; replaces a zygote that died (once). 0 with
+ * *gen the zygote's generation, or -1 with the reason in why. */
+static int zygote_submit(mt_format_isolator *iso, int job, int st, long *gen, char *why,
+                         size_t whylen)
 {
     for (int attempt = 0;; attempt++) {
         pthread_mutex_lock(&iso->mu);
-        int ctl = iso->ctl;
+        *gen = iso->gen;
         char byte = 'J';
         union {
             struct cmsghdr h;
@@ -534,35 +559,21 @@ static int zygote_submit(mt_format_isolator *iso, int job, int st, char *why, si
         memcpy(CMSG_DATA(h), fds, sizeof fds);
         ssize_t w;
         do {
-            w = sendmsg(ctl, &mh, MSG_NOSIGNAL);
+            w = sendmsg(iso->ctl, &mh, MSG_NOSIGNAL);
         } while (w < 0 && errno == EINTR);
+        int e = errno;
         if (w == 1) {
             pthread_mutex_unlock(&iso->mu);
             return 0;
         }
-        int e = errno;
         if (attempt > 0 || (e != EPIPE && e != ECONNRESET && e != ENOTCONN && e != EBADF)) {
             pthread_mutex_unlock(&iso->mu);
             snprintf(why, whylen, "%s", strerror(e));
             return -1;
         }
-        /* The zygote is gone: reap it and start another. This fork happens in a thread of
-         * a process that may have others; the new zygote runs no library code, and its
-         * children only this module, libxml2 and libzip, which the caller's process does
-         * not run itself when it sends its documents here. */
-        int status = 0;
-        kill(iso->pid, SIGKILL);
-        while (waitpid(iso->pid, &status, 0) < 0 && errno == EINTR) {}
-        close(iso->ctl);
-        if (zygote_start(iso)) {
-            snprintf(why, whylen, "the reader process had exited and could not be restarted: %s",
-                     strerror(errno));
-            iso->ctl = -1;
-            pthread_mutex_unlock(&iso->mu);
-            return -1;
-        }
-        iso->restarts++;
+        int rc = zygote_replace(iso, *gen, why, whylen);
         pthread_mutex_unlock(&iso->mu);
+        if (rc) return -1;
     }
 }
 
@@ -626,25 +637,44 @@ int mt_format_translate_isolated(mt_format_isolator *iso, mt_file_format fmt,
         return fmt_fail(MT_FORMAT_FAILED, err, errlen, "bad arguments");
     *out = NULL;
     *out_len = 0;
-    int jv[2], sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jv) != 0)
-        return fmt_fail(MT_FORMAT_FAILED, err, errlen, "cannot start the document reader: %s",
-                        strerror(errno));
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
-        close(jv[0]);
-        close(jv[1]);
-        return fmt_fail(MT_FORMAT_FAILED, err, errlen, "cannot start the document reader: %s",
-                        strerror(errno));
-    }
+    int jv[2], sv[2], sub = -1;
     char why[200] = "";
-    int sub = zygote_submit(iso, jv[1], sv[1], why, sizeof why);
-    close(jv[1]);
-    close(sv[1]);
-    long long budget = opt->child_wall_ms > 0 ? opt->child_wall_ms : 1;
     int64_t pid = -1;
-    /* the zygote answers at once; a few seconds cover a loaded machine */
-    long long pid_budget = 10000;
-    if (!sub && recv_all(sv[0], &pid, sizeof pid, &pid_budget) == 0 && pid > 0) {
+    /* Twice at most: a zygote that died after taking the job (its socket closed before it
+     * answered) is replaced and asked again. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        why[0] = '\0';
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, jv) != 0)
+            return fmt_fail(MT_FORMAT_FAILED, err, errlen, "cannot start the document reader: %s",
+                            strerror(errno));
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+            close(jv[0]);
+            close(jv[1]);
+            return fmt_fail(MT_FORMAT_FAILED, err, errlen, "cannot start the document reader: %s",
+                            strerror(errno));
+        }
+        long gen = 0;
+        sub = zygote_submit(iso, jv[1], sv[1], &gen, why, sizeof why);
+        close(jv[1]);
+        close(sv[1]);
+        if (sub) break;
+        /* the zygote answers at once; a few seconds cover a loaded machine */
+        long long pid_budget = 10000;
+        int r = recv_all(sv[0], &pid, sizeof pid, &pid_budget);
+        if (r == 0 && pid > 0) break;
+        close(jv[0]);
+        close(sv[0]);
+        jv[0] = sv[0] = -1;
+        sub = -1;
+        snprintf(why, sizeof why, "the reader process did not start a child");
+        if (r != -1 || attempt > 0) break;
+        pthread_mutex_lock(&iso->mu);
+        int rr = zygote_replace(iso, gen, why, sizeof why);
+        pthread_mutex_unlock(&iso->mu);
+        if (rr) break;
+    }
+    long long budget = opt->child_wall_ms > 0 ? opt->child_wall_ms : 1;
+    if (!sub) {
         fmt_buf b = {0};
         mt_format_options o = *opt;
         o.extracted = NULL;
@@ -655,13 +685,10 @@ int mt_format_translate_isolated(mt_format_isolator *iso, mt_file_format fmt,
         /* a child that fails to read it is told apart below by how it ended */
         sub = send_msg(jv[0], 'I', &b, &budget);
         free(b.p);
-    } else if (!sub) {
-        sub = -1;
-        snprintf(why, sizeof why, "the reader process did not start a child");
     }
     if (why[0]) {
-        close(jv[0]);
-        close(sv[0]);
+        if (jv[0] >= 0) close(jv[0]);
+        if (sv[0] >= 0) close(sv[0]);
         return fmt_fail(MT_FORMAT_FAILED, err, errlen, "cannot start the document reader: %s",
                         why);
     }

@@ -7,6 +7,8 @@
 
 #include "check_main.h"
 #include <ctype.h>
+#include <dirent.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -985,6 +987,70 @@ START_TEST(test_isolated_limits)
 }
 END_TEST
 
+/* The pids of this process's live children (from /proc). */
+static int child_pids(pid_t *out, int cap)
+{
+    DIR *d = opendir("/proc");
+    int n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) && n < cap) {
+        char path[300], buf[512];
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        char *r = strrchr(buf, ')'), state;
+        int ppid;
+        if (r && sscanf(r + 2, "%c %d", &state, &ppid) == 2 && ppid == getpid() && state != 'Z')
+            out[n++] = (pid_t)atoi(e->d_name);
+    }
+    if (d) closedir(d);
+    return n;
+}
+
+/* The readers are forked by a helper process, not by the caller; a helper that died is
+ * replaced by the next call, which succeeds. */
+START_TEST(test_isolator_restarts)
+{
+    char e[200];
+    pid_t before[16], kids[16], helper = 0;
+    int nb = child_pids(before, 16);
+    mt_format_isolator *own = mt_format_isolator_create(e, sizeof e);
+    ck_assert_msg(own != NULL, "%s", e);
+    /* the new child of this process is the helper (main's, under CK_FORK=no, was there) */
+    int n = child_pids(kids, 16);
+    ck_assert_int_eq(n, nb + 1);
+    for (int i = 0; i < n; i++) {
+        int old = 0;
+        for (int j = 0; j < nb; j++) old |= kids[i] == before[j];
+        if (!old) helper = kids[i];
+    }
+    ck_assert_int_gt(helper, 0);
+    fake f = {0};
+    unsigned char *out;
+    size_t len;
+    err[0] = '\0';
+    ck_assert_int_eq(mt_format_translate_isolated(own, MT_FILE_TXT, (const unsigned char *)"a\n",
+                                                  2, NULL, upper, progress, &f, &out, &len, err,
+                                                  sizeof err), 0);
+    free(out);
+    ck_assert_int_eq(mt_format_isolator_restarts(own), 0);
+    ck_assert_int_eq(kill(helper, SIGKILL), 0);
+    f = (fake){0};
+    ck_assert_int_eq(mt_format_translate_isolated(own, MT_FILE_TXT, (const unsigned char *)"b\n",
+                                                  2, NULL, upper, progress, &f, &out, &len, err,
+                                                  sizeof err), 0);
+    ck_assert_str_eq((char *)out, "B\n");
+    free(out);
+    ck_assert_int_eq(mt_format_isolator_restarts(own), 1);
+    mt_format_isolator_free(own);
+    ck_assert_int_eq(child_pids(kids, 16), nb);
+}
+END_TEST
+
 int main(void)
 {
     mt_format_global_init();
@@ -1012,6 +1078,7 @@ int main(void)
     tcase_add_test(tc, test_extracted_count);
     tcase_add_test(tc, test_isolated_same_results);
     tcase_add_test(tc, test_isolated_limits);
+    tcase_add_test(tc, test_isolator_restarts);
     suite_add_tcase(s, tc);
     int rc = mt_check_run(srunner_create(s));
     mt_format_isolator_free(iso);
