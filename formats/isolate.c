@@ -16,7 +16,7 @@
  * Messages on the job socket (a socketpair rather than a pipe: send(MSG_NOSIGNAL) turns
  * a dead peer into an error instead of SIGPIPE in the caller's process): one type byte,
  * a 64-bit payload length, the payload.
- *   parent -> child  'I' fmt, with_extracted, (length, options), (length, document)
+ *   parent -> child  'I' fmt, with_extracted, 13 option fields, (length, document)
  *   child -> parent  'T' n, html, n x (length, bytes)      units to translate
  *                    'P' done, total                       progress
  *                    'X' units, chars                      extracted size
@@ -181,6 +181,49 @@ static const char *get_bytes(msg *m, size_t *len)
     return p;
 }
 
+/* The options field by field (the struct's padding is never sent). A field added to
+ * mt_format_options must be added here too: the size check below says so. */
+#if defined(__LP64__)
+_Static_assert(sizeof(mt_format_options) == 112, "send the new mt_format_options field too");
+#endif
+
+static void put_options(fmt_buf *b, const mt_format_options *o)
+{
+    put_u64(b, o->max_input_bytes);
+    put_u64(b, o->max_part_bytes);
+    put_u64(b, o->max_total_uncompressed);
+    put_u64(b, (uint64_t)o->max_entries);
+    put_u64(b, (uint64_t)o->max_ratio);
+    put_u64(b, (uint64_t)o->max_nodes);
+    put_u64(b, (uint64_t)o->max_depth);
+    put_u64(b, o->max_attr_bytes);
+    put_u64(b, (uint64_t)o->max_units);
+    put_u64(b, (uint64_t)o->batch_units);
+    put_u64(b, (uint64_t)o->child_cpu_seconds);
+    put_u64(b, o->child_memory);
+    put_u64(b, (uint64_t)o->child_wall_ms);
+}
+
+static mt_format_options get_options(msg *m)
+{
+    mt_format_options o = mt_format_options_default();
+    o.max_input_bytes = (size_t)get_u64(m);
+    o.max_part_bytes = (size_t)get_u64(m);
+    o.max_total_uncompressed = (size_t)get_u64(m);
+    o.max_entries = (long)get_u64(m);
+    o.max_ratio = (int)get_u64(m);
+    o.max_nodes = (long)get_u64(m);
+    o.max_depth = (int)get_u64(m);
+    o.max_attr_bytes = (size_t)get_u64(m);
+    o.max_units = (long)get_u64(m);
+    o.batch_units = (int)get_u64(m);
+    o.child_cpu_seconds = (int)get_u64(m);
+    o.child_memory = (size_t)get_u64(m);
+    o.child_wall_ms = (long)get_u64(m);
+    o.extracted = NULL;
+    return o;
+}
+
 /* ---- the child -------------------------------------------------------------------------- */
 
 typedef struct {
@@ -311,12 +354,10 @@ static void child_main(int fd)
     msg m;
     if (recv_msg(0, &m, CHILD_MAX_REPLY, NULL) || m.type != 'I') _exit(123);
     uint64_t fmt = get_u64(&m), with_extracted = get_u64(&m);
-    size_t olen, len;
-    const char *ob = get_bytes(&m, &olen);
+    size_t len;
+    mt_format_options o = get_options(&m);
     const unsigned char *data = (const unsigned char *)get_bytes(&m, &len);
-    mt_format_options o;
-    if (m.bad || olen != sizeof o) _exit(123);
-    memcpy(&o, ob, sizeof o);
+    if (m.bad) _exit(123);
     rlim_t cpu = o.child_cpu_seconds > 0 ? (rlim_t)o.child_cpu_seconds : 1;
     set_limit(RLIMIT_CPU, cpu, cpu + 1);
 #ifndef UNDER_ASAN
@@ -676,11 +717,9 @@ int mt_format_translate_isolated(mt_format_isolator *iso, mt_file_format fmt,
     long long budget = opt->child_wall_ms > 0 ? opt->child_wall_ms : 1;
     if (!sub) {
         fmt_buf b = {0};
-        mt_format_options o = *opt;
-        o.extracted = NULL;
         put_u64(&b, (uint64_t)fmt);
         put_u64(&b, opt->extracted != NULL);
-        put_bytes(&b, &o, sizeof o);
+        put_options(&b, opt);
         put_bytes(&b, data, len);
         /* a child that fails to read it is told apart below by how it ended */
         sub = send_msg(jv[0], 'I', &b, &budget);

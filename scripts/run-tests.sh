@@ -58,12 +58,14 @@ fi
 if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=false --buildtype=debugoptimized; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_step sanitizers meson test -C build-asan --no-rebuild --print-errorlogs \
-      model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening markup protect
+      model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening markup protect \
+      formats formats-replay zip-replay xml-replay documents
 fi
 
 if [ -d build ]; then
   run_step valgrind meson test -C build --no-rebuild --print-errorlogs --setup valgrind \
-    model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml markup protect
+    model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml markup protect \
+    formats formats-replay zip-replay xml-replay
 fi
 
 if command -v clang >/dev/null; then
