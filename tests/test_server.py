@@ -584,7 +584,7 @@ class TestEndpoints(unittest.TestCase):
         self.assertIn("GET", hd["allow"])
         st, _, body = self.srv.request("GET", "/nope")
         self.error(st, json.loads(body), 404, "not found: /nope")
-        st, _, body = self.srv.request("POST", "/v2/translate", "{}", {"Content-Type": "application/json"})
+        st, _, body = self.srv.request("POST", "/v3/translate", "{}", {"Content-Type": "application/json"})
         self.error(st, json.loads(body), 404, "not found")
         st, _, body = self.srv.request("POST", "/translate", "hello", {"Content-Type": "text/plain"})
         self.error(st, json.loads(body), 415, "text/plain")
