@@ -13,6 +13,7 @@
 
 #include "config_internal.h"
 #include "status.h"
+#include "url.h"
 
 /* ------------------------------------------------------------------ help and dump */
 
@@ -80,6 +81,12 @@ static void write_toml_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* 1 for a setting whose value may carry a password (a database URL). */
+static int holds_password(const setting *s)
+{
+    return strcmp(s->key, "shared_state") == 0;
+}
+
 void mt_config_write(const mt_config *cfg, FILE *f)
 {
     const char *base = (const char *)cfg;
@@ -96,7 +103,15 @@ void mt_config_write(const mt_config *cfg, FILE *f)
         switch (s->kind) {
         case K_STR:
             fprintf(f, "%s = ", s->key);
-            write_toml_string(f, base + s->off);
+            if (holds_password(s)) {
+                /* printed configurations get pasted into tickets and logs: the database
+                 * password stays out (a libpq password file is the place for it) */
+                char shown[sizeof ((mt_config *)0)->shared_state + 16];
+                mt_url_redact(base + s->off, shown, sizeof shown);
+                write_toml_string(f, shown);
+            } else {
+                write_toml_string(f, base + s->off);
+            }
             break;
         case K_INT: fprintf(f, "%s = %d", s->key, *(const int *)(base + s->off)); break;
         case K_LONG: fprintf(f, "%s = %ld", s->key, *(const long *)(base + s->off)); break;

@@ -3,6 +3,7 @@
  * database is down, new connections are tried at most once a second and every other call
  * fails at once with the last reason, so requests never queue behind a dead database. */
 #include "store_pg.h"
+#include "url.h"
 
 #include <libpq-fe.h>
 #include <math.h>
@@ -89,25 +90,7 @@ static void pq_reason(const char *msg, char *out, size_t cap)
 
 void store_pg_redact(const char *url, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s", url);
-    /* postgresql://user:PASSWORD@host...: the userinfo's password */
-    char *scheme = strstr(out, "://");
-    if (scheme) {
-        char *user = scheme + 3, *at = strchr(user, '@'), *slash = strchr(user, '/');
-        char *colon = at ? memchr(user, ':', (size_t)(at - user)) : NULL;
-        if (at && (!slash || at < slash) && colon) {
-            char rest[1024];
-            snprintf(rest, sizeof rest, "%s", at);
-            snprintf(colon, cap - (size_t)(colon - out), ":***%s", rest);
-        }
-    }
-    /* password=VALUE in a query string or a conninfo */
-    for (char *p = strstr(out, "password="); p; p = strstr(p + 1, "password=")) {
-        char *v = p + 9, *end = v + strcspn(v, "& ");
-        char rest[1024];
-        snprintf(rest, sizeof rest, "%s", end);
-        snprintf(v, cap - (size_t)(v - out), "***%s", rest);
-    }
+    mt_url_redact(url, out, cap);
 }
 
 /* libpq prints a server's notices (NOTICE: relation exists...) on stderr by default. */

@@ -624,6 +624,29 @@ START_TEST(test_write_roundtrip)
 }
 END_TEST
 
+START_TEST(test_write_hides_database_password)
+{
+    /* --print-config output gets pasted into tickets: the shared-state URL's password
+     * (user info and a password= parameter) is printed as ***, the rest as given. */
+    char *argv[] = {"mt-server", "--shared-state",
+                    "postgresql://mt:s3cret-pw@db.example:5432/mt?password=other-s3cret&sslmode=require",
+                    NULL};
+    mt_config a;
+    mt_config_init(&a);
+    ck_assert_int_eq(mt_config_apply_args(&a, 3, argv, err, sizeof err), 0);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    mt_config_write(&a, f);
+    fclose(f);
+    ck_assert_msg(strstr(buf, "s3cret") == NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "shared_state = \"postgresql://mt:***@db.example:5432/mt?password=***"
+                              "&sslmode=require\"") != NULL, "%s", buf);
+    free(buf);
+    mt_config_free(&a);
+}
+END_TEST
+
 START_TEST(test_help_lists_every_setting)
 {
     char *buf = NULL;
@@ -689,6 +712,7 @@ int main(void)
     tcase_add_test(tc, test_engine_settings);
     tcase_add_test(tc, test_status_helper);
     tcase_add_test(tc, test_write_roundtrip);
+    tcase_add_test(tc, test_write_hides_database_password);
     tcase_add_test(tc, test_help_lists_every_setting);
     tcase_add_test(tc, test_examples_load);
     suite_add_tcase(s, tc);
