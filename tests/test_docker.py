@@ -181,8 +181,14 @@ def dpkg_owner(path):
 
 
 def config_env_names():
-    """MT_* names mt-server reads (from config/config.c)."""
-    return set(re.findall(r'"(MT_[A-Z0-9_]+)"', read(os.path.join(SOURCE, "config", "config.c"))))
+    """MT_* names mt-server reads (from config/*.c: the settings table and the flags/env
+    reader, which name them in quotes)."""
+    cdir = os.path.join(SOURCE, "config")
+    names = set()
+    for f in sorted(os.listdir(cdir)):
+        if f.endswith(".c"):
+            names |= set(re.findall(r'"(MT_[A-Z0-9_]+)"', read(os.path.join(cdir, f))))
+    return names
 
 
 # ----------------------------------------------------------------------------- tests
