@@ -4,7 +4,9 @@
  * Parsing never loads a DTD, resolves an entity or touches the network: a part that
  * declares a DOCTYPE (which is where entities live: XXE, billion laughs, one entity used
  * thousands of times) is refused as soon as the declaration is read, as are parts
- * deeper than opt->max_depth, attributes longer than opt->max_attr_bytes and parts that
+ * deeper than opt->max_depth, attributes longer than opt->max_attr_bytes, elements with more
+ * than opt->max_attributes attributes (found by a linear scan of the bytes before libxml2,
+ * whose duplicate check is quadratic in them, sees the part) and parts that
  * would take the file past its node budget (a node costs libxml2 over 100 bytes, so the
  * budget bounds memory where the byte limits cannot: 16 MiB of "<a/>" is 4 million).
  *

@@ -21,7 +21,8 @@
  * Hostile documents are refused before they cost memory or time: zips whose entries are
  * too many, too large, too compressed (bombs), encrypted, duplicated or named with ".."
  * or an absolute path; XML parts that declare a DTD or entities (XXE, entity expansion),
- * nest too deeply, hold too many nodes or too long attributes; a <w:p> inside a <w:t>.
+ * nest too deeply, hold too many nodes, elements with too many attributes or too long
+ * attributes; a <w:p> inside a <w:t>.
  * No recursion whose depth the input controls, no work quadratic in the input.
  *
  * Ownership: the input buffer is borrowed: read, never written or freed, and no longer
@@ -82,6 +83,9 @@ typedef struct {
     int max_ratio;                 /* uncompressed:compressed ratio of a part over 1 MiB */
     long max_nodes;                /* XML nodes (elements, texts, comments) of one file */
     int max_depth;                 /* element nesting depth in an XML part */
+    int max_attributes;            /* attributes (xmlns declarations included) of one XML
+                                    * element: libxml2 checks each against all earlier ones
+                                    * (quadratic), so more are refused before it parses */
     size_t max_attr_bytes;         /* longest XML attribute value */
     long max_units;                /* units (lines, cues, paragraphs) in one file */
     int batch_units;               /* units per translate call */
@@ -94,7 +98,9 @@ typedef struct {
 } mt_format_options;
 
 /* Defaults: 10 MiB files, 32 MiB of XML parts, 256 MiB unpacked, 10000 entries, ratio
- * 100, 1000000 nodes, depth 128, 1 MiB attributes, 100000 units, 32 units per call,
+ * 100, 1000000 nodes, depth 128, 512 attributes per element (Word and ODF elements have
+ * a handful, a root element a few dozen namespace declarations), 1 MiB attribute values,
+ * 100000 units, 32 units per call,
  * no extracted callback; a reader process of 30 s CPU, 1 GiB, 60 s. */
 mt_format_options mt_format_options_default(void);
 

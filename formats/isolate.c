@@ -196,6 +196,7 @@ static void put_options(fmt_buf *b, const mt_format_options *o)
     put_u64(b, (uint64_t)o->max_ratio);
     put_u64(b, (uint64_t)o->max_nodes);
     put_u64(b, (uint64_t)o->max_depth);
+    put_u64(b, (uint64_t)o->max_attributes);
     put_u64(b, o->max_attr_bytes);
     put_u64(b, (uint64_t)o->max_units);
     put_u64(b, (uint64_t)o->batch_units);
@@ -214,6 +215,7 @@ static mt_format_options get_options(msg *m)
     o.max_ratio = (int)get_u64(m);
     o.max_nodes = (long)get_u64(m);
     o.max_depth = (int)get_u64(m);
+    o.max_attributes = (int)get_u64(m);
     o.max_attr_bytes = (size_t)get_u64(m);
     o.max_units = (long)get_u64(m);
     o.batch_units = (int)get_u64(m);

@@ -121,12 +121,84 @@ static void on_pi(void *c, const xmlChar *target, const xmlChar *data)
     if (take_node(c) == 0) ((limits *)((xmlParserCtxtPtr)c)->_private)->pi(c, target, data);
 }
 
+/* Where a run of bytes [p, end) first holds the string s (n bytes); end if nowhere.
+ * memmem is linear in glibc (two-way), so the scan below stays linear. */
+static const unsigned char *find(const unsigned char *p, const unsigned char *end,
+                                 const char *s, size_t n)
+{
+    const unsigned char *f = memmem(p, (size_t)(end - p), s, n);
+    return f ? f : end;
+}
+
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+/* libxml2 (2.9) checks each attribute and namespace declaration of a start tag against
+ * all earlier ones of that tag, before any callback of ours runs: one element with 60,000
+ * attributes costs seconds of CPU. So the raw bytes are scanned first, once, and a start
+ * tag with more than max attributes is refused. The scan counts the '=' of a start tag
+ * outside its quoted values (each attribute or xmlns declaration has exactly one) and
+ * skips comments, CDATA sections and processing instructions. Where the markup is broken
+ * it errs on counting: a quote opens a value only right after '=', and a '<' ends the
+ * tag (or the value: no '<' is allowed in one), scanning on from that '<', so no start
+ * tag libxml2 might still read is ever skipped. Returns the offset of the first tag
+ * over the limit, or -1. */
+static long too_many_attributes(const unsigned char *data, size_t len, int max)
+{
+    const unsigned char *p = data, *end = data + len;
+    while ((p = memchr(p, '<', (size_t)(end - p))) != NULL) {
+        const unsigned char *tag = p++;
+        size_t left = (size_t)(end - p);
+        if (left >= 3 && memcmp(p, "!--", 3) == 0) {
+            p = find(p + 3, end, "-->", 3);
+            continue;
+        }
+        if (left >= 8 && memcmp(p, "![CDATA[", 8) == 0) {
+            p = find(p + 8, end, "]]>", 3);
+            continue;
+        }
+        if (left >= 1 && *p == '?') {
+            p = find(p + 1, end, "?>", 2);
+            continue;
+        }
+        if (left >= 1 && (*p == '!' || *p == '/')) continue; /* DOCTYPE (refused), end tag */
+        int n = 0;
+        while (p < end && *p != '<' && *p != '>') {
+            if (*p++ != '=') continue;
+            if (++n > max) return (long)(tag - data);
+            while (p < end && is_space(*p)) p++;
+            if (p < end && (*p == '"' || *p == '\'')) {
+                unsigned char q = *p++;
+                while (p < end && *p != q && *p != '<') p++;
+                if (p < end && *p == q) p++;
+            }
+        }
+    }
+    return -1;
+}
+
+/* The line (from 1) of data[off]. */
+static long line_at(const unsigned char *data, size_t off)
+{
+    long line = 1;
+    for (const unsigned char *p = data, *end = data + off;
+         (p = memchr(p, '\n', (size_t)(end - p))) != NULL; p++)
+        line++;
+    return line;
+}
+
 static xmlDoc *parse(const unsigned char *data, size_t len, const char *what,
                      const mt_format_options *opt, long *nodes_left, int *code, char *err,
                      size_t errlen)
 {
     if (len > INT_MAX) {
         *code = fmt_fail(MT_FORMAT_TOO_LARGE, err, errlen, "%s: too large", what);
+        return NULL;
+    }
+    long at = too_many_attributes(data, len, opt->max_attributes);
+    if (at >= 0) {
+        *code = fmt_fail(MT_FORMAT_TOO_LARGE, err, errlen, "%s: line %ld: an element with "
+                         "more than %d attributes (refused)", what, line_at(data, (size_t)at),
+                         opt->max_attributes);
         return NULL;
     }
     xmlParserCtxtPtr ctx = xmlCreateMemoryParserCtxt((const char *)data, (int)len);

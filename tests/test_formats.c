@@ -949,6 +949,86 @@ START_TEST(test_isolated_same_results)
 }
 END_TEST
 
+/* Attributes of one element: libxml2 checks each against all earlier ones (60,000 cost
+ * seconds of CPU), so a scan of the bytes refuses more than 512 before libxml2 parses.
+ * Quoted values holding '>' and '=', and comments, CDATA and processing instructions
+ * holding tag-like text, must not change the count. */
+static char *attrs_doc(const char *before, int n, const char *value)
+{
+    size_t cap = strlen(before) + (size_t)n * (strlen(value) + 16) + 400;
+    char *doc = malloc(cap), *p = doc;
+    p += sprintf(p, "<?xml version=\"1.0\"?>\n<w:document " W "><w:body>\n%s<w:p", before);
+    for (int i = 0; i < n; i++) p += sprintf(p, " a%d=%s", i, value);
+    sprintf(p, "><w:r><w:t>Hi</w:t></w:r></w:p></w:body></w:document>");
+    return doc;
+}
+
+/* Translates doc (freed) as a .docx: status code with want in the message, or (code 0)
+ * success with `units` paragraphs. */
+static void expect_attrs(char *doc, const mt_format_options *o, int code, const char *want,
+                         int units)
+{
+    size_t len;
+    unsigned char *z = one_part_docx(doc, strlen(doc), 1, &len);
+    if (code != 0) {
+        expect_code(MT_FILE_DOCX, z, len, o, code, want);
+    } else {
+        fake f = {0};
+        unsigned char *out;
+        size_t n;
+        ck_assert_msg(run(MT_FILE_DOCX, z, len, o, &f, &out, &n) == 0, "%s", err);
+        ck_assert_int_eq(f.units, units);
+        free(out);
+    }
+    free(z);
+    free(doc);
+}
+
+START_TEST(test_many_attributes)
+{
+    expect_attrs(attrs_doc("", 60000, "''"), NULL, MT_FORMAT_TOO_LARGE,
+                 "word/document.xml: line 3: an element with more than 512 attributes", 0);
+    expect_attrs(attrs_doc("", 513, "\"\""), NULL, MT_FORMAT_TOO_LARGE,
+                 "line 3: an element with more than 512 attributes (refused)", 0);
+    expect_attrs(attrs_doc("", 512, "''"), NULL, 0, NULL, 1);
+    /* 300 values of 2 '=' and a '>' each: 300 attributes, not 900, nor a tag ended early. */
+    expect_attrs(attrs_doc("", 300, "'a=b>c=d'"), NULL, 0, NULL, 1);
+    expect_attrs(attrs_doc("", 300, "\"x='>'=\""), NULL, 0, NULL, 1);
+    /* A '>' in every value must not end the count: all 600 are seen. */
+    expect_attrs(attrs_doc("", 600, "'>'"), NULL, MT_FORMAT_TOO_LARGE,
+                 "line 3: an element with more than 512 attributes", 0);
+    /* Tag-like text with 600 attributes in a comment, a processing instruction and a
+     * CDATA section: no element, accepted. */
+    char tag[600 * 12 + 20], *q = tag;
+    q += sprintf(q, "<x");
+    for (int i = 0; i < 600; i++) q += sprintf(q, " b%d='>'", i);
+    sprintf(q, ">");
+    char *around = malloc(sizeof tag * 3 + 100);
+    sprintf(around, "<!-- %s --><?pi %s?><w:p><w:r><w:t><![CDATA[%s]]></w:t></w:r></w:p>",
+            tag, tag, tag);
+    expect_attrs(attrs_doc(around, 2, "''"), NULL, 0, NULL, 2);
+    free(around);
+    /* The limit is an option; xmlns declarations count (libxml2 checks them alike). */
+    mt_format_options o = mt_format_options_default();
+    o.max_attributes = 4;
+    expect_attrs(attrs_doc("", 4, "''"), &o, 0, NULL, 1);
+    expect_attrs(attrs_doc("", 5, "''"), &o, MT_FORMAT_TOO_LARGE,
+                 "line 3: an element with more than 4 attributes", 0);
+    expect_attrs(attrs_doc("", 1, "'' xmlns:x='u' xmlns:y='v' xmlns:z='t' xmlns:q='r'"), &o,
+                 MT_FORMAT_TOO_LARGE, "line 3: an element with more than 4 attributes", 0);
+    /* The isolated reader gets the option too. */
+    char *doc = attrs_doc("", 5, "''");
+    size_t len, n;
+    unsigned char *z = one_part_docx(doc, strlen(doc), 1, &len), *out;
+    fake f = {0};
+    ck_assert_int_eq(run_with(isolated, MT_FILE_DOCX, z, len, &o, &f, &out, &n),
+                     MT_FORMAT_TOO_LARGE);
+    ck_assert_msg(strstr(err, "line 3: an element with more than 4 attributes"), "%s", err);
+    free(z);
+    free(doc);
+}
+END_TEST
+
 /* A reader that runs past its limits costs its own call only: the next call works. */
 START_TEST(test_isolated_limits)
 {
@@ -1074,6 +1154,7 @@ int main(void)
     tcase_add_test(tc, test_nested_paragraphs);
     tcase_add_test(tc, test_entities);
     tcase_add_test(tc, test_xml_bombs);
+    tcase_add_test(tc, test_many_attributes);
     tcase_add_test(tc, test_hostile_zips);
     tcase_add_test(tc, test_extracted_count);
     tcase_add_test(tc, test_isolated_same_results);

@@ -108,6 +108,13 @@ def main():
     seeds["xml"]["docx-textbox"] = b"\x00" + textbox
     seeds["xml"]["docx-nested"] = b"\x00" + part(nested, "word/document.xml")
     seeds["xml"]["docx-entity"] = b"\x00" + part(entity, "word/document.xml")
+    # One element over the 512-attribute limit, values holding '>' and '=', next to a
+    # comment, a PI and a CDATA section holding tag-like text that must not be counted.
+    tag = "<x%s>" % "".join(" b%d='>'" % i for i in range(8))
+    seeds["xml"]["docx-attributes"] = b"\x00" + body(
+        "<!-- %s --><?pi %s?><w:p><w:r><w:t><![CDATA[%s]]></w:t></w:r></w:p><w:p%s><w:r>"
+        "<w:t>Hi</w:t></w:r></w:p>" % (tag, tag, tag, "".join(" a%d='x=>y'" % i
+                                                              for i in range(513))))
     seeds["xml"]["odt-note-cdata"] = b"\x01" + (
         '<?xml version="1.0"?><office:document-content %s><office:body><office:text><text:p>'
         'A note<text:note><text:note-body><text:p>inside</text:p></text:note-body></text:note>'
