@@ -957,6 +957,7 @@ static char *attrs_doc(const char *before, int n, const char *value)
 {
     size_t cap = strlen(before) + (size_t)n * (strlen(value) + 16) + 400;
     char *doc = malloc(cap), *p = doc;
+    ck_assert(doc != NULL);
     p += sprintf(p, "<?xml version=\"1.0\"?>\n<w:document " W "><w:body>\n%s<w:p", before);
     for (int i = 0; i < n; i++) p += sprintf(p, " a%d=%s", i, value);
     sprintf(p, "><w:r><w:t>Hi</w:t></w:r></w:p></w:body></w:document>");
@@ -1004,6 +1005,7 @@ START_TEST(test_many_attributes)
     for (int i = 0; i < 600; i++) q += sprintf(q, " b%d='>'", i);
     sprintf(q, ">");
     char *around = malloc(sizeof tag * 3 + 100);
+    ck_assert(around != NULL);
     sprintf(around, "<!-- %s --><?pi %s?><w:p><w:r><w:t><![CDATA[%s]]></w:t></w:r></w:p>",
             tag, tag, tag);
     expect_attrs(attrs_doc(around, 2, "''"), NULL, 0, NULL, 2);
