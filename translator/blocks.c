@@ -274,7 +274,9 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
             i = run = end;
             continue;
         }
-        if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/') {
+        /* a link's start tag, not a self-closed <a/>: markup.c reads that as an element of its
+         * own, so taking it with the next "</a>" would wrap across the enclosing element */
+        if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/' && s[end - 2] != '/') {
             size_t ae = anchor_end(s, len, end);
             char *text = ae ? element_text(s + end, ae - 4 - end) : NULL;
             int whole = text && wholly_protected(text, kinds);
