@@ -59,7 +59,8 @@ if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=fa
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_step sanitizers meson test -C build-asan --no-rebuild --print-errorlogs \
       model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening markup protect \
-      formats formats-replay zip-replay xml-replay documents
+      formats formats-replay zip-replay xml-replay documents \
+      service store deepl shared-state mt_models glossary glossary-replay torchzip-replay
 fi
 
 if [ -d build ]; then
