@@ -386,7 +386,7 @@ static long unmark(char *t)
 static int read_translate(mt_server *s, req_ctx *c, const json_t *obj, char *err, size_t errlen)
 {
     mt_request *rq = &c->req;
-    memset(rq, 0, sizeof *rq);
+    memset(rq, 0, sizeof *rq); /* no decoding option given: the service's defaults */
     rq->form = MT_FORM_DEEPL;
     const json_t *text = json_object_get(obj, "text");
     size_t n = json_is_array(text) ? json_array_size(text) : json_is_string(text) ? 1 : 0;
@@ -475,26 +475,7 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     if (!st) st = read_translate(s, c, obj, err, sizeof err);
     json_decref(obj);
     if (st) return srv_deepl_error(c, st, err);
-    long chars = 0;
-    for (int i = 0; i < c->req.n_texts; i++) chars += (long)mt_utf8_chars(c->req.texts[i], c->req.lens[i]);
-    enum MHD_Result limited;
-    if (rate_check(s, c, key, chars, &limited)) return limited;
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.source = c->req.source;
-    rq.target = c->req.target;
-    rq.n = c->req.n_texts;
-    rq.texts = (const char *const *)c->req.texts;
-    rq.lens = c->req.lens;
-    rq.input = c->req.html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
-    rq.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
-    st = mt_service_submit(s->svc, &rq, &c->task, err, sizeof err);
-    if (st) return srv_deepl_error(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
-    mt_service_stats stats;
-    mt_service_task_stats(c->task, &stats);
-    c->out.sentences += stats.sentences;
-    c->out.model_name = mt_service_model_info(s->svc, mt_service_task_route(c->task, 0)->model)->name;
-    return srv_queue_task(s, c);
+    return srv_submit_translation(s, c, key, rate_check, srv_deepl_error);
 }
 
 enum MHD_Result srv_ep_deepl_translate(mt_server *s, req_ctx *c)

@@ -128,39 +128,6 @@ static int doc_find(mt_server *s, const char *id, const char *key, char *spool_i
 
 /* ---------------------------------------------------------------- POST /v2/document */
 
-typedef struct {
-    json_t *fields;
-    mt_multipart_part file;
-    int n_files;
-} upload;
-
-static int on_part(void *user, const mt_multipart_part *p, char *err, size_t errlen)
-{
-    upload *u = user;
-    if (p->name_len == 4 && memcmp(p->name, "file", 4) == 0) {
-        if (u->n_files++) {
-            snprintf(err, errlen, "Only one file can be uploaded per request.");
-            return 400;
-        }
-        u->file = *p;
-        return 0;
-    }
-    if (p->has_filename) return 0;
-    if (p->len > 4096 || memchr(p->data, '\0', p->len)) {
-        snprintf(err, errlen, "Value for '%.*s' not supported.", (int)(p->name_len < 60 ? p->name_len : 60), p->name);
-        return 400;
-    }
-    char name[64];
-    snprintf(name, sizeof name, "%.*s", (int)(p->name_len < 63 ? p->name_len : 63), p->name);
-    json_t *v = json_stringn(p->data, p->len);
-    if (!v) {
-        snprintf(err, errlen, "Value for '%s' is not UTF-8.", name);
-        return 400;
-    }
-    json_object_set_new(u->fields, name, v);
-    return 0;
-}
-
 static enum MHD_Result fail(req_ctx *c, json_t *fields, int status, const char *msg)
 {
     json_decref(fields);
@@ -172,9 +139,8 @@ enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c)
     char err[512], key[256];
     if (c->in.ctype != MT_CT_MULTIPART)
         return srv_deepl_error(c, 400, "Send the document as multipart/form-data (fields file, target_lang)");
-    upload u = {.fields = json_object()};
-    if (!u.fields) return srv_deepl_error(c, 500, "out of memory");
-    int st = mt_multipart_parse(c->in.boundary, c->in.body ? c->in.body : "", c->in.len, on_part, &u, err, sizeof err);
+    srv_upload u = {.max_field = 4096, .deepl = 1}; /* every text field, DeepL's words */
+    int st = srv_upload_read(c, &u, err, sizeof err);
     if (!st) st = srv_deepl_auth(s, c, u.fields, key, sizeof key, err, sizeof err);
     if (st) return fail(c, u.fields, st, err);
     if (!s->spool) return fail(c, u.fields, 400, "Document translation is disabled on this server.");
@@ -302,21 +268,5 @@ enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
     char *buf;
     size_t size;
     if (mt_spool_read(s->spool, spool_id, &buf, &size, err, sizeof err)) return srv_deepl_error(c, 404, "Document not found.");
-    char disp[400];
-    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", e.name);
-    struct MHD_Response *r = MHD_create_response_from_buffer(size, buf, MHD_RESPMEM_MUST_FREE);
-    if (!r) {
-        free(buf);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, e.mime);
-    MHD_add_response_header(r, "Content-Disposition", disp);
-    srv_add_common_headers(c, r);
-    srv_conn_received(c); /* an answer is going out: no 408 may be written now */
-    enum MHD_Result ret = MHD_queue_response(c->conn, 200, r);
-    MHD_destroy_response(r);
-    c->out.status = 200;
-    c->out.bytes_out = size;
-    c->phase = P_DONE;
-    return ret;
+    return srv_send_file(c, buf, size, e.name, e.mime);
 }

@@ -231,40 +231,52 @@ static void *file_thread(void *arg)
 
 /* ---------------------------------------------------------------- POST /translate_file */
 
-typedef struct {
-    json_t *fields; /* the form's text fields (api_key, source, target) */
-    const mt_multipart_part *file;
-    mt_multipart_part file_part;
-    int n_files;
-} upload;
-
+/* One part of an upload (srv_upload_read): the file, a text field kept, or one passed over. */
 static int on_part(void *user, const mt_multipart_part *p, char *err, size_t errlen)
 {
-    upload *u = user;
+    srv_upload *u = user;
     if (p->name_len == 4 && memcmp(p->name, "file", 4) == 0) {
         if (u->n_files++) {
-            snprintf(err, errlen, "Invalid request: more than one file part");
+            snprintf(err, errlen, "%s", u->deepl ? "Only one file can be uploaded per request."
+                                                 : "Invalid request: more than one file part");
             return 400;
         }
-        u->file_part = *p;
-        u->file = &u->file_part;
+        u->file = *p;
         return 0;
     }
-    static const char *const keep[] = {"source", "target", "api_key"};
-    for (size_t i = 0; i < 3; i++) {
-        if (p->name_len != strlen(keep[i]) || memcmp(p->name, keep[i], p->name_len) != 0) continue;
-        if (p->len > 1024 || memchr(p->data, '\0', p->len)) {
-            snprintf(err, errlen, "Invalid request: form field '%s' is too long or not text", keep[i]);
-            return 400;
-        }
-        json_t *v = json_stringn(p->data, p->len);
-        if (!v) {
-            snprintf(err, errlen, "Invalid request: form field '%s' is not valid UTF-8", keep[i]);
-            return 400;
-        }
-        json_object_set_new(u->fields, keep[i], v);
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(p->name_len < 63 ? p->name_len : 63), p->name);
+    if (u->keep) {
+        int kept = 0;
+        for (int i = 0; u->keep[i] && !kept; i++) kept = strlen(name) == p->name_len && strcmp(name, u->keep[i]) == 0;
+        if (!kept) return 0;
+    } else if (p->has_filename) {
+        return 0;
     }
+    if (p->len > u->max_field || memchr(p->data, '\0', p->len)) {
+        if (u->deepl) snprintf(err, errlen, "Value for '%.60s' not supported.", name);
+        else snprintf(err, errlen, "Invalid request: form field '%s' is too long or not text", name);
+        return 400;
+    }
+    json_t *v = json_stringn(p->data, p->len);
+    if (!v) {
+        if (u->deepl) snprintf(err, errlen, "Value for '%s' is not UTF-8.", name);
+        else snprintf(err, errlen, "Invalid request: form field '%s' is not valid UTF-8", name);
+        return 400;
+    }
+    json_object_set_new(u->fields, name, v);
     return 0;
+}
+
+int srv_upload_read(req_ctx *c, srv_upload *u, char *err, size_t errlen)
+{
+    u->fields = json_object();
+    u->n_files = 0;
+    if (!u->fields) {
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    return mt_multipart_parse(c->in.boundary, c->in.body ? c->in.body : "", c->in.len, on_part, u, err, errlen);
 }
 
 static const char *field(json_t *obj, const char *k)
@@ -370,23 +382,23 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
     if (c->in.ctype != MT_CT_MULTIPART)
         return srv_send_error(c, 400, "Invalid request: send the file as multipart/form-data "
                               "(fields file, source, target)");
-    upload u = {.fields = json_object()};
-    if (!u.fields) return srv_send_error(c, 500, "out of memory");
-    int st = mt_multipart_parse(c->in.boundary, c->in.body ? c->in.body : "", c->in.len, on_part, &u, err, sizeof err);
+    static const char *const keep[] = {"source", "target", "api_key", NULL};
+    srv_upload u = {.keep = keep, .max_field = 1024};
+    int st = srv_upload_read(c, &u, err, sizeof err);
     if (st) return fail(c, u.fields, st, err);
     if ((st = srv_check_api_key(s, c, u.fields, err, sizeof err))) return fail(c, u.fields, st, err);
-    if (!u.file) return fail(c, u.fields, 400, "Invalid request: missing file parameter");
+    if (!u.n_files) return fail(c, u.fields, 400, "Invalid request: missing file parameter");
     const char *target = field(u.fields, "target"), *source = field(u.fields, "source");
     if (!target) return fail(c, u.fields, 400, "Invalid request: missing target parameter");
-    if (u.file->len > (size_t)s->cfg->max_file_bytes) {
-        snprintf(err, sizeof err, "file too large: %zu bytes (limit %ld)", u.file->len, s->cfg->max_file_bytes);
+    if (u.file.len > (size_t)s->cfg->max_file_bytes) {
+        snprintf(err, sizeof err, "file too large: %zu bytes (limit %ld)", u.file.len, s->cfg->max_file_bytes);
         return fail(c, u.fields, 413, err);
     }
     char name[1024] = "file"; /* whole: the spool cuts a long one keeping its extension */
-    if (u.file->has_filename && u.file->filename_len > 0)
-        snprintf(name, sizeof name, "%.*s", (int)(u.file->filename_len < 1023 ? u.file->filename_len : 1023),
-                 u.file->filename);
-    mt_file_format fmt = mt_format_detect(name, (const unsigned char *)u.file->data, u.file->len);
+    if (u.file.has_filename && u.file.filename_len > 0)
+        snprintf(name, sizeof name, "%.*s", (int)(u.file.filename_len < 1023 ? u.file.filename_len : 1023),
+                 u.file.filename);
+    mt_file_format fmt = mt_format_detect(name, (const unsigned char *)u.file.data, u.file.len);
     if (fmt == MT_FILE_UNKNOWN) {
         snprintf(err, sizeof err, "unsupported file type '%.200s': send one of %s", name, mt_format_extensions());
         for (char *p = err; *p; p++)
@@ -401,14 +413,14 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
         json_decref(u.fields);
         return limited;
     }
-    int route = srv_files_route(s, fmt, u.file->data, u.file->len, source, target, err, sizeof err);
+    int route = srv_files_route(s, fmt, u.file.data, u.file.len, source, target, err, sizeof err);
     if (route < 0) return fail(c, u.fields, 400, err);
     c->out.model_name =
         mt_service_model_info(s->svc, mt_langs_get(mt_service_langs(s->svc), route)->model)->name;
     json_decref(u.fields);
     double retry = 0;
     char id[MT_SPOOL_ID_LEN + 1];
-    st = srv_files_submit(s, client, name, u.file->data, u.file->len, fmt, route, id, &retry, err, sizeof err);
+    st = srv_files_submit(s, client, name, u.file.data, u.file.len, fmt, route, id, &retry, err, sizeof err);
     if (st == 429 || st == 503) {
         /* when the first slot that would let this upload in frees, not "1" */
         char after[32];
@@ -446,22 +458,26 @@ enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c)
     char *buf, err[200];
     size_t size;
     if (mt_spool_read(s->spool, id, &buf, &size, err, sizeof err)) return srv_send_error(c, 404, err);
-    e.size = size;
+    return srv_send_file(c, buf, size, e.name, e.mime);
+}
+
+enum MHD_Result srv_send_file(req_ctx *c, char *buf, size_t size, const char *name, const char *mime)
+{
     char disp[400];
-    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", e.name);
-    struct MHD_Response *r = MHD_create_response_from_buffer(e.size, buf, MHD_RESPMEM_MUST_FREE);
+    snprintf(disp, sizeof disp, "attachment; filename=\"%s\"", name);
+    struct MHD_Response *r = MHD_create_response_from_buffer(size, buf, MHD_RESPMEM_MUST_FREE);
     if (!r) {
         free(buf);
         return MHD_NO;
     }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, e.mime);
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, mime);
     MHD_add_response_header(r, "Content-Disposition", disp);
     srv_add_common_headers(c, r);
     srv_conn_received(c); /* an answer is going out: no 408 may be written now */
     enum MHD_Result ret = MHD_queue_response(c->conn, 200, r);
     MHD_destroy_response(r);
     c->out.status = 200;
-    c->out.bytes_out = e.size;
+    c->out.bytes_out = size;
     c->phase = P_DONE;
     return ret;
 }

@@ -109,17 +109,14 @@ enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c)
     return MHD_YES;
 }
 
-/* The body is whole: decode, rate-limit, submit to the service; the connection waits
- * suspended for the task, or is answered now (an error, a limit). */
-static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
+enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key, srv_rate_fn rate,
+                                       srv_fail_fn fail)
 {
-    char err[512], key[128];
-    int st = read_request(s, c, key, sizeof key, err, sizeof err);
-    if (st) return srv_send_error(c, st, err);
+    char err[512];
     long chars = 0;
     for (int i = 0; i < c->req.n_texts; i++) chars += (long)mt_utf8_chars(c->req.texts[i], c->req.lens[i]);
     enum MHD_Result limited;
-    if (srv_rate_check(s, c, key, chars, &limited)) return limited;
+    if (rate(s, c, key, chars, &limited)) return limited;
     mt_service_request rq;
     mt_service_request_init(&rq);
     rq.source = c->req.source;
@@ -132,13 +129,23 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     rq.target_prefix = (const char *const *)c->req.target_prefix;
     rq.prefix_ids = c->req.prefix_ids;
     rq.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
-    st = mt_service_submit(s->svc, &rq, &c->task, err, sizeof err);
-    if (st) return srv_send_error(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
+    int st = mt_service_submit(s->svc, &rq, &c->task, err, sizeof err);
+    if (st) return fail(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
     mt_service_stats stats;
     mt_service_task_stats(c->task, &stats);
     c->out.sentences += stats.sentences;
     c->out.model_name = mt_service_model_info(s->svc, mt_service_task_route(c->task, 0)->model)->name;
     return srv_queue_task(s, c);
+}
+
+/* The body is whole: decode, then rate-limit and submit; the connection waits suspended
+ * for the task, or is answered now (an error, a limit). */
+static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
+{
+    char err[512], key[128];
+    int st = read_request(s, c, key, sizeof key, err, sizeof err);
+    if (st) return srv_send_error(c, st, err);
+    return srv_submit_translation(s, c, key, srv_rate_check, srv_send_error);
 }
 
 enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c)

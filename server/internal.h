@@ -204,6 +204,15 @@ enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_settings(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_static(mt_server *s, req_ctx *c);
 
+/* How an endpoint charges its rate limit (0: go on; else *ret is the answer queued) and
+ * answers an error, in its API's words. */
+typedef int (*srv_rate_fn)(mt_server *s, req_ctx *c, const char *key, long chars, enum MHD_Result *ret);
+typedef enum MHD_Result (*srv_fail_fn)(req_ctx *c, int status, const char *msg);
+/* ep_translate.c: the decoded request c->req (its options as given: absent ones take the
+ * service's defaults) is charged to key's rate limit, submitted to the service and queued
+ * (srv_queue_task); errors answered by fail. POST /translate and DeepL's /v2/translate. */
+enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key, srv_rate_fn rate,
+                                       srv_fail_fn fail);
 /* ep_translate.c: queues the submitted task c->task with the connection suspended (it may
  * finish, and resume the connection, at once); a full queue resumes it to answer 503. */
 enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c);
@@ -226,10 +235,26 @@ void srv_suggest_free(mt_server *s);
 int srv_files_init(mt_server *s, char *err, size_t errlen);
 void srv_files_stop(mt_server *s); /* waits for the translating threads (service aborted first) */
 void srv_files_free(mt_server *s);
+/* A multipart upload (/translate_file, DeepL's /v2/document): its one "file"
+ * part and its text fields as strings. Set keep (names, NULL-ended; NULL: every field that
+ * is not a file), max_field (bytes) and deepl (messages in DeepL's words) before reading. */
+typedef struct {
+    const char *const *keep;
+    size_t max_field;
+    int deepl;
+    json_t *fields;         /* the fields kept (the caller json_decref()s it, also on error) */
+    mt_multipart_part file; /* the "file" part, when n_files > 0 */
+    int n_files;
+} srv_upload;
+/* Reads c's multipart body into u; 0 or an HTTP status with a message. */
+int srv_upload_read(req_ctx *c, srv_upload *u, char *err, size_t errlen);
 /* The route a file of format fmt is translated on: source "auto" detects it from the
  * text of txt, srt and html files; the route, or -1 with a message. */
 int srv_files_route(mt_server *s, int fmt, const char *data, size_t len, const char *source, const char *target,
                     char *err, size_t errlen);
+/* Answers 200 with a translated file: buf (size bytes, malloc()ed, taken over) as an
+ * attachment called name, of type mime. */
+enum MHD_Result srv_send_file(req_ctx *c, char *buf, size_t size, const char *name, const char *mime);
 /* Starts translating a file (a spool entry and a thread of its own) for the rate limits'
  * client; 0 with its spool id in id[33], or the status to answer (413, 429 or 503 with
  * *retry seconds, 500) with a message. */
