@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "protect.h"
+#include "strbuf.h"
 
 /* Block-level elements: their tags end one block and start the next. */
 static int is_block_name(const char *s, size_t n)
@@ -160,27 +161,6 @@ static int wholly_protected(const char *text, unsigned kinds)
     return whole;
 }
 
-typedef struct {
-    char *s;
-    size_t n, cap;
-} buf;
-
-static int put(buf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *g = realloc(b->s, cap);
-        if (!g)
-            return -1;
-        b->s = g;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-    return 0;
-}
-
 #define KEEP_OPEN MT_HTML_KEEP_OPEN
 #define KEEP_CLOSE MT_HTML_KEEP_CLOSE
 
@@ -208,13 +188,14 @@ static size_t emoji_len(const char *s, size_t n, size_t i)
     }
 }
 
-static int put_kept(buf *b, const char *s, size_t n)
+static int put_kept(mt_strbuf *b, const char *s, size_t n)
 {
-    return put(b, KEEP_OPEN, strlen(KEEP_OPEN)) || put(b, s, n) || put(b, KEEP_CLOSE, strlen(KEEP_CLOSE));
+    return mt_strbuf_put(b, KEEP_OPEN, strlen(KEEP_OPEN)) || mt_strbuf_put(b, s, n) ||
+           mt_strbuf_put(b, KEEP_CLOSE, strlen(KEEP_CLOSE));
 }
 
 /* s[a, e) with its emoji wrapped. */
-static int wrap_emoji(buf *b, const char *s, size_t a, size_t e)
+static int wrap_emoji(mt_strbuf *b, const char *s, size_t a, size_t e)
 {
     size_t at = a;
     for (size_t i = a; i < e; i++) {
@@ -223,16 +204,16 @@ static int wrap_emoji(buf *b, const char *s, size_t a, size_t e)
         size_t l = emoji_len(s, e, i);
         if (!l)
             continue;
-        if (put(b, s + at, i - at) || put_kept(b, s + i, l))
+        if (mt_strbuf_put(b, s + at, i - at) || put_kept(b, s + i, l))
             return -1;
         i += l - 1;
         at = i + 1;
     }
-    return put(b, s + at, e - at);
+    return mt_strbuf_put(b, s + at, e - at);
 }
 
 /* Protected spans (and emoji) of one text run, wrapped. */
-static int wrap_text(buf *b, const char *s, size_t n, unsigned kinds)
+static int wrap_text(mt_strbuf *b, const char *s, size_t n, unsigned kinds)
 {
     mt_protect *p = mt_protect_create(s, n, kinds);
     if (!p)
@@ -252,8 +233,8 @@ static int wrap_text(buf *b, const char *s, size_t n, unsigned kinds)
 
 char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
 {
-    buf b = {0};
-    if (put(&b, "", 0))
+    mt_strbuf b = {0};
+    if (mt_strbuf_put(&b, "", 0))
         return NULL;
     size_t run = 0;
     for (size_t i = 0; i < len;) {
@@ -282,14 +263,14 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
             int whole = text && wholly_protected(text, kinds);
             free(text);
             if (whole) {
-                if (put(&b, KEEP_OPEN, strlen(KEEP_OPEN)) || put(&b, s + i, ae - i) ||
-                    put(&b, KEEP_CLOSE, strlen(KEEP_CLOSE)))
+                if (mt_strbuf_put(&b, KEEP_OPEN, strlen(KEEP_OPEN)) || mt_strbuf_put(&b, s + i, ae - i) ||
+                    mt_strbuf_put(&b, KEEP_CLOSE, strlen(KEEP_CLOSE)))
                     goto nomem;
                 i = run = ae;
                 continue;
             }
         }
-        if (put(&b, s + i, end - i))
+        if (mt_strbuf_put(&b, s + i, end - i))
             goto nomem;
         i = run = end;
     }

@@ -2,6 +2,7 @@
  * them back (protect.h). Matching is hand-written over bytes (no regex engine) because
  * each rule needs its own word-boundary and trailing-punctuation handling. */
 #include "protect.h"
+#include "strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,27 +571,6 @@ static int is_word_char(const char *s, size_t i, size_t n, int before)
            !(cp >= 0xFE30 && cp <= 0xFE4F) && !(cp >= 0xFF00 && cp <= 0xFF0F) && cp < 0x1F000;
 }
 
-typedef struct {
-    char *s;
-    size_t n, cap;
-} buf;
-
-static int put(buf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
-        char *g = realloc(b->s, cap);
-        if (!g)
-            return -1;
-        b->s = g;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->n, s, n);
-    b->n += n;
-    b->s[b->n] = 0;
-    return 0;
-}
-
 /* Where a span whose copy the model dropped goes: after the output word aligned to the
  * source word before its own word, else before the one aligned to the word after it, else
  * at the start (a span that began the text) or the end. hi[w] / lo[w]: the last / first
@@ -606,10 +586,11 @@ static long place(const mt_protect_span *sp, const int *lo, const int *hi, int n
 }
 
 /* Writes span k with a space before and / or after it. */
-static int put_span(buf *b, const mt_protect *p, int k, int space_left, int space_right)
+static int put_span(mt_strbuf *b, const mt_protect *p, int k, int space_left, int space_right)
 {
     const mt_protect_span *sp = &p->spans[k];
-    return (space_left && put(b, " ", 1)) || put(b, p->orig + sp->start, sp->len) || (space_right && put(b, " ", 1));
+    return (space_left && mt_strbuf_put(b, " ", 1)) || mt_strbuf_put(b, p->orig + sp->start, sp->len) ||
+           (space_right && mt_strbuf_put(b, " ", 1));
 }
 
 /* A missing span and where it goes (place()). */
@@ -665,8 +646,8 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     int *found = malloc(sizeof *found * (size_t)(p->n + 1)); /* per span: 1 when a copy stands for it */
     slotted *miss = malloc(sizeof *miss * (size_t)(p->n + 1));
     int *lo = malloc(sizeof *lo * (size_t)(p->n_words + 1)), *hi = malloc(sizeof *hi * (size_t)(p->n_words + 1));
-    buf b = {0};
-    if (!cp || !order || !span_bytes || !ws || !we || !found || !miss || !lo || !hi || put(&b, "", 0))
+    mt_strbuf b = {0};
+    if (!cp || !order || !span_bytes || !ws || !we || !found || !miss || !lo || !hi || mt_strbuf_put(&b, "", 0))
         goto fail;
     for (size_t i = 0, k = 0; i < tl; i++) {
         if (!is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1])))
@@ -757,7 +738,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             goto fail;
         lead = 1;
     }
-    if (lead && tl && !is_space((unsigned char)tr[0]) && put(&b, " ", 1))
+    if (lead && tl && !is_space((unsigned char)tr[0]) && mt_strbuf_put(&b, " ", 1))
         goto fail;
     /* Events in byte order: a word's end (spans placed after it), a word's start (spans
      * placed before it), a copy (replaced or dropped). */
@@ -773,7 +754,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             ev = cp[c].at;
         if (ev < at) /* inside whitespace a dropped copy took along */
             ev = at;
-        if (put(&b, tr + at, ev - at))
+        if (mt_strbuf_put(&b, tr + at, ev - at))
             goto fail;
         at = ev;
         if (wa < n_out && we[wa] <= ev) {
@@ -819,7 +800,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             break;
         }
     }
-    if (put(&b, tr + at, tl - at))
+    if (mt_strbuf_put(&b, tr + at, tl - at))
         goto fail;
     for (; m < n_miss; m++)
         if (put_span(&b, p, miss[m].span, b.n > 0 && !is_space((unsigned char)b.s[b.n - 1]), 0))
