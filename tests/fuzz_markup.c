@@ -106,8 +106,9 @@ static const char *tag_end_of(const char *p)
     return j;
 }
 
-/* Tags of an HTML string: 1 when every non-void element closes in order (comments and
- * declarations skipped); counts[] (by first letter of the name) gets +1 per tag. */
+/* Tags of an HTML string: 1 when every non-void element closes in order (comments,
+ * declarations and processing instructions skipped); counts[] (by first letter of the
+ * name) gets +1 per tag. */
 static int well_formed(const char *s, long counts[26])
 {
     static const char *const voids[] = {"br", "img", "wbr", "hr", "input", "meta", "link", "area",
@@ -122,14 +123,19 @@ static int well_formed(const char *s, long counts[26])
             p = e + 3;
             continue;
         }
-        if (!(((p[1] | 32) >= 'a' && (p[1] | 32) <= 'z') || p[1] == '/' || p[1] == '!')) {
-            p++; /* '<' not starting a tag is text */
+        /* as html.c reads them: '<' starts a tag before a letter, "</" before a letter, and a
+         * declaration or processing instruction (<!...>, <?...>, HTML5's bogus comments) runs
+         * to the first '>'; any other '<' is text */
+        int letter1 = ((p[1] | 32) >= 'a' && (p[1] | 32) <= 'z');
+        int letter2 = p[1] && ((p[2] | 32) >= 'a' && (p[2] | 32) <= 'z');
+        if (!(letter1 || (p[1] == '/' && letter2) || p[1] == '!' || p[1] == '?')) {
+            p++;
             continue;
         }
         const char *e = tag_end_of(p);
         if (!*e) return 0;
         int closing = p[1] == '/';
-        if (p[1] == '!') {
+        if (p[1] == '!' || p[1] == '?') {
             p = e + 1;
             continue;
         }

@@ -401,6 +401,33 @@ START_TEST(masked_elements_keep_their_quotes)
 }
 END_TEST
 
+START_TEST(processing_instructions_are_one_marker)
+{
+    /* "<?" opens a processing instruction (HTML5: a bogus comment) that runs to the first
+     * '>', whatever it holds: html.c, the service's wrapping and the split read the same
+     * markup, and what looks like an end tag inside it closes nothing. */
+    const char *pi = "<a><?</a<mt-keep tran>";
+    ck_assert_uint_eq(mt_html_tag_end(pi, strlen(pi), 3), strlen(pi));
+    char *wrapped = mt_html_wrap_protected(pi, strlen(pi), MT_PROTECT_ALL | MT_PROTECT_LONG_WORD);
+    ck_assert_ptr_nonnull(wrapped);
+    ck_assert_str_eq(wrapped, pi);
+    free(wrapped);
+    mt_markup *m = mt_markup_split(pi, strlen(pi));
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(mt_markup_count(m), 2); /* the link and the marker */
+    mt_markup_free(m);
+    static const int none[][2] = {{0, 0}};
+    /* the link was never closed: it gets its closing tag after the marker */
+    char *out = round_trip(pi, "", "", none, 0);
+    ck_assert_str_eq(out, "<a><?</a<mt-keep tran></a>");
+    free(out);
+    /* inside an element's words it stays a marker; the element closes at its own end tag */
+    static const int al[][2] = {{0, 0}, {1, 1}, {2, 2}};
+    CHECK("<b>big<?x </b> dog</b> runs", "big dog runs", "grosser Hund rennt", al,
+          "<b>grosser <?x </b> Hund</b> rennt");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("markup");
@@ -420,6 +447,7 @@ int main(void)
     tcase_add_test(tc, translate_attribute_values_are_read_exactly);
     tcase_add_test(tc, nested_links_are_linear);
     tcase_add_test(tc, masked_elements_keep_their_quotes);
+    tcase_add_test(tc, processing_instructions_are_one_marker);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));
