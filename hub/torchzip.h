@@ -1,7 +1,8 @@
 /* torchzip.h: reads the state dict of a pytorch_model.bin written by torch.save without
  * PyTorch: torch's zip format (ARCHIVE/data.pkl plus one ARCHIVE/data/KEY entry per
  * storage) and its legacy format (before torch 1.6, which many 2020 OPUS-MT uploads use:
- * pickles in a row, then each storage's element count and data). data.pkl is read by a restricted unpickler that, as torch.load(weights_only=True)
+ * pickles in a row, then each storage's element count and data). data.pkl is read by a
+ * restricted unpickler (unpickle.c) that, as torch.load(weights_only=True)
  * does, knows only the opcodes and globals of tensor storage rebuilds
  * (collections.OrderedDict, torch._utils._rebuild_tensor_v2 / _rebuild_parameter,
  * torch.*Storage) and refuses every other global by name before anything is called:
