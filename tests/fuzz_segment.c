@@ -4,7 +4,7 @@
  *
  * The first input byte picks the format (bit 0) and the token limit (8..71); the rest is
  * the text. The translator is a tiny random model over the real OPUS-MT tokenizer files
- * ($MT_SHARED_DIR/fixtures/opus-mt-tc-big-en-pt), written to a temporary directory at start.
+ * (tests/fixtures/opus-mt-tc-big-en-pt), written to a temporary directory at start.
  * Checks: an error only for invalid UTF-8; segments are non-empty, in order, and cover the
  * text exactly; every sentence encodes; in plain text each one fits the token limit
  * (unless it is a single character); joining the sentences back as their own
@@ -50,13 +50,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    const char *shared = getenv("MT_SHARED_DIR");
     char err[512];
     snprintf(dir, sizeof dir, "/tmp/mt-fuzz-segment-XXXXXX");
     if (!mkdtemp(dir))
         die("mkdtemp failed");
-    if (tiny_model_write_opus(dir, shared ? shared : "../shared"))
-        die("could not write the tiny model (is MT_SHARED_DIR set?)");
+    if (tiny_model_write_opus(dir))
+        die("could not write the tiny model (is MT_SOURCE_DIR the repository root?)");
     tr = mt_translator_load(dir, NULL, NULL, err, sizeof err);
     if (!tr)
         die(err);

@@ -1,11 +1,12 @@
 /* fuzz_tokenizer.c: libFuzzer target for mt_tokenizer_encode (and decode of the result).
  *
  * Built only with clang (tests/meson.build). Model directory: $MT_FUZZ_MODEL, else
- * $MT_SHARED_DIR/fixtures/opus-mt-tc-big-en-pt. Example:
- *   MT_SHARED_DIR=../shared build-clang/tests/fuzz-tokenizer -max_total_time=60
+ * tests/fixtures/opus-mt-tc-big-en-pt. Example, from the repository root:
+ *   build-fuzz/tests/fuzz-tokenizer -max_total_time=60
  * Checks: no crash or sanitizer report; invalid UTF-8 is the only encode error; every
  * id is in range and ends with eos; decode of the ids succeeds.
  */
+#include "fixture_dir.h"
 #include "tokenizer.h"
 
 #include <limits.h>
@@ -26,12 +27,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     char dir[PATH_MAX], err[1024];
     const char *model = getenv("MT_FUZZ_MODEL");
-    const char *shared = getenv("MT_SHARED_DIR");
     if (model != NULL)
         snprintf(dir, sizeof dir, "%s", model);
     else
-        snprintf(dir, sizeof dir, "%s/fixtures/opus-mt-tc-big-en-pt",
-                 shared != NULL ? shared : "../shared");
+        opus_fixture_dir(dir, sizeof dir);
     tok = mt_tokenizer_load(dir, err, sizeof err);
     if (tok == NULL) {
         fprintf(stderr, "fuzz-tokenizer: %s\n", err);

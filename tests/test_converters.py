@@ -41,7 +41,7 @@ BUILD_DIR = os.environ.get("MT_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 SHARED_DIR = os.environ.get("MT_SHARED_DIR", os.path.join(SOURCE_DIR, "..", "shared"))
 TOOLS = os.path.join(SOURCE_DIR, "tools")
 CLI = os.path.join(BUILD_DIR, "cli", "mt-translate")
-FIXTURE = os.path.join(SHARED_DIR, "fixtures", "opus-mt-tc-big-en-pt")
+FIXTURE = os.path.join(SOURCE_DIR, "tests", "fixtures", "opus-mt-tc-big-en-pt")
 PYTHON = "/usr/bin/python3"
 MAX_LENGTH = 40  # decoding steps in the comparisons: keeps runaway outputs cheap
 
@@ -365,7 +365,6 @@ class MarianConversion(ComparesWithReference):
         marian, hf = built("relu-src", ["--tie", "src", "--activation", "relu", "--seed", "4"])
         self.assert_same_translations(marian, hf)
 
-    @unittest.skipUnless(os.path.isdir(FIXTURE), "no OPUS-MT fixture in MT_SHARED_DIR")
     def test_real_opus_mt_vocabulary(self):
         """The tc-big en-pt vocabulary (54775 entries, </s> at 44670) and spm files: the
         converted vocab.json and special ids equal the Hugging Face conversion's."""

@@ -1,6 +1,6 @@
 /* test_service.c: the service's request layer (translator/submit.c, registry.c) and the
  * decoding options table (translator/options.c), on tiny random models that use the real
- * OPUS-MT tokenizer files from ../shared/fixtures: routing, "auto" fan-out with results and
+ * OPUS-MT tokenizer files from tests/fixtures: routing, "auto" fan-out with results and
  * stats merged over the parts, options merged over the service's defaults, the policy
  * between them, and the table's checks. */
 #include <check.h>
@@ -18,12 +18,11 @@ static char dir_en[256], dir_fr[256];
 /* A tiny en->pt model, and a copy labelled fr->pt. */
 static void setup(void)
 {
-    const char *shared = getenv("MT_SHARED_DIR");
     snprintf(dir_en, sizeof dir_en, "/tmp/mt-test-service-en-XXXXXX");
     snprintf(dir_fr, sizeof dir_fr, "/tmp/mt-test-service-fr-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir_en));
     ck_assert_ptr_nonnull(mkdtemp(dir_fr));
-    ck_assert_int_eq(tiny_model_write_opus(dir_en, shared ? shared : "../shared"), 0);
+    ck_assert_int_eq(tiny_model_write_opus(dir_en), 0);
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
              "cp -r '%s'/. '%s'/ && sed -i 's/\"source_lang\": \"en\"/\"source_lang\": \"fr\"/' "

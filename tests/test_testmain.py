@@ -50,6 +50,20 @@ class TestRunner(unittest.TestCase):
                                          "test_skip": lambda self: self.skipTest("x")})
         self.assertEqual(run_quietly(name), (0, "1 passed, 0 failed, 1 skipped"))
 
+    def test_class_skipped_in_setupclass_is_skip(self):
+        def setup(cls):
+            raise unittest.SkipTest("needs ../shared")
+        name = fake_module("class_skip", T={"setUpClass": classmethod(setup), "test_a": lambda self: None,
+                                            "test_b": lambda self: None})
+        self.assertEqual(run_quietly(name), (77, "0 passed, 0 failed, 1 skipped"))
+
+    def test_class_skip_beside_a_pass_is_a_pass(self):
+        def setup(cls):
+            raise unittest.SkipTest("needs ../shared")
+        name = fake_module("class_skip_mixed", S={"setUpClass": classmethod(setup), "test_a": lambda self: None},
+                           T={"test_ok": lambda self: None})
+        self.assertEqual(run_quietly(name), (0, "1 passed, 0 failed, 1 skipped"))
+
 
 if __name__ == "__main__":
     sys.exit(testmain.run(__name__))

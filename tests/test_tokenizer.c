@@ -1,10 +1,11 @@
-/* test_tokenizer.c: the tokenizer on the real OPUS-MT en-pt files, and its errors.
+/* test_tokenizer.c: the tokenizer on the real OPUS-MT en-pt files (tests/fixtures), and its errors.
  *
  * Expected ids come from python3-sentencepiece + vocab.json with MarianTokenizer's rules
  * (tests/test_tokenizer_vs_python.py checks hundreds more). Broken model directories are
  * built in a temporary directory at test time from the fixture files.
  */
 #include "check_main.h"
+#include "fixture_dir.h"
 #include "tokenizer.h"
 
 #include <check.h>
@@ -32,9 +33,7 @@ static char err[1024];
 
 static void find_fixture(void)
 {
-    const char *shared = getenv("MT_SHARED_DIR");
-    snprintf(fixture, sizeof fixture, "%s/fixtures/opus-mt-tc-big-en-pt",
-             shared != NULL ? shared : "../shared");
+    opus_fixture_dir(fixture, sizeof fixture);
 }
 
 static void setup(void)

@@ -7,7 +7,9 @@ appended. Decode: ids -> pieces (vocab.json), eos/pad/unk and ">>xxx<<" dropped,
 target.spm DecodePieces, remaining U+2581 -> " ", str.strip().
 
 Runs tokenize-tool (built in MT_BUILD_DIR/tests) on the real OPUS-MT en-pt files in
-MT_SHARED_DIR over a few hundred varied sentences and random id sequences.
+tests/fixtures over a few hundred varied sentences and random id sequences: 330 Multi30k
+lines from $MT_SHARED_DIR/data/multi30k when it is there (said so when it is not), and the
+built-in list below either way.
 Prints "N passed, M failed"; exits non-zero on any failure.
 """
 import gzip
@@ -21,8 +23,8 @@ import sentencepiece as spm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD = os.environ.get("MT_BUILD_DIR", os.path.join(HERE, "..", "build"))
-SHARED = os.environ.get("MT_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
-MODEL = os.path.join(SHARED, "fixtures", "opus-mt-tc-big-en-pt")
+SHARED = os.environ.get("MT_SHARED_DIR") or os.path.join(HERE, "..", "..", "shared")
+MODEL = os.path.join(HERE, "fixtures", "opus-mt-tc-big-en-pt")
 MULTI30K = os.path.join(SHARED, "data", "multi30k")
 TOOL = os.path.join(BUILD, "tests", "tokenize-tool")
 
@@ -68,6 +70,9 @@ def is_lang_token(p):
 
 def read_lines(name, n):
     path = os.path.join(MULTI30K, name)
+    if not os.path.exists(path):
+        print(f"note: {path} is absent: its {n} lines left out (the built-in texts still run)")
+        return []
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for _, line in zip(range(n), f)]
 

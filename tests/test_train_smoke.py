@@ -17,7 +17,7 @@ import unittest
 
 SOURCE = os.environ.get("MT_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SHARED = os.environ.get("MT_SHARED_DIR", "/work/shared")
+SHARED = os.environ.get("MT_SHARED_DIR") or os.path.join(SOURCE, "..", "shared")
 BUILD = os.environ.get("MT_BUILD_DIR", "")
 DATA = os.path.join(SHARED, "data", "multi30k")
 PYTHON = "/usr/bin/python3"

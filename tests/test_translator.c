@@ -1,5 +1,5 @@
 /* test_translator.c: segmentation rules and the text pipeline, on a tiny random model
- * that uses the real OPUS-MT tokenizer files from ../shared/fixtures. */
+ * that uses the real OPUS-MT tokenizer files from tests/fixtures. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +14,9 @@ static mt_translator *tr;
 
 static void setup(void)
 {
-    const char *shared = getenv("MT_SHARED_DIR");
     snprintf(dir, sizeof dir, "/tmp/mt-test-translator-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(tiny_model_write_opus(dir, shared ? shared : "../shared"), 0);
+    ck_assert_int_eq(tiny_model_write_opus(dir), 0);
     char err[512];
     tr = mt_translator_load(dir, NULL, NULL, err, sizeof err);
     ck_assert_msg(tr != NULL, "%s", err);

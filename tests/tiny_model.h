@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fixture_dir.h"
+
 typedef struct {
     int d, layers, heads, ffn, vocab;
     int eos, pad;
@@ -191,12 +193,12 @@ static inline int tiny_model_copy_file(const char *from_dir, const char *dir, co
 }
 
 /* A tiny model (d 8, one layer) over the real OPUS-MT tokenizer files of
- * shared_dir/fixtures/opus-mt-tc-big-en-pt (54,776 pieces, eos 44670, pad 54775), so
- * that text goes through real SentencePiece. Returns 0 or -1. */
-static inline int tiny_model_write_opus(const char *dir, const char *shared_dir)
+ * tests/fixtures/opus-mt-tc-big-en-pt (54,776 pieces, eos 44670, pad 54775), so that
+ * text goes through real SentencePiece. Returns 0 or -1. */
+static inline int tiny_model_write_opus(const char *dir)
 {
     char fixture[1024];
-    snprintf(fixture, sizeof fixture, "%s/fixtures/opus-mt-tc-big-en-pt", shared_dir);
+    opus_fixture_dir(fixture, sizeof fixture);
     tiny_model_spec s = tiny_model_default();
     s.d = 8;
     s.ffn = 16;
