@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -61,6 +62,9 @@ static void usage(FILE *f)
             "                          --return-alignments token_scores, alignments, token_alignments\n"
             "  --target-prefix TEXT    every line's translation starts with TEXT\n"
             "  --target-prefix-ids IDS the same as target ids (\"12 7\")\n"
+            "  --glossary FILE         DeepL glossary entries (TSV \"source<TAB>target\" lines, or CSV\n"
+            "                          for a FILE named *.csv): each source term in the input comes\n"
+            "                          out as its target term\n"
             "  --no-protect            translate URLs, e-mails, @mentions, #hashtags and\n"
             "                          placeholders too (default: kept byte for byte)\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
@@ -90,6 +94,7 @@ typedef struct {
     int threads, workers, batch, input_ids, input_html, output_ids, output_json, verbose, cache_mb, no_protect;
     mt_decoding decoding; /* the decoding options given (options.h) */
     const char *prefix, *prefix_ids;
+    const char *glossary; /* --glossary FILE */
 } cli_args;
 
 enum { OPT_TABLE = 2000 }; /* getopt codes OPT_TABLE + mt_option_id */
@@ -102,7 +107,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"target-lang", 1, 0, 'T'},    {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},
         {"workers", 1, 0, 'w'},        {"version", 0, 0, 'V'},        {"output-file", 1, 0, 'O'},
         {"target-prefix", 1, 0, 1007}, {"target-prefix-ids", 1, 0, 1008}, {"no-protect", 0, 0, 1013},
-        {"sentence-cache-mb", 1, 0, 1014}, {"compute-type", 1, 0, 'C'}};
+        {"sentence-cache-mb", 1, 0, 1014}, {"compute-type", 1, 0, 'C'}, {"glossary", 1, 0, 1015}};
     enum { N_FIXED = sizeof fixed / sizeof fixed[0] };
     struct option longs[N_FIXED + 2 * MT_OPT_COUNT + 1];
     int n = 0;
@@ -145,6 +150,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         case 1007: a->prefix = optarg; break;
         case 1008: a->prefix_ids = optarg; break;
         case 1013: a->no_protect = 1; break;
+        case 1015: a->glossary = optarg; break;
         case 1014: rc = parse_int("--sentence-cache-mb", optarg, 0, &a->cache_mb); break;
         case 'C':
             if (!mt_config_compute_type_valid(optarg)) {
@@ -350,6 +356,44 @@ static int flush_chunk(mt_service *svc, const mt_service_request *rq, char **lin
     return rc;
 }
 
+/* --glossary FILE: TSV, or CSV when its name ends in .csv (CSV language columns checked
+ * against the model's pair); NULL after a message. */
+static mt_glossary *read_glossary(const char *path, const char *source, const char *target)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "mt-translate: --glossary %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    char *text = NULL;
+    size_t len = 0, cap = 0, got;
+    do {
+        if (len + 65536 > cap) {
+            char *t = realloc(text, cap = 2 * cap + 65536);
+            if (!t) {
+                free(text);
+                fclose(f);
+                fprintf(stderr, "mt-translate: out of memory\n");
+                return NULL;
+            }
+            text = t;
+        }
+        got = fread(text + len, 1, cap - len, f);
+        len += got;
+    } while (got > 0);
+    int bad = ferror(f);
+    fclose(f);
+    size_t pl = strlen(path);
+    mt_glossary_format fmt = pl > 4 && strcasecmp(path + pl - 4, ".csv") == 0 ? MT_GLOSSARY_CSV : MT_GLOSSARY_TSV;
+    mt_glossary *g = NULL;
+    char err[300];
+    if (bad) snprintf(err, sizeof err, "cannot read the file");
+    if (bad || mt_glossary_parse(text, len, fmt, source, target, &g, err, sizeof err))
+        fprintf(stderr, "mt-translate: --glossary %s: %s\n", path, err);
+    free(text);
+    return g;
+}
+
 /* The command line's request (texts unset), checked as the service will resolve it (the
  * policy and ranges every front end gets; *opts: the result); 0, or -1 after a message. */
 static int build_request(const mt_service *svc, const cli_args *a, mt_service_request *rq, mt_service_options *opts)
@@ -446,7 +490,14 @@ int main(int argc, char **argv)
     mt_service_request rq;
     mt_service_options opts;
     int rc = 2;
+    mt_glossary *glossary = NULL;
+    if (a.glossary && !(glossary = read_glossary(a.glossary, m->source, m->target))) {
+        mt_service_free(svc);
+        mt_config_free(&engine);
+        return 2;
+    }
     if (build_request(svc, &a, &rq, &opts) == 0) {
+        rq.glossary = glossary;
         n_best_out = opts.search.n_best;
         if (a.verbose)
             fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
@@ -459,6 +510,7 @@ int main(int argc, char **argv)
         else
             rc = rq.input == MT_FORMAT_HTML ? (translate_document(svc, &rq) ? 1 : 0) : translate_lines(svc, &rq);
     }
+    mt_glossary_free(glossary);
     mt_service_free(svc);
     mt_config_free(&engine);
     return rc;

@@ -93,6 +93,61 @@ START_TEST(csv_errors)
 }
 END_TEST
 
+/* text masked with g: the masked text is want. */
+static mt_glossary_masked *masked(const mt_glossary *g, const char *text, int markup, const char *want)
+{
+    mt_glossary_masked *m = mt_glossary_mask(g, text, strlen(text), markup);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_msg(strcmp(mt_glossary_masked_text(m), want) == 0, "'%s' masked as '%s', not '%s'", text,
+                  mt_glossary_masked_text(m), want);
+    return m;
+}
+
+static void unmasked(const mt_glossary_masked *m, const char *translation, const char *want)
+{
+    char *u = mt_glossary_unmask(m, translation);
+    ck_assert_ptr_nonnull(u);
+    ck_assert_msg(strcmp(u, want) == 0, "'%s' unmasked as '%s', not '%s'", translation, u, want);
+    free(u);
+}
+
+START_TEST(mask_terms)
+{
+    mt_glossary *g = ok("file\tDatei\nfile manager\tDateimanager\nC++\tC++\nüber\tueber\n"
+                        "click\tklicken\nname\tName\n.NET\tPunktNET\n", MT_GLOSSARY_TSV);
+    /* word boundaries; the longest term; first letter in either case; a text's own "{1}"
+     * puts the masks above it */
+    mt_glossary_masked *m = masked(g, "File manager: the file, profile, files, {1} C++.", 0,
+                                   "{2}: the {3}, profile, files, {1} {4}.");
+    ck_assert_int_eq(mt_glossary_masked_count(m), 3);
+    unmasked(m, "{2}: die {3}, Profil, {1} {4}.", "Dateimanager: die Datei, Profil, {1} C++.");
+    unmasked(m, "die {3} {3} und {2}", "die Datei und Dateimanager C++"); /* copy dropped, lost one added */
+    /* a plain translation that holds every target term (first letter either way, inside a
+     * compound too) needs no masks; one with a term too few does */
+    ck_assert_int_eq(mt_glossary_masked_present(m, "Der Dateimanager: die datei, C++"), 1);
+    ck_assert_int_eq(mt_glossary_masked_present(m, "Der Ordner: die Datei, C++"), 0);
+    mt_glossary_masked_free(m);
+    /* a capital at the start comes back at the start; inside the sentence it does not */
+    m = masked(g, "Click here.", 0, "{0} here.");
+    unmasked(m, "\"{0} hier.", "\"Klicken hier.");
+    unmasked(m, "Hier {0}.", "Hier klicken.");
+    mt_glossary_masked_free(m);
+    m = masked(g, "Über alles, click", 0, "{0} alles, {1}"); /* Latin-1 capitals fold */
+    unmasked(m, "{0} alles {1}", "Ueber alles klicken");
+    mt_glossary_masked_free(m);
+    /* nothing inside placeholders, URLs or (markup) tags and entities */
+    m = masked(g, "{name} %(name)s https://x.org/file name", 0, "{name} %(name)s https://x.org/file {0}");
+    mt_glossary_masked_free(m);
+    m = masked(g, "<a title=\"file\" href=\"/click\">file</a> &name; x.NET", 1,
+               "<a title=\"file\" href=\"/click\">{0}</a> &name; x{1}");
+    mt_glossary_masked_free(m);
+    m = masked(g, "nothing here", 0, "nothing here");
+    ck_assert_int_eq(mt_glossary_masked_count(m), 0);
+    mt_glossary_masked_free(m);
+    mt_glossary_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("glossary");
@@ -102,5 +157,8 @@ int main(void)
     tcase_add_test(tc, csv_entries);
     tcase_add_test(tc, csv_errors);
     suite_add_tcase(s, tc);
+    TCase *te = tcase_create("enforcement");
+    tcase_add_test(te, mask_terms);
+    suite_add_tcase(s, te);
     return mt_check_run(srunner_create(s));
 }

@@ -36,4 +36,36 @@ const char *mt_glossary_target(const mt_glossary *g, int i);
 char *mt_glossary_tsv(const mt_glossary *g);
 void mt_glossary_free(mt_glossary *g);
 
+/* ---- enforcement: source terms masked before translation, target terms put back ----
+ *
+ * A source term occurs where its bytes stand between word boundaries (a word character
+ * is an ASCII letter or digit, '_' or any non-ASCII character; a term that starts or ends
+ * in another character needs no boundary there), its first letter in either case ("File"
+ * matches "file"), the longest term winning where several start at one place. Nothing
+ * inside a protected span (protect.h: URLs, placeholders...) or, with markup set, inside
+ * an HTML tag or entity is matched. Each occurrence becomes a brace field "{N}" (N above
+ * every "{digits}" the text holds), which the service keeps byte for byte and places by
+ * alignment like any placeholder (MT_PROTECT_FORMAT); after translation every field
+ * becomes its entry's target term, its first letter upper-cased when the occurrence's
+ * was upper and the term's not and the field starts the translation. Inflected forms
+ * ("files" for "file") are not matched: an entry per form, as DeepL's glossaries have it. */
+typedef struct mt_glossary_masked mt_glossary_masked;
+
+/* Masks the terms of g in text[0, len); the result copies what it needs (g may be freed
+ * after). NULL only out of memory. */
+mt_glossary_masked *mt_glossary_mask(const mt_glossary *g, const char *text, size_t len, int markup);
+/* The masked text (NUL-terminated, owned by m) and the number of occurrences masked. */
+const char *mt_glossary_masked_text(const mt_glossary_masked *m);
+int mt_glossary_masked_count(const mt_glossary_masked *m);
+/* translation with every mask of m replaced by its target term (a mask missing from it,
+ * which the service's placement prevents, is appended after a space; extra copies are
+ * dropped). malloc'd; NULL out of memory. */
+char *mt_glossary_unmask(const mt_glossary_masked *m, const char *translation);
+/* 1 when translation holds every masked occurrence's target term (each as often as it
+ * was masked, first letter in either case, inside a longer word too: "Dateimanager"
+ * holds "Datei"), else 0: a translation made without masks that already says what the
+ * glossary wants. */
+int mt_glossary_masked_present(const mt_glossary_masked *m, const char *translation);
+void mt_glossary_masked_free(mt_glossary_masked *m);
+
 #endif

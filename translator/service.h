@@ -37,6 +37,7 @@
 #include <stddef.h>
 
 #include "detect.h"
+#include "glossary.h"
 #include "langs.h"
 #include "options.h"
 #include "protect.h"
@@ -266,6 +267,9 @@ typedef struct {
     int prefix_ids;            /* 1: the prefixes are target ids "12 7" */
     unsigned protect;          /* MT_PROTECT_* kinds kept byte for byte */
     double deadline;           /* mt_now() seconds; 0: none */
+    const mt_glossary *glossary; /* its source terms come out as its target terms
+                                  * (glossary.h: masked at submit, put back in the
+                                  * results; borrowed until submit returns); NULL: none */
 } mt_service_request;
 
 /* Plain text, no options, every protected kind kept, no deadline. */
