@@ -69,8 +69,9 @@ def train_spm(texts, prefix, vocab_size):
 def encode_pairs(sp, src_lines, tgt_lines, max_len):
     """Token ids per pair: source = pieces + eos; target = pieces (start/eos added in
     collate). Pairs with an empty side or longer than max_len are dropped."""
-    src_ids = sp.encode(src_lines, out_type=int)
-    tgt_ids = sp.encode(tgt_lines, out_type=int)
+    threads = os.cpu_count() or 1
+    src_ids = sp.encode(src_lines, out_type=int, num_threads=threads)
+    tgt_ids = sp.encode(tgt_lines, out_type=int, num_threads=threads)
     pairs = []
     for s, t in zip(src_ids, tgt_ids):
         if s and t and len(s) < max_len and len(t) < max_len:
@@ -100,26 +101,32 @@ def make_batches(pairs, max_tokens, rng):
     return batches
 
 
-def collate(pairs, idx, pad_id):
-    """Padded tensors: source ids, decoder input [start=pad] + y, labels y + [eos]."""
+def collate(pairs, idx, pad_id, device=None):
+    """Padded tensors: source ids, decoder input [start=pad] + y, labels y + [eos].
+    Filled in numpy (a torch.tensor per row costs more than a GPU step's arithmetic),
+    then moved to `device` in one copy each."""
     srcs = [pairs[i][0] for i in idx]
     tgts = [pairs[i][1] for i in idx]
     s_len = max(map(len, srcs))
     t_len = max(map(len, tgts)) + 1
-    src = torch.full((len(idx), s_len), pad_id, dtype=torch.long)
-    dec = torch.full((len(idx), t_len), pad_id, dtype=torch.long)
-    lab = torch.full((len(idx), t_len), pad_id, dtype=torch.long)
+    src = np.full((len(idx), s_len), pad_id, dtype=np.int64)
+    dec = np.full((len(idx), t_len), pad_id, dtype=np.int64)
+    lab = np.full((len(idx), t_len), pad_id, dtype=np.int64)
     for r, (s, t) in enumerate(zip(srcs, tgts)):
-        src[r, : len(s)] = torch.tensor(s)
-        dec[r, 1: len(t) + 1] = torch.tensor(t)
-        lab[r, : len(t) + 1] = torch.tensor(t + [EOS_ID])
-    return src, dec, lab
+        src[r, : len(s)] = s
+        dec[r, 1: len(t) + 1] = t
+        lab[r, : len(t)] = t
+        lab[r, len(t)] = EOS_ID
+    out = (torch.from_numpy(src), torch.from_numpy(dec), torch.from_numpy(lab))
+    if device is not None and device.type != "cpu":
+        out = tuple(x.pin_memory().to(device, non_blocking=True) for x in out)
+    return out
 
 
 def batch_loss(model, src, dec, lab, smoothing, bf16):
     """(label-smoothed loss sum, nll sum, target tokens). Only non-pad positions are
     projected onto the vocabulary, which saves the largest matmul's padding."""
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+    with torch.autocast(src.device.type, dtype=torch.bfloat16, enabled=bf16):
         h = model(src, dec)
         mask = lab != model.pad_id
         logits = model.logits(h[mask], drop_pad=True)
@@ -136,8 +143,9 @@ def evaluate(model, pairs, pad_id, max_tokens):
     """Per-token validation NLL (no smoothing, no dropout), used for model selection."""
     model.eval()
     total, n = 0.0, 0
+    device = next(model.parameters()).device
     for idx in make_batches(pairs, max_tokens, random.Random(0)):
-        src, dec, lab = collate(pairs, idx, pad_id)
+        src, dec, lab = collate(pairs, idx, pad_id, device)
         _, nll, k = batch_loss(model, src, dec, lab, 0.0, False)
         total += nll.item()
         n += k
@@ -203,7 +211,7 @@ def write_model_dir(out, model, args, sp_path, sp, history=None):
     vocab_size = pad_id + 1
     tensors = {}
     for name, t in model.state_dict().items():
-        arr = t.detach().float().numpy()
+        arr = t.detach().float().cpu().numpy()
         tensors[name] = arr if name == "final_logits_bias" else arr.astype(np.float16)
     safetensors_io.write(os.path.join(out, "model.safetensors"), tensors, {"format": "pt"})
     write_json(os.path.join(out, "config.json"), model_config(args, vocab_size, pad_id))
@@ -322,6 +330,11 @@ def train(args):
     (measured from this process's start, also after --resume), then selection."""
     t0 = time.time()
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    if device.type == "cuda":
+        # TF32 for the fp32 parts (the loss, the optimizer's arithmetic is elementwise).
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
     os.makedirs(args.run_dir, exist_ok=True)
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
@@ -360,8 +373,8 @@ def train(args):
     log(f"vocab {pad_id + 1} (pad {pad_id}); train pairs {len(train_pairs)} "
         f"({n_tgt} target tokens); valid pairs {len(valid_pairs)}")
 
-    model = build_model(args, pad_id + 1, pad_id)
-    log(f"parameters {sum(p.numel() for p in model.parameters())}")
+    model = build_model(args, pad_id + 1, pad_id).to(device)
+    log(f"parameters {sum(p.numel() for p in model.parameters())} on {device}")
     prior_steps = prior_warmup = 0
     if args.init_from:
         load_model_dir_weights(model, args.init_from)
@@ -369,7 +382,8 @@ def train(args):
         prior_warmup = int(prior.get("warmup", args.warmup))
         log(f"initialised from {args.init_from} ({prior_steps} earlier steps); fresh optimizer, "
             f"warm-up {args.warmup} steps")
-    opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9)
+    opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.98), eps=1e-9,
+                           **({"fused": True} if device.type == "cuda" else {}))
     # Position in the data: epoch, index of the next batch, the seed of that epoch's
     # batching (so a resumed run rebuilds the same batches and skips those done).
     pos = {"ckpt": 0, "epoch": 1, "batch": 0, "step": 0, "tokens": 0,
@@ -383,10 +397,10 @@ def train(args):
         if stale:
             log(f"removed {len(stale)} checkpoints and snapshots of an earlier run from {args.run_dir}")
     if args.resume and checkpoints(args.run_dir):
-        ck = torch.load(checkpoints(args.run_dir)[-1], map_location="cpu")
+        ck = torch.load(checkpoints(args.run_dir)[-1], map_location=device)
         model.load_state_dict(ck["model"])
         opt.load_state_dict(ck["optimizer"])
-        torch.set_rng_state(ck["torch_rng"])
+        torch.set_rng_state(ck["torch_rng"].cpu())
         pos = {k: ck[k] for k in pos}
         prior_steps, prior_warmup = ck.get("prior_steps", 0), ck.get("prior_warmup", 0)
         log(f"resumed from checkpoint {pos['ckpt']}: epoch {pos['epoch']} batch {pos['batch']} "
@@ -431,7 +445,7 @@ def train(args):
             if time.time() - t0 >= budget or (args.max_steps and pos["step"] >= args.max_steps):
                 stopped = True
                 break
-            src, dec, lab = collate(train_pairs, batches[pos["batch"]], pad_id)
+            src, dec, lab = collate(train_pairs, batches[pos["batch"]], pad_id, device)
             pos["batch"] += 1
             pos["step"] += 1
             step = pos["step"]
@@ -449,6 +463,10 @@ def train(args):
             opt.step()
             ep_tok += ntok
             pos["tokens"] += ntok
+            if args.stop_file and os.path.exists(args.stop_file):
+                log(f"{args.stop_file} exists: stopping")
+                stopped = True
+                break
             if step % args.log_every == 0:
                 el = time.time() - t0
                 tps = ep_tok / max(time.time() - ep_t0, 1e-6)
@@ -569,6 +587,9 @@ def parse_args(argv=None):
     p.add_argument("--resume", action="store_true")
     p.add_argument("--bf16", action="store_true", help="bfloat16 autocast (matmuls in bf16, loss in fp32)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda on a machine with a GPU")
+    p.add_argument("--stop-file", help="stop at the next step when this file exists "
+                   "(then checkpoint, select and export as at the end of the time budget)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--log-every", type=int, default=20)
     args = p.parse_args(argv)

@@ -58,6 +58,13 @@ class Attention(nn.Module):
         q = (self.q_proj(x) * self.scale).view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(kv).view(b, s, self.heads, self.head_dim).transpose(1, 2)
         v = self.v_proj(kv).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        if q.is_cuda:
+            # The fused kernel on a GPU (same arithmetic: q is already scaled, the mask
+            # additive); the plain formula below stays the reference on the CPU.
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask.to(q.dtype), scale=1.0,
+                dropout_p=self.attn_dropout if self.training else 0.0)
+            return self.out_proj(out.transpose(1, 2).reshape(b, t, d))
         scores = torch.matmul(q, k.transpose(-1, -2)) + mask
         probs = F.dropout(torch.softmax(scores, dim=-1), self.attn_dropout, self.training)
         out = torch.matmul(probs.to(v.dtype), v).transpose(1, 2).reshape(b, t, d)
@@ -157,7 +164,7 @@ class MarianTransformer(nn.Module):
         neg = -1e9
         src_mask = (src == self.pad_id).to(torch.float32)[:, None, None, :] * neg
         t = dec_in.shape[1]
-        causal = torch.triu(torch.full((t, t), neg), diagonal=1)
+        causal = torch.triu(torch.full((t, t), neg, device=dec_in.device), diagonal=1)
         h = self.embed(src)
         for layer in self.model.encoder.layers:
             h = layer(h, src_mask)
