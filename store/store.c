@@ -46,6 +46,8 @@ void mt_store_close(mt_store *st)
 
 int mt_store_shared(const mt_store *st) { return st && st->pg; }
 
+store_pg *mt_store_pg_backend(mt_store *st) { return st ? st->pg : NULL; }
+
 int mt_store_has_suggestions(const mt_store *st) { return st && (st->pg || st->sqlite); }
 
 void mt_store_redact(const char *url, char *out, size_t cap)

@@ -68,6 +68,11 @@ static const char *const MIGRATIONS[] = {
     "CREATE FUNCTION mt_drain(used float8, lim float8, since timestamptz) RETURNS float8"
     " LANGUAGE sql AS $$ SELECT CASE WHEN lim <= 0 THEN 0 ELSE"
     " greatest(0, used - lim * extract(epoch FROM clock_timestamp() - since) / 60) END $$;",
+    /* 2: DeepL glossaries per API key (glossaries.c): the entries as TSV */
+    "CREATE TABLE mt_glossaries (id uuid PRIMARY KEY, owner_hash text NOT NULL, name text NOT NULL,"
+    " source text NOT NULL, target text NOT NULL, entries text NOT NULL,"
+    " entry_count integer NOT NULL CHECK (entry_count > 0), created timestamptz NOT NULL DEFAULT now());"
+    "CREATE INDEX mt_glossaries_owner ON mt_glossaries (owner_hash, created);",
 };
 enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof MIGRATIONS[0] };
 
@@ -389,6 +394,12 @@ static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *
         if (!down || !was_used || !strcmp(state, "57014")) return NULL;
     }
     return NULL;
+}
+
+PGresult *store_pg_query(store_pg *pg, const char *sql, int n, const char *const *vals, int tuples, int *rc,
+                         char *err, size_t errlen)
+{
+    return query(pg, sql, n, vals, tuples ? PGRES_TUPLES_OK : PGRES_COMMAND_OK, rc, err, errlen);
 }
 
 int store_pg_ping(store_pg *pg, char *err, size_t errlen)

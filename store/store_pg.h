@@ -27,4 +27,11 @@ int store_pg_rate_charge(store_pg *pg, const char *client, int requests, long ch
                          int requests_per_minute, long chars_per_minute, int *retry_after,
                          char *err, size_t errlen);
 
+/* For the store's other tables (glossaries.c): st's PostgreSQL backend (NULL when st is
+ * NULL or SQLite), and one statement on its pool: the result (tuples: a SELECT or
+ * RETURNING; else a command) or NULL with *rc set (MT_STORE_DOWN / MT_STORE_ERROR). */
+store_pg *mt_store_pg_backend(mt_store *st);
+struct pg_result *store_pg_query(store_pg *pg, const char *sql, int n, const char *const *vals, int tuples,
+                                 int *rc, char *err, size_t errlen);
+
 #endif

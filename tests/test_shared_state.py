@@ -231,7 +231,7 @@ class TestMigration(unittest.TestCase):
         rows = subprocess.run(["psql", env["MT_SHARED_STATE"], "-X", "-At", "-c", "SELECT version FROM mt_schema"],
                               capture_output=True, text=True, env=dict(os.environ, PGPASSFILE=PG.passfile),
                               timeout=60).stdout.split()
-        self.assertEqual(rows, ["1"])
+        self.assertEqual(rows, ["2"])  # 2: glossaries (store_pg.c)
 
 
 class TestOpenServer(unittest.TestCase):
