@@ -3,6 +3,7 @@
  * output file, with a progress bar on stderr when stderr is a terminal. */
 #include "mt_file.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ int mt_cli_translate_file(mt_service *svc, const mt_service_request *rq, const c
 {
     FILE *f = fopen(in, "rb");
     if (!f) {
-        perror(in);
+        fprintf(stderr, "mt-translate: %s: %s\n", in, strerror(errno));
         return 1;
     }
     mt_format_options fo = mt_format_options_default();

@@ -27,8 +27,20 @@ static int usage(FILE *f, int rc)
           "       mt-models convert DIR [--compute-type int8]   (pytorch_model.bin -> model.safetensors)\n"
           "Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co), HF_TOKEN (bearer token),\n"
           "HF_HUB_OFFLINE=1 (no network), HF_HUB_DOWNLOAD_TIMEOUT (seconds without progress, default 60),\n"
-          "MT_MODELS_DIR (default $XDG_DATA_HOME/mt/models, else ~/.local/share/mt/models).\n", f);
+          "MT_MODELS_DIR (default $XDG_DATA_HOME/mt/models, else ~/.local/share/mt/models).\n"
+          "Options: --limit N (search, default 50), --revision REV (a branch, tag or commit), --dir DIR (install\n"
+          "there instead of MT_MODELS_DIR/NAME), --compute-type int8 (store int8 weights), -h/--help.\n"
+          "Exit status: 0 done, 1 failed, 2 wrong command line, 130 interrupted.\n", f);
     return rc;
+}
+
+/* A wrong command line: one line naming the mistake and where to look, exit status 2. */
+static int usage_error(const char *fmt, const char *what)
+{
+    fputs("mt-models: ", stderr);
+    fprintf(stderr, fmt, what);
+    fputs(" (try: mt-models --help)\n", stderr);
+    return 2;
 }
 
 static int truthy(const char *v)
@@ -45,31 +57,42 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     const char *revision = NULL, *dir = NULL, *pos = NULL;
     int int8 = 0, limit = 50;
+    static const char *const commands[] = {"search", "install", "list", "remove", "convert"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof commands / sizeof *commands; k++)
+        known |= !strcmp(cmd, commands[k]);
+    if (!known)
+        return usage_error("unknown command '%s'; the commands are search, install, list, remove and convert", cmd);
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--revision") && v)
+        int takes_value = !strcmp(a, "--revision") || !strcmp(a, "--dir") || !strcmp(a, "--limit") ||
+                          !strcmp(a, "--compute-type");
+        if (takes_value && !v)
+            return usage_error("%s needs a value", a);
+        if (!strcmp(a, "--limit")) {
+            char *end;
+            long l = strtol(v, &end, 10);
+            if (*end || end == v || l < 1 || l > 1000)
+                return usage_error("--limit must be a whole number from 1 to 1000, got '%s'", v);
+            limit = (int)l;
+            i++;
+        } else if (!strcmp(a, "--revision") && v)
             revision = argv[++i];
         else if (!strcmp(a, "--dir") && v)
             dir = argv[++i];
-        else if (!strcmp(a, "--limit") && v)
-            limit = atoi(argv[++i]);
         else if (!strcmp(a, "--compute-type") && v) {
-            if (strcmp(v, "int8") && strcmp(v, "auto")) {
-                fprintf(stderr, "mt-models: --compute-type %s: only int8 is stored (other types are chosen "
-                        "when the model runs)\n", v);
-                return 2;
-            }
+            if (strcmp(v, "int8") && strcmp(v, "auto"))
+                return usage_error("--compute-type %s: only int8 is stored; other types are chosen when the model "
+                                   "runs", v);
             int8 = !strcmp(v, "int8");
             i++;
         } else if (a[0] == '-') {
-            fprintf(stderr, "mt-models: unknown option '%s'\n", a);
-            return usage(stderr, 2);
+            return usage_error("unknown option '%s'", a);
         } else if (!pos) {
             pos = a;
         } else {
-            fprintf(stderr, "mt-models: unexpected argument '%s'\n", a);
-            return 2;
+            return usage_error("unexpected argument '%s'", a);
         }
     }
 
@@ -120,23 +143,22 @@ int main(int argc, char **argv)
         rc = mh_search(&o, pos, limit, stdout, err, sizeof err);
     } else if (!strcmp(cmd, "install")) {
         if (!pos)
-            return usage(stderr, 2);
+            return usage_error("%s needs a repository id such as Helsinki-NLP/opus-mt-en-de", "install");
         rc = mh_install(&o, pos, revision, dir, int8, where, sizeof where, err, sizeof err);
     } else if (!strcmp(cmd, "list")) {
         rc = mh_list(&o, stdout, err, sizeof err);
     } else if (!strcmp(cmd, "remove")) {
         if (!pos)
-            return usage(stderr, 2);
+            return usage_error("%s needs a model NAME, as mt-models list shows it", "remove");
         rc = mh_remove(&o, pos, err, sizeof err);
         if (!rc)
             fprintf(stderr, "removed %s\n", pos);
     } else if (!strcmp(cmd, "convert")) {
         if (!pos)
-            return usage(stderr, 2);
+            return usage_error("%s needs a model DIR", "convert");
         rc = mh_convert_dir(pos, int8, stderr, err, sizeof err);
     } else {
-        fprintf(stderr, "mt-models: unknown command '%s'\n", cmd);
-        return usage(stderr, 2);
+        return usage_error("unknown command '%s'", cmd); /* not reached: checked above */
     }
     curl_global_cleanup();
     if (rc) {

@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
 extern char **environ;
 
 #include "config.h"
+#include "cpus.h"
 #include "mt_file.h"
 #include "service.h"
 
@@ -43,17 +45,23 @@ static void usage_options(FILE *f)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: mt-translate --model DIR [options] < input > output\n"
-            "       mt-translate --model DIR [options] FILE [--output-file OUT]\n"
+            "usage: mt-translate --model DIR[:SRC:TGT] [options] < input > output\n"
+            "       mt-translate --model DIR[:SRC:TGT] [options] FILE [--output-file OUT]\n"
+            "Exit status: 0 done, 1 failed (model, file, translation), 2 wrong command line.\n"
             "  FILE                    a .txt, .html, .srt, .docx or .odt file, translated into OUT\n"
             "                          (default: next to it, the target code before the extension:\n"
             "                          report.docx -> report.de.docx); a progress bar on a terminal\n"
             "  --output-file OUT       where FILE's translation goes\n"
-            "  --model DIR             model directory (Hugging Face MarianMT / OPUS-MT layout)\n"
-            "  --threads N             compute threads of each worker (default 1)\n"
-            "  --workers N             translation worker threads, each running batches (default 1)\n"
+            "  -m, --model DIR[:SRC:TGT]  model directory (Hugging Face MarianMT / OPUS-MT layout:\n"
+            "                          models/en-de, or one from `mt-models list`); :SRC:TGT as\n"
+            "                          --source-lang/--target-lang, as mt-server's --model takes it\n"
+            "  -t, --threads N, --threads-per-worker N\n"
+            "                          compute threads of each worker (default 1)\n"
+            "  --workers N             translation worker threads, each running batches (default 0:\n"
+            "                          one per CPU this process may use / threads, as mt-server)\n"
             "  --sentence-cache-mb N   answer repeated sentences from an LRU cache of N MiB (default 0: off)\n"
-            "  --batch-size N          sentences per batch (default 32)\n"
+            "  --batch-size N, --batch-max-sentences N\n"
+            "                          sentences per batch (default 32)\n"
             "  --input text|ids|html   ids: lines are space-separated source ids (eos appended);\n"
             "                          html: the whole input is one HTML document (markup kept,\n"
             "                          text translated), written back as it came, without --n-best\n"
@@ -71,8 +79,12 @@ static void usage(FILE *f)
             "  --compute-type T        float32 (exact), bfloat16, int8 or auto (the fastest measured at\n"
             "                          load on this CPU); default: MT_COMPUTE_TYPE, else what the model\n"
             "                          directory stores (float32; int8 for a quantized directory)\n"
-            "  --verbose               print the model, BLAS kernel and compute type in use to stderr\n"
-            "  --version               print the version and exit\n");
+            "  -v, --verbose           print the model, BLAS kernel and compute type in use to stderr\n"
+            "  --version               print the version and exit\n"
+            "  -h, --help              this help\n"
+            "  -b N is --beam-size N, -n N is --n-best N.\n"
+            "Environment: MT_COMPUTE_TYPE, MT_KERNELS, MT_CPU_HIDE, MT_SPLIT_MIN, MT_BLAS_CORETYPE\n"
+            "(mt-server --help describes them).\n");
     usage_options(f);
 }
 
@@ -99,6 +111,22 @@ typedef struct {
 
 enum { OPT_TABLE = 2000 }; /* getopt codes OPT_TABLE + mt_option_id */
 
+/* --model DIR:SRC:TGT, as mt-server reads it (config's parser): the pair fills
+ * --source-lang/--target-lang where they are not given. 0, or -1 after a message. */
+static int split_model_spec(cli_args *a)
+{
+    static mt_config_model spec; /* lives as long as the arguments */
+    char err[300];
+    if (mt_config_parse_model_spec(a->model, &spec, err, sizeof err)) {
+        fprintf(stderr, "mt-translate: --model %s: %s\n", a->model, err);
+        return -1;
+    }
+    a->model = spec.path;
+    if (spec.source && !a->source_lang) a->source_lang = spec.source;
+    if (spec.target && !a->target_lang) a->target_lang = spec.target;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, cli_args *a)
 {
     static const struct option fixed[] = {
@@ -107,7 +135,9 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"target-lang", 1, 0, 'T'},    {"verbose", 0, 0, 'v'},        {"help", 0, 0, 'h'},
         {"workers", 1, 0, 'w'},        {"version", 0, 0, 'V'},        {"output-file", 1, 0, 'O'},
         {"target-prefix", 1, 0, 1007}, {"target-prefix-ids", 1, 0, 1008}, {"no-protect", 0, 0, 1013},
-        {"sentence-cache-mb", 1, 0, 1014}, {"compute-type", 1, 0, 'C'}, {"glossary", 1, 0, 1015}};
+        {"sentence-cache-mb", 1, 0, 1014}, {"compute-type", 1, 0, 'C'}, {"glossary", 1, 0, 1015},
+        /* mt-server's names for the same settings */
+        {"threads-per-worker", 1, 0, 't'}, {"batch-max-sentences", 1, 0, 's'}};
     enum { N_FIXED = sizeof fixed / sizeof fixed[0] };
     struct option longs[N_FIXED + 2 * MT_OPT_COUNT + 1];
     int n = 0;
@@ -121,7 +151,8 @@ static int parse_args(int argc, char **argv, cli_args *a)
     longs[n] = (struct option){0, 0, 0, 0};
     int c, at = -1;
     char err[300], label[64];
-    while ((c = getopt_long(argc, argv, "m:b:n:t:vh", longs, &at)) != -1) {
+    opterr = 0; /* one line of our own instead of getopt's message and the usage */
+    while ((c = getopt_long(argc, argv, ":m:b:n:t:vh", longs, &at)) != -1) {
         int rc = 0;
         if (c == 'b' || c == 'n') /* -b N: --beam-size, -n N: --n-best */
             c = OPT_TABLE + (c == 'b' ? MT_OPT_BEAM_SIZE : MT_OPT_N_BEST);
@@ -141,7 +172,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         switch (c) {
         case 'm': a->model = optarg; break;
         case 't': rc = parse_int("--threads", optarg, 1, &a->threads); break;
-        case 'w': rc = parse_int("--workers", optarg, 1, &a->workers); break;
+        case 'w': rc = parse_int("--workers", optarg, 0, &a->workers); break;
         case 's': rc = parse_int("--batch-size", optarg, 1, &a->batch); break;
         case 'S': a->source_lang = optarg; break;
         case 'O': a->output_file = optarg; break;
@@ -178,7 +209,15 @@ static int parse_args(int argc, char **argv, cli_args *a)
             break;
         case 'h': usage(stdout); exit(0);
         case 'V': printf("mt-translate %s\n", MT_VERSION); exit(0);
-        default: usage(stderr); return -1;
+        case ':': /* the option is argv[optind - 1] as given: "--model", "-m" */
+            fprintf(stderr, "mt-translate: %s needs a value (try: mt-translate --help)\n", argv[optind - 1]);
+            return -1;
+        default:
+            if (optopt && optopt < 256)
+                fprintf(stderr, "mt-translate: unknown option '-%c' (try: mt-translate --help)\n", optopt);
+            else
+                fprintf(stderr, "mt-translate: unknown option '%s' (try: mt-translate --help)\n", argv[optind - 1]);
+            return -1;
         }
         if (rc)
             return -1;
@@ -214,11 +253,11 @@ static int parse_args(int argc, char **argv, cli_args *a)
         return -1;
     }
     if (!a->model) {
-        fprintf(stderr, "mt-translate: --model DIR is required\n");
-        usage(stderr);
+        fprintf(stderr, "mt-translate: --model DIR is required (e.g. --model models/en-de; try: mt-translate "
+                        "--help)\n");
         return -1;
     }
-    return 0;
+    return split_model_spec(a);
 }
 
 /* --input html: translates all of stdin as one document. */
@@ -466,9 +505,21 @@ int main(int argc, char **argv)
         fprintf(stderr, "mt-translate: %s\n", err);
         return 2;
     }
-    cli_args a = {.threads = 1, .workers = 1, .batch = 32, .compute_type = engine.compute_type};
-    if (parse_args(argc, argv, &a))
+    cli_args a = {.threads = 1, .workers = 0, .batch = 32, .compute_type = engine.compute_type};
+    if (parse_args(argc, argv, &a)) {
+        mt_config_free(&engine);
         return 2;
+    }
+    if (a.workers <= 0) { /* as mt-server: the CPUs this process may use (affinity, cgroup quota) */
+        a.workers = mt_available_cpus() / a.threads;
+        if (a.workers < 1) a.workers = 1;
+    }
+    struct stat st;
+    if (stat(a.model, &st) != 0) {
+        fprintf(stderr, "mt-translate: no model at %s (try: mt-models list, or ls models/)\n", a.model);
+        mt_config_free(&engine);
+        return 1;
+    }
     output_json = a.output_json;
     mt_service_config cfg;
     mt_service_config_default(&cfg);
@@ -494,7 +545,7 @@ int main(int argc, char **argv)
     if (a.glossary && !(glossary = read_glossary(a.glossary, m->source, m->target))) {
         mt_service_free(svc);
         mt_config_free(&engine);
-        return 2;
+        return 1;
     }
     if (build_request(svc, &a, &rq, &opts) == 0) {
         rq.glossary = glossary;

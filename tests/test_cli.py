@@ -5,6 +5,7 @@ tools/make_test_model.py, and on broken copies of it.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -71,9 +72,9 @@ class CliTest(RandomModelCase):
             two = run(["--model", self.model, "--batch-size", "4", "--workers", "2"] + extra, text).stdout
             self.assertEqual(one, two, extra)
             self.assertEqual(len(one.decode().strip().split("\n")), 60 * (2 if "--n-best" in extra else 1))
-        proc = run(["--model", self.model, "--workers", "0"], "x\n", check=False)
+        proc = run(["--model", self.model, "--workers", "-1"], "x\n", check=False)
         self.assertEqual(proc.returncode, 2)
-        self.assertIn("--workers must be an integer >= 1", proc.stderr.decode())
+        self.assertIn("--workers must be an integer >= 0", proc.stderr.decode())
 
     def test_ids_output_and_input(self):
         out = run(["--model", self.model, "--output", "ids"], "A dog runs.\n").stdout.decode().strip()
@@ -96,7 +97,7 @@ class CliTest(RandomModelCase):
             (["--output", "xml"], "--output must be 'text', 'ids' or 'json'"),
             (["--input", "xml"], "--input must be 'text', 'ids' or 'html'"),
             (["--n-best", "5", "--beam", "2"], "n_best (5) must not exceed beam_size (2)"),
-            (["--bogus"], "usage"),
+            (["--bogus"], "unknown option '--bogus' (try: mt-translate --help)"),
             ([], "--model DIR is required"),
         ]:
             model_args = [] if args == [] else ["--model", self.model]
@@ -279,6 +280,138 @@ class DecodingOptionsTest(RandomModelCase):
         for span in ("%s", "{count}", "https://example.org/x", "@bob", "#help"):
             self.assertEqual(text.count(span), 1, (span, text))
 
+
+
+MT_MODELS = os.path.join(BUILD, "cli", "mt-models")
+MT_SERVER = os.path.join(BUILD, "server", "mt-server")
+
+
+class CommandLineTest(RandomModelCase):
+    """Errors a newcomer meets: one line on stderr, the program's name first, what to try
+    next; exit status 2 for a wrong command line and 1 for a failure while running. The
+    option names mt-server uses for the same settings, and its default of using the CPUs."""
+
+    PREFIX = "mt-test-cli-args-"
+
+    def one_line_error(self, argv, rc, needle, stdin="x\n"):
+        proc = subprocess.run(argv, input=stdin.encode(), capture_output=True, timeout=120)
+        err = proc.stderr.decode()
+        self.assertEqual(proc.returncode, rc, f"{argv}: {err}")
+        self.assertEqual(len(err.splitlines()), 1, f"{argv}: not one line: {err!r}")
+        self.assertTrue(err.startswith(os.path.basename(argv[0]) + ": "), f"{argv}: {err!r}")
+        self.assertIn(needle, err, argv)
+
+    def test_usage_errors_are_one_line_with_a_hint_and_exit_2(self):
+        for args, needle in [
+            (["--bogus"], "unknown option '--bogus' (try: mt-translate --help)"),
+            (["-x"], "unknown option '-x' (try: mt-translate --help)"),
+            (["--model"], "--model needs a value (try: mt-translate --help)"),
+            (["-m"], "-m needs a value"),
+            ([], "--model DIR is required (e.g. --model models/en-de; try: mt-translate --help)"),
+            (["--model", self.model, "--beam", "0"], "--beam must be an integer between 1 and 256, got '0'"),
+            (["--model", self.model, "--workers", "x"], "--workers must be an integer >= 0, got 'x'"),
+            (["--model", self.model, "a.txt", "b.txt"], "unexpected argument 'b.txt'"),
+        ]:
+            with self.subTest(args=args):
+                self.one_line_error([CLI] + args, 2, needle)
+
+    def test_runtime_errors_name_what_is_wrong_and_exit_1(self):
+        empty = os.path.join(self.tmp, "not-a-model")
+        os.makedirs(empty, exist_ok=True)
+        partial = os.path.join(self.tmp, "no-tokenizer-config")
+        shutil.copytree(self.model, partial, dirs_exist_ok=True)
+        os.remove(os.path.join(partial, "tokenizer_config.json"))
+        missing = os.path.join(self.tmp, "xx-yy")
+        for args, needle in [
+            (["--model", missing], f"no model at {missing} (try: mt-models list, or ls models/)"),
+            (["--model", empty], f"{empty} is not a model directory: it has none of config.json, "
+                                 "tokenizer_config.json, vocab.json, source.spm, target.spm"),
+            (["--model", partial], f"{partial} is not a complete model directory: tokenizer_config.json missing"),
+            (["--model", self.model, os.path.join(self.tmp, "absent.txt")],
+             f"mt-translate: {os.path.join(self.tmp, 'absent.txt')}: No such file or directory"),
+            (["--model", self.model + ":en:fr"], "translates en -> de (its tokenizer_config.json), not en -> fr"),
+        ]:
+            with self.subTest(args=args):
+                self.one_line_error([CLI] + args, 1, needle)
+
+    def test_help_lists_every_option(self):
+        """Every long option of mt-translate's getopt table (and of the decoding table,
+        printed from it) is in --help; the short ones too."""
+        with open(os.path.join(SOURCE, "cli", "mt_translate.c"), encoding="utf-8") as f:
+            source = f.read()
+        table = source[source.index("static const struct option fixed[]"):]
+        table = table[:table.index("};")]
+        names = re.findall(r'\{"([a-z][a-z-]*)", [01], 0,', table)
+        self.assertGreater(len(names), 15, "option table not found")
+        out = run(["--help"], "").stdout.decode()
+        for name in names:
+            self.assertRegex(out, r"--%s\b" % re.escape(name), name)
+        for short in ("-m", "-t", "-b N", "-n N", "-v", "-h"):
+            self.assertIn(short, out)
+        for flag in ("--beam-size", "--beam", "--n-best", "--threads-per-worker", "--batch-max-sentences"):
+            self.assertIn(flag, out)
+
+    def test_mt_server_names_are_accepted(self):
+        """The same setting has the same name in mt-translate and mt-server."""
+        text = "A dog runs.\nTwo men talk. A woman listens.\n"
+        want = run(["--model", self.model, "--threads", "1", "--batch-size", "1", "--beam", "2"], text).stdout
+        for args in (["--model", self.model, "--threads-per-worker", "1", "--batch-max-sentences", "1",
+                      "--beam-size", "2"],
+                     ["--model", self.model + ":en:de", "-t", "1", "--batch-size", "1", "-b", "2"]):
+            with self.subTest(args=args):
+                self.assertEqual(run(args, text).stdout, want)
+        server_help = subprocess.run([MT_SERVER, "--help"], capture_output=True, timeout=60).stdout.decode()
+        for flag in ("--threads-per-worker", "--batch-max-sentences", "--beam-size", "--workers",
+                     "--sentence-cache-mb", "--compute-type"):
+            self.assertIn(flag, server_help)
+
+    def test_workers_default_to_the_cpus_as_mt_server(self):
+        """No --workers: one worker per CPU this process may use (divided by --threads), as
+        mt-server's workers.count 0."""
+        def workers(args, cpus):
+            proc = subprocess.run([CLI, "--model", self.model, "--verbose"] + args, input=b"A dog.\n",
+                                  capture_output=True, timeout=120,
+                                  preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            m = re.search(r"(\d+) worker\(s\) x (\d+) thread", proc.stderr.decode())
+            self.assertIsNotNone(m, proc.stderr)
+            return int(m.group(1)), int(m.group(2))
+        mine = sorted(os.sched_getaffinity(0))
+        self.assertEqual(workers([], {mine[0]}), (1, 1))
+        if len(mine) >= 2:
+            self.assertEqual(workers([], set(mine[:2])), (2, 1))
+            self.assertEqual(workers(["--threads", "2"], set(mine[:2])), (1, 2))
+            self.assertEqual(workers(["--workers", "1"], set(mine[:2])), (1, 1))
+
+    def test_mt_models_usage_errors(self):
+        if not os.path.exists(MT_MODELS):
+            self.skipTest(f"{MT_MODELS} is not built")
+        env = dict(os.environ, MT_MODELS_DIR=os.path.join(self.tmp, "hub-models"), HF_HUB_OFFLINE="1")
+        for args, needle in [
+            (["frob"], "unknown command 'frob'; the commands are search, install, list, remove and convert "
+                       "(try: mt-models --help)"),
+            (["install"], "install needs a repository id such as Helsinki-NLP/opus-mt-en-de"),
+            (["install", "--dir"], "--dir needs a value (try: mt-models --help)"),
+            (["search", "--limit", "x"], "--limit must be a whole number from 1 to 1000, got 'x'"),
+            (["list", "--bogus"], "unknown option '--bogus' (try: mt-models --help)"),
+            (["remove"], "remove needs a model NAME, as mt-models list shows it"),
+        ]:
+            with self.subTest(args=args):
+                proc = subprocess.run([MT_MODELS] + args, capture_output=True, timeout=60, env=env)
+                err = proc.stderr.decode()
+                self.assertEqual(proc.returncode, 2, f"{args}: {err}")
+                self.assertEqual(err.splitlines(), ["mt-models: " + err[len("mt-models: "):].strip()], args)
+                self.assertIn(needle, err, args)
+
+    def test_mt_server_errors(self):
+        if not os.path.exists(MT_SERVER):
+            self.skipTest(f"{MT_SERVER} is not built")
+        self.one_line_error([MT_SERVER, "--bogus"], 2, "unknown option '--bogus' (see --help)")
+        empty = os.path.join(self.tmp, "not-a-model-either")
+        os.makedirs(empty, exist_ok=True)
+        proc = subprocess.run([MT_SERVER, "--model", empty, "--port", "0"], capture_output=True, timeout=120)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(f"{empty} is not a model directory", proc.stderr.decode())
 
 
 if __name__ == "__main__":

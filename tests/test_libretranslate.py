@@ -177,7 +177,8 @@ class TestCommandLine(unittest.TestCase):
         r = ts.subprocess.run([ts.CLI, "--model", missing], input="Hello\n", capture_output=True,
                               text=True, timeout=60)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("model directory %s does not exist" % missing, r.stderr)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("mt-translate: no model at %s (try: mt-models list" % missing, r.stderr)
         self.assertNotIn("line -1", r.stderr)
         r = ts.subprocess.run([ts.SERVER, "--model", missing, "--port", "0"], capture_output=True,
                               text=True, timeout=120)

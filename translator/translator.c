@@ -4,6 +4,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -55,6 +56,33 @@ static int check_pair(const mt_translator *tr, const char *dir, char *err, size_
     return bad ? -1 : 0;
 }
 
+/* Names the files a directory lacks before any loader reads it: a folder that is not a
+ * model would otherwise be reported as a JSON error in its tokenizer_config.json. The
+ * weights are left to the model loader (it knows the formats); the loaders still check
+ * every file they read. */
+static int missing_files(const char *dir, char *err, size_t errlen)
+{
+    static const char *const files[] = {"config.json", "tokenizer_config.json", "vocab.json", "source.spm",
+                                        "target.spm"};
+    enum { N = sizeof files / sizeof *files };
+    char path[4096], list[256] = "";
+    int missing = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (access(path, F_OK) == 0)
+            continue;
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s%s", missing ? ", " : "", files[i]);
+        missing++;
+    }
+    if (missing == N)
+        return mt_error(-1, err, errlen, "%s is not a model directory: it has none of %s (the files of a Hugging "
+                        "Face MarianMT / OPUS-MT model)", dir, list);
+    if (missing)
+        return mt_error(-1, err, errlen, "%s is not a complete model directory: %s missing", dir, list);
+    return 0;
+}
+
 mt_translator *mt_translator_load(const char *dir, const char *source_lang, const char *target_lang, char *err,
                                   size_t errlen)
 {
@@ -71,6 +99,8 @@ mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, c
                  stat(dir, &st) == 0 ? " (it is not a directory)" : "");
         return NULL;
     }
+    if (missing_files(dir, err, errlen))
+        return NULL;
     mt_translator *tr = calloc(1, sizeof *tr);
     if (!tr) {
         mt_error(-1, err, errlen, "out of memory");
