@@ -1,7 +1,7 @@
-/* protect.c: finding the spans that must not be translated, cutting them out and putting
- * them back (protect.h). Matching is hand-written over bytes (no regex engine) because
- * each rule needs its own word-boundary and trailing-punctuation handling. */
+/* protect.c: cutting the spans that must not be translated out of a text (masks) and
+ * putting them back into its translation (protect.h); spans.c finds them. */
 #include "protect.h"
+#include "spans.h"
 #include "strbuf.h"
 
 #include <stdio.h>
@@ -22,290 +22,6 @@ struct mt_protect {
                          * a look-alike's bytes: kept with them) */
 };
 
-static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
-static int is_alnum(unsigned char c) { return (c >= '0' && c <= '9') || ((c | 32) >= 'a' && (c | 32) <= 'z'); }
-/* Word characters: ASCII letters and digits, '_' and any non-ASCII UTF-8 byte (letters of
- * other scripts; emoji are rare inside tags and harmless to include). */
-static int is_word(unsigned char c) { return is_alnum(c) || c == '_' || c >= 0x80; }
-
-/* URL: scheme:// or www. then non-space bytes; trailing .,;:!?'" and unbalanced )]} cut. */
-static size_t match_url(const char *s, size_t i, size_t n)
-{
-    static const char *const starts[] = {"https://", "http://", "ftp://", "www."};
-    size_t j = 0;
-    if (i > 0 && is_word((unsigned char)s[i - 1]))
-        return 0;
-    for (size_t k = 0; k < sizeof starts / sizeof *starts && !j; k++) {
-        size_t l = strlen(starts[k]);
-        if (i + l < n && !strncmp(s + i, starts[k], l) && !is_space((unsigned char)s[i + l]))
-            j = i + l;
-    }
-    if (!j)
-        return 0;
-    while (j < n && !is_space((unsigned char)s[j]) && s[j] != '<' && s[j] != '"')
-        j++;
-    for (;;) {
-        char c = s[j - 1];
-        if (strchr(".,;:!?'", c)) {
-            j--;
-            continue;
-        }
-        char open = c == ')' ? '(' : c == ']' ? '[' : c == '}' ? '{' : 0;
-        if (open) {
-            int depth = 0;
-            for (size_t k = i; k < j; k++)
-                depth += s[k] == open ? 1 : s[k] == c ? -1 : 0;
-            if (depth < 0) {
-                j--;
-                continue;
-            }
-        }
-        break;
-    }
-    return j - i;
-}
-
-/* domain.tld starting at j: labels of alnum/-, at least one dot, a letter TLD of >= 2. */
-static size_t match_domain(const char *s, size_t j, size_t n)
-{
-    size_t k = j, last_dot = 0;
-    while (k < n && (is_alnum((unsigned char)s[k]) || s[k] == '-' || (s[k] == '.' && k > j && s[k - 1] != '.'))) {
-        if (s[k] == '.')
-            last_dot = k;
-        k++;
-    }
-    while (k > j && (s[k - 1] == '.' || s[k - 1] == '-')) /* sentence-final dot */
-        k--;
-    while (last_dot && last_dot >= k)
-        for (last_dot--; last_dot > j && s[last_dot] != '.'; last_dot--)
-            ;
-    if (last_dot <= j || s[last_dot] != '.')
-        return 0;
-    if (!last_dot || last_dot >= k)
-        return 0;
-    size_t tld = 0;
-    for (size_t q = last_dot + 1; q < k; q++) {
-        if (!((s[q] | 32) >= 'a' && (s[q] | 32) <= 'z'))
-            return 0;
-        tld++;
-    }
-    return tld >= 2 ? k - j : 0;
-}
-
-static size_t match_email(const char *s, size_t i, size_t n)
-{
-    if (i > 0 && (is_alnum((unsigned char)s[i - 1]) || strchr("._%+-", s[i - 1])))
-        return 0;
-    size_t j = i;
-    while (j < n && (is_alnum((unsigned char)s[j]) || strchr("._%+-", s[j])) && s[j])
-        j++;
-    if (j == i || j >= n || s[j] != '@')
-        return 0;
-    size_t d = match_domain(s, j + 1, n);
-    return d ? j + 1 + d - i : 0;
-}
-
-static size_t match_mention(const char *s, size_t i, size_t n)
-{
-    if (s[i] != '@' || (i > 0 && (is_word((unsigned char)s[i - 1]) || s[i - 1] == '@')))
-        return 0;
-    size_t j = i + 1;
-    while (j < n && (is_alnum((unsigned char)s[j]) || s[j] == '_' || (s[j] == '.' && j + 1 < n && is_alnum((unsigned char)s[j + 1]))))
-        j++;
-    if (j == i + 1)
-        return 0;
-    if (j < n && s[j] == '@') { /* @user@instance.tld */
-        size_t d = match_domain(s, j + 1, n);
-        if (d)
-            j += 1 + d;
-    }
-    return j - i;
-}
-
-static size_t match_hashtag(const char *s, size_t i, size_t n)
-{
-    if (s[i] != '#' || (i > 0 && (is_word((unsigned char)s[i - 1]) || s[i - 1] == '#' || s[i - 1] == '&')))
-        return 0;
-    size_t j = i + 1;
-    int letter = 0;
-    while (j < n && is_word((unsigned char)s[j])) {
-        letter |= !(s[j] >= '0' && s[j] <= '9');
-        j++;
-    }
-    return letter ? j - i : 0;
-}
-
-/* printf (%[n$][flags][width][.prec][length]conv, no space flag: "50% discount" is text),
- * Python %(name)[flags]conv, and brace fields {name}, {0}, {} with an optional :spec. */
-static size_t format_len(const char *s, size_t i, size_t n, int strict)
-{
-    size_t j = i + 1;
-    if (s[i] == '{') {
-        if ((i + 1 < n && s[i + 1] == '{') || (i > 0 && s[i - 1] == '{')) /* {{ escapes */
-            return 0;
-        while (j < n && (is_alnum((unsigned char)s[j]) || s[j] == '_' || s[j] == '.'))
-            j++;
-        if (j < n && s[j] == ':')
-            while (j < n && s[j] != '}' && s[j] != '{' && !is_space((unsigned char)s[j]))
-                j++;
-        return j < n && s[j] == '}' ? j + 1 - i : 0;
-    }
-    if (s[i] != '%' || j >= n)
-        return 0;
-    if (s[j] == '(') {
-        while (j < n && s[j] != ')' && !is_space((unsigned char)s[j]))
-            j++;
-        if (j >= n || s[j] != ')')
-            return 0;
-        j++;
-    } else {
-        size_t k = j;
-        while (k < n && s[k] >= '0' && s[k] <= '9')
-            k++;
-        if (k > j && k < n && s[k] == '$')
-            j = k + 1;
-    }
-    while (j < n && strchr("-+#0", s[j]) && s[j])
-        j++;
-    while (j < n && ((s[j] >= '0' && s[j] <= '9') || s[j] == '*'))
-        j++;
-    if (j < n && s[j] == '.') {
-        j++;
-        while (j < n && ((s[j] >= '0' && s[j] <= '9') || s[j] == '*'))
-            j++;
-    }
-    while (j < n && strchr("hlLqjzt", s[j]) && s[j])
-        j++;
-    if (j < n && strchr("diouxXeEfFgGaAcsp@", s[j]) && s[j]) {
-        /* "%d" at a word's start only: "100%done" is not a placeholder, "%s" and "x%s" are */
-        if (strict && j + 1 < n && is_alnum((unsigned char)s[j + 1]) && s[i + 1] != '(')
-            return 0;
-        return j + 1 - i;
-    }
-    return 0;
-}
-
-/* Shell-style variables: ${name} (anything but braces and whitespace inside) and $NAME in
- * capitals, digits and '_' (so "$5" and "costs $x" stay text). */
-static size_t match_variable(const char *s, size_t i, size_t n)
-{
-    if (s[i] != '$' || (i > 0 && s[i - 1] == '$') || i + 1 >= n)
-        return 0;
-    size_t j = i + 1;
-    if (s[j] == '{') { /* also after a word ("x${HOME}"): else "{HOME}" alone would be one */
-        for (j++; j < n && s[j] != '}' && s[j] != '{' && !is_space((unsigned char)s[j]); j++)
-            ;
-        return j < n && s[j] == '}' && j > i + 2 ? j + 1 - i : 0;
-    }
-    if (!((s[j] >= 'A' && s[j] <= 'Z') || s[j] == '_') || (i > 0 && is_word((unsigned char)s[i - 1])))
-        return 0;
-    while (j < n && ((s[j] >= 'A' && s[j] <= 'Z') || (s[j] >= '0' && s[j] <= '9') || s[j] == '_'))
-        j++;
-    if (j < n && ((s[j] >= 'a' && s[j] <= 'z') || (unsigned char)s[j] >= 0x80)) /* "$Dollars" */
-        return 0;
-    return j - i >= 3 ? j - i : 0;
-}
-
-/* An empty XML element standing for a placeholder, as Weblate sends them: <x id="0"/>,
- * <ph id="1"/> (a name, attributes on one line, "/>"). */
-static size_t match_xml_placeholder(const char *s, size_t i, size_t n)
-{
-    if (s[i] != '<' || i + 1 >= n || !((s[i + 1] | 32) >= 'a' && (s[i + 1] | 32) <= 'z'))
-        return 0;
-    char q = 0;
-    for (size_t j = i + 2; j < n && j - i < 256; j++) {
-        if (q) {
-            q = s[j] == q ? 0 : q;
-        } else if (s[j] == '"' || s[j] == '\'') {
-            q = s[j];
-        } else if (s[j] == '<' || s[j] == '\n') {
-            return 0;
-        } else if (s[j] == '>') {
-            return s[j - 1] == '/' ? j + 1 - i : 0;
-        }
-    }
-    return 0;
-}
-
-/* Code in backticks: `...` on one line, not starting or ending with a space. The gettext
- * quotes `like this' are not code: content that holds "'" followed by a space or at its
- * end is refused. */
-static size_t match_code(const char *s, size_t i, size_t n)
-{
-    if (s[i] != '`' || i + 2 >= n || is_space((unsigned char)s[i + 1]) || s[i + 1] == '`')
-        return 0;
-    for (size_t j = i + 1; j < n && j - i < 512; j++) {
-        if (s[j] == '\n' || (s[j] == '\'' && (j + 1 >= n || is_space((unsigned char)s[j + 1]) || s[j + 1] == '`')))
-            return 0;
-        if (s[j] == '`')
-            return is_space((unsigned char)s[j - 1]) ? 0 : j + 1 - i;
-    }
-    return 0;
-}
-
-/* UTF-8 code point at s[i] (0 with *len 0 when invalid). */
-static unsigned long code_point(const char *s, size_t i, size_t n, size_t *len)
-{
-    const unsigned char *u = (const unsigned char *)s + i;
-    size_t l = u[0] < 0x80 ? 1 : (u[0] & 0xE0) == 0xC0 ? 2 : (u[0] & 0xF0) == 0xE0 ? 3 : (u[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (!l || i + l > n) {
-        *len = 0;
-        return 0;
-    }
-    unsigned long cp = l == 1 ? u[0] : u[0] & (0x7F >> l);
-    for (size_t k = 1; k < l; k++) {
-        if ((u[k] & 0xC0) != 0x80) {
-            *len = 0;
-            return 0;
-        }
-        cp = cp << 6 | (u[k] & 0x3F);
-    }
-    *len = l;
-    return cp;
-}
-
-/* Emoji: a pictograph with its variation selectors, skin tones and zero-width joins, and
- * flags (two regional indicators). Models read them as <unk> and drop them. */
-static size_t match_emoji(const char *s, size_t i, size_t n)
-{
-    size_t k = i, len = 0, l;
-    if ((unsigned char)s[i] < 0xE2)
-        return 0;
-    unsigned long cp = code_point(s, k, n, &l);
-    if (cp >= 0x1F1E6 && cp <= 0x1F1FF) { /* a flag: two regional indicators */
-        size_t l2;
-        unsigned long c2 = code_point(s, k + l, n, &l2);
-        return l2 && c2 >= 0x1F1E6 && c2 <= 0x1F1FF ? l + l2 : 0;
-    }
-    for (;;) {
-        cp = code_point(s, k, n, &l);
-        if (!l || !((cp >= 0x1F300 && cp <= 0x1FAFF) || (cp >= 0x2600 && cp <= 0x27BF) || (cp >= 0x2B50 && cp <= 0x2B55) ||
-                    cp == 0x2B1B || cp == 0x2B1C))
-            return len;
-        k += l;
-        while (k < n && (cp = code_point(s, k, n, &l), l) && (cp == 0xFE0F || (cp >= 0x1F3FB && cp <= 0x1F3FF)))
-            k += l;
-        len = k - i;
-        if (k < n && (cp = code_point(s, k, n, &l), l) && cp == 0x200D)
-            k += l; /* joined to the next pictograph */
-        else
-            return len;
-    }
-}
-
-/* A whitespace-delimited run of more than MT_PROTECT_LONG_WORD_CHARS characters. */
-static size_t match_long_word(const char *s, size_t i, size_t n)
-{
-    if (i > 0 && !is_space((unsigned char)s[i - 1]))
-        return 0;
-    size_t j = i, chars = 0;
-    while (j < n && !is_space((unsigned char)s[j])) {
-        chars += ((unsigned char)s[j] & 0xC0) != 0x80; /* count code points, not bytes */
-        j++;
-    }
-    return chars > MT_PROTECT_LONG_WORD_CHARS ? j - i : 0;
-}
-
 /* What the model reads. Software placeholders (MT_PROTECT_FORMAT) stay as written: the
  * bundled models learnt them from software messages and copy them (and reading
  * "%(spouse)s" tells more than a mask); a copy the model damaged is recognised as a
@@ -317,20 +33,6 @@ static size_t match_long_word(const char *s, size_t i, size_t n)
 enum { MASK_DIGITS_MAX = 10, MASK_BASE_MAX = 1000000 };
 
 static int passed_through(int kind) { return kind == MT_PROTECT_FORMAT; }
-
-/* The length of a placeholder (MT_PROTECT_FORMAT) at s[i], or 0. In a translation, a
- * printf placeholder may take a suffix ("%ss"): not strict there. */
-static size_t placeholder_len(const char *s, size_t i, size_t n, int strict)
-{
-    size_t l = format_len(s, i, n, strict);
-    if (!l)
-        l = match_variable(s, i, n);
-    if (!l)
-        l = match_xml_placeholder(s, i, n);
-    return l;
-}
-
-static size_t match_placeholder(const char *s, size_t i, size_t n) { return placeholder_len(s, i, n, 1); }
 
 /* The number of the brace field "{N}" at s[i] (*len its bytes), or -1. */
 static long mask_at(const char *s, size_t i, size_t n, size_t *len)
@@ -388,12 +90,12 @@ static int scan(const mt_protect *p, int pass, const char *s, size_t n, struct c
             i += ml;
             continue;
         }
-        size_t l = pass ? placeholder_len(s, i, n, 0) : 0;
+        size_t l = pass ? mt_span_placeholder_len(s, i, n, 0) : 0;
         for (size_t j = i + 1; l && j < i + l; j++)
             if (is_mask_of(p, mask_at(s, j, n, &ml)))
                 l = 0;
         if (l) {
-            out[k++] = (struct cand){s + i, i, l, -2, placeholder_len(s, i, n, 1) == l ? 1 : 2};
+            out[k++] = (struct cand){s + i, i, l, -2, mt_span_placeholder_len(s, i, n, 1) == l ? 1 : 2};
             i += l;
             continue;
         }
@@ -418,13 +120,6 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
     p->orig = orig;
     p->n_orig = n;
     p->spans = spans;
-    static const struct {
-        int kind;
-        size_t (*fn)(const char *, size_t, size_t);
-    } rules[] = {{MT_PROTECT_CODE, match_code},         {MT_PROTECT_URL, match_url},
-                 {MT_PROTECT_EMAIL, match_email},       {MT_PROTECT_MENTION, match_mention},
-                 {MT_PROTECT_HASHTAG, match_hashtag},                 {MT_PROTECT_FORMAT, match_placeholder},
-                 {MT_PROTECT_EMOJI, match_emoji},       {MT_PROTECT_LONG_WORD, match_long_word}};
     long base = 0; /* above every "{N}" of the text */
     for (size_t i = 0; i < n; i++) {
         size_t ml;
@@ -433,13 +128,8 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
             base = v + 1;
     }
     for (size_t i = 0; i < n;) {
-        size_t len = 0;
         int kind = 0;
-        for (size_t r = 0; r < sizeof rules / sizeof *rules && !len; r++)
-            if (kinds & (unsigned)rules[r].kind) {
-                len = rules[r].fn(orig, i, n);
-                kind = rules[r].kind;
-            }
+        size_t len = mt_span_find(kinds, orig, i, n, &kind);
         if (!len) {
             size_t ml = 0;
             long v = mask_at(orig, i, n, &ml);
@@ -449,8 +139,8 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
             continue;
         }
         spans[p->n++] = (mt_protect_span){.start = i, .len = len, .kind = kind,
-                                          .glued_left = i > 0 && !is_space((unsigned char)orig[i - 1]),
-                                          .glued_right = i + len < n && !is_space((unsigned char)orig[i + len])};
+                                          .glued_left = i > 0 && !mt_span_is_space((unsigned char)orig[i - 1]),
+                                          .glued_right = i + len < n && !mt_span_is_space((unsigned char)orig[i + len])};
         i += len;
     }
     p->base = base;
@@ -473,12 +163,12 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
     for (int k = 0; k <= p->n; k++) {
         size_t end = k < p->n ? spans[k].start : n;
         for (size_t i = at; i < end; i++) {
-            words += !is_space((unsigned char)orig[i]) && (o == cut || is_space((unsigned char)o[-1]));
+            words += !mt_span_is_space((unsigned char)orig[i]) && (o == cut || mt_span_is_space((unsigned char)o[-1]));
             *o++ = orig[i];
         }
         if (k == p->n)
             break;
-        words += o == cut || is_space((unsigned char)o[-1]);
+        words += o == cut || mt_span_is_space((unsigned char)o[-1]);
         spans[k].word = words - 1;
         cut_at[k] = (size_t)(o - cut);
         if (passed_through(spans[k].kind)) {
@@ -552,25 +242,6 @@ const mt_protect_span *mt_protect_span_at(const mt_protect *p, int i)
     return i >= 0 && i < p->n ? &p->spans[i] : NULL;
 }
 
-/* 1 when the character at s[i] (before: the one ending at s[i]) is a letter or digit
- * (punctuation such as quotes, dashes and spaces outside ASCII, and emoji are not). */
-static int is_word_char(const char *s, size_t i, size_t n, int before)
-{
-    if (i >= n)
-        return 0;
-    if (before)
-        while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
-            i--;
-    size_t l;
-    unsigned long cp = code_point(s, i, n, &l);
-    if (!l)
-        return 0;
-    if (cp < 0x80)
-        return is_word((unsigned char)cp);
-    return cp >= 0xC0 && cp != 0xD7 && cp != 0xF7 && !(cp >= 0x2000 && cp <= 0x2BFF) && !(cp >= 0x3000 && cp <= 0x303F) &&
-           !(cp >= 0xFE30 && cp <= 0xFE4F) && !(cp >= 0xFF00 && cp <= 0xFF0F) && cp < 0x1F000;
-}
-
 /* Where a span whose copy the model dropped goes: after the output word aligned to the
  * source word before its own word, else before the one aligned to the word after it, else
  * at the start (a span that began the text) or the end. hi[w] / lo[w]: the last / first
@@ -637,7 +308,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     size_t tl = strlen(tr);
     int n_out = 0, pass = 0;
     for (size_t i = 0; i < tl; i++)
-        n_out += !is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1]));
+        n_out += !mt_span_is_space((unsigned char)tr[i]) && (i == 0 || mt_span_is_space((unsigned char)tr[i - 1]));
     for (int k = 0; k < p->n; k++)
         pass |= passed_through(p->spans[k].kind);
     struct cand *cp = malloc(sizeof *cp * (tl / 2 + 1)), **order = malloc(sizeof *order * (tl / 2 + 1));
@@ -650,9 +321,9 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     if (!cp || !order || !span_bytes || !ws || !we || !found || !miss || !lo || !hi || mt_strbuf_put(&b, "", 0))
         goto fail;
     for (size_t i = 0, k = 0; i < tl; i++) {
-        if (!is_space((unsigned char)tr[i]) && (i == 0 || is_space((unsigned char)tr[i - 1])))
+        if (!mt_span_is_space((unsigned char)tr[i]) && (i == 0 || mt_span_is_space((unsigned char)tr[i - 1])))
             ws[k] = i;
-        if (!is_space((unsigned char)tr[i]) && (i + 1 == tl || is_space((unsigned char)tr[i + 1])))
+        if (!mt_span_is_space((unsigned char)tr[i]) && (i + 1 == tl || mt_span_is_space((unsigned char)tr[i + 1])))
             we[k++] = i + 1;
     }
     int n_span_bytes = 0;
@@ -738,7 +409,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             goto fail;
         lead = 1;
     }
-    if (lead && tl && !is_space((unsigned char)tr[0]) && mt_strbuf_put(&b, " ", 1))
+    if (lead && tl && !mt_span_is_space((unsigned char)tr[0]) && mt_strbuf_put(&b, " ", 1))
         goto fail;
     /* Events in byte order: a word's end (spans placed after it), a word's start (spans
      * placed before it), a copy (replaced or dropped). */
@@ -773,26 +444,26 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
             if (k >= 0) {
                 /* where the source had whitespace, the span is not glued to a word */
                 const mt_protect_span *sp = &p->spans[k];
-                int gl = i > 0 && is_word_char(tr, i - 1, tl, 1), gr = is_word_char(tr, i + len, tl, 0);
+                int gl = i > 0 && mt_span_is_word_char(tr, i - 1, tl, 1), gr = mt_span_is_word_char(tr, i + len, tl, 0);
                 if (passed_through(sp->kind)) { /* a placeholder may take a suffix ("%ss") */
                     gl = gl && !sp->glued_left;
                     gr = gr && !sp->glued_right;
                 } else { /* a word glued to a link makes another link */
-                    gl = gl && !(sp->start > 0 && is_word_char(p->orig, sp->start - 1, sp->start, 1));
-                    gr = gr && !is_word_char(p->orig, sp->start + sp->len, p->n_orig, 0);
+                    gl = gl && !(sp->start > 0 && mt_span_is_word_char(p->orig, sp->start - 1, sp->start, 1));
+                    gr = gr && !mt_span_is_word_char(p->orig, sp->start + sp->len, p->n_orig, 0);
                 }
                 if (put_span(&b, p, k, gl, gr))
                     goto fail;
-            } else if ((i == 0 || is_space((unsigned char)tr[i - 1])) && (i + len == tl || is_space((unsigned char)tr[i + len]))) {
+            } else if ((i == 0 || mt_span_is_space((unsigned char)tr[i - 1])) && (i + len == tl || mt_span_is_space((unsigned char)tr[i + len]))) {
                 /* a dropped copy standing alone goes with the whitespace after it */
-                while (i + len < tl && is_space((unsigned char)tr[i + len]))
+                while (i + len < tl && mt_span_is_space((unsigned char)tr[i + len]))
                     len++;
                 if (i + len == tl) /* at the end: with the whitespace before it */
-                    while (b.n > 0 && is_space((unsigned char)b.s[b.n - 1]))
+                    while (b.n > 0 && mt_span_is_space((unsigned char)b.s[b.n - 1]))
                         b.s[--b.n] = 0;
-            } else if (i > 0 && is_space((unsigned char)tr[i - 1]) && !is_word_char(tr, i + len, tl, 0)) {
+            } else if (i > 0 && mt_span_is_space((unsigned char)tr[i - 1]) && !mt_span_is_word_char(tr, i + len, tl, 0)) {
                 /* "und %s." without its copy: "und." */
-                while (b.n > 0 && is_space((unsigned char)b.s[b.n - 1]))
+                while (b.n > 0 && mt_span_is_space((unsigned char)b.s[b.n - 1]))
                     b.s[--b.n] = 0;
             }
             at = i + len;
@@ -803,7 +474,7 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     if (mt_strbuf_put(&b, tr + at, tl - at))
         goto fail;
     for (; m < n_miss; m++)
-        if (put_span(&b, p, miss[m].span, b.n > 0 && !is_space((unsigned char)b.s[b.n - 1]), 0))
+        if (put_span(&b, p, miss[m].span, b.n > 0 && !mt_span_is_space((unsigned char)b.s[b.n - 1]), 0))
             goto fail;
     free(cp);
     free(order);
