@@ -59,6 +59,13 @@ const setting cfg_settings[] = {
      OFF(suggestions_db), 0, 0, "SQLite file POST /suggest stores suggestions in (unset: /suggest answers 403)"},
     {"server", "shared_state", "--shared-state", NULL, "MT_SHARED_STATE", "URL", K_STR, OFF(shared_state), 0, 0,
      "postgresql:// URL of the database every replica shares: suggestions, API keys (mt-server keys), rate-limit counters (libpq's PG* variables and password file apply; unset: kept in this process, suggestions in suggestions_db)"},
+    {"server", "file_workers", "--file-workers", NULL, "MT_FILE_WORKERS", "N", K_INT, OFF(file_workers), 1, 256,
+     "with shared_state: threads of this replica that claim file jobs from the queue every replica shares"},
+    {"server", "job_lease_seconds", "--job-lease-seconds", NULL, "MT_JOB_LEASE_SECONDS", "SEC", K_FLOAT,
+     OFF(job_lease_seconds), 0.5, 86400,
+     "with shared_state: a claimed file job's lease, renewed while it is worked on; a replica that dies loses it and another replica takes the job over"},
+    {"server", "job_max_attempts", "--job-max-attempts", NULL, "MT_JOB_MAX_ATTEMPTS", "N", K_INT,
+     OFF(job_max_attempts), 1, 100, "with shared_state: claims of one file job (replicas that died on it) before it fails"},
     {"server", "spool_dir", "--spool-dir", NULL, "MT_SPOOL_DIR", "DIR", K_STR, OFF(spool_dir), 0, 0,
      "directory of the translated files of /translate_file (unset: a private directory in $TMPDIR)"},
     {"workers", "count", "--workers", NULL, "MT_WORKERS", "N", K_INT, OFF(workers), 0, 1024,
@@ -182,6 +189,9 @@ void mt_config_init(mt_config *cfg)
     cfg->file_reader_cpu_seconds = 30;
     cfg->file_reader_memory_mb = 1024;
     cfg->suggest_limit = 30;
+    cfg->file_workers = 2;
+    cfg->job_lease_seconds = 30;
+    cfg->job_max_attempts = 3;
     cfg->beam_size = 0;
     cfg->length_penalty = -1;
     cfg->max_length = 0;

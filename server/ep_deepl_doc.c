@@ -82,7 +82,7 @@ static void doc_add_locked(mt_server *s, const char *spool_id, const char *id, c
     doc *slot = NULL;
     for (int i = 0; i < d->cap && !slot; i++) {
         mt_spool_entry e;
-        if (!d->docs[i].used || mt_spool_lookup(s->spool, d->docs[i].spool, &e)) slot = &d->docs[i];
+        if (!d->docs[i].used || srv_files_lookup(s, d->docs[i].spool, &e)) slot = &d->docs[i];
     }
     for (int i = 0; i < d->cap && !slot; i++)
         if (!slot || d->docs[i].t_start < slot->t_start) slot = &d->docs[i];
@@ -239,7 +239,7 @@ enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
     double t_start = 0;
     long long chars = -1;
     mt_spool_entry e;
-    if (!s->spool || doc_find(s, id, dk, spool_id, &t_start, &chars) || mt_spool_lookup(s->spool, spool_id, &e))
+    if (!s->spool || doc_find(s, id, dk, spool_id, &t_start, &chars) || srv_files_lookup(s, spool_id, &e))
         return srv_deepl_error(c, 404, "Document not found.");
     if (!result) {
         json_t *body = json_pack("{s:s}", "document_id", id);
@@ -267,6 +267,6 @@ enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
     }
     char *buf;
     size_t size;
-    if (mt_spool_read(s->spool, spool_id, &buf, &size, err, sizeof err)) return srv_deepl_error(c, 404, "Document not found.");
+    if (srv_files_read(s, spool_id, &buf, &size, err, sizeof err)) return srv_deepl_error(c, 404, "Document not found.");
     return srv_send_file(c, buf, size, e.name, e.mime);
 }

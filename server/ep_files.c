@@ -98,6 +98,8 @@ typedef struct {
     size_t len;
     char client[160];  /* the rate limits' client (srv_rate_client) */
     char source[33], target[33]; /* the route, resolved (and detected) at upload */
+    void (*progress)(void *user, long done, long total); /* NULL: the spool's entry */
+    void *progress_user;
 } file_job;
 
 static int translate_units(void *user, const char *const *texts, const size_t *lens, int n,
@@ -138,7 +140,8 @@ static int translate_units(void *user, const char *const *texts, const size_t *l
 static void report_progress(void *user, long done, long total)
 {
     file_job *fj = user;
-    mt_spool_progress(fj->srv->spool, fj->id, done, total);
+    if (fj->progress) fj->progress(fj->progress_user, done, total);
+    else mt_spool_progress(fj->srv->spool, fj->id, done, total);
 }
 
 /* The text is extracted: its characters are charged to the client's rate limit. */
@@ -185,25 +188,57 @@ static int failure_status(mt_server *s, const char *id)
     return st;
 }
 
-static void *file_thread(void *arg)
+/* Reads, translates and rebuilds fj's file in an isolated reader: 0 with *out (malloc'd),
+ * else the HTTP status its download answers with, why in err (logged). */
+static int run_file(file_job *fj, unsigned char **out, size_t *out_len, char *err, size_t errlen)
 {
-    file_job *fj = arg;
     mt_server *s = fj->srv;
     mt_format_options fo = mt_format_options_default();
     fo.max_input_bytes = (size_t)s->cfg->max_file_bytes;
     fo.extracted = on_extracted;
     if (s->cfg->file_reader_cpu_seconds > 0) fo.child_cpu_seconds = s->cfg->file_reader_cpu_seconds;
     if (s->cfg->file_reader_memory_mb > 0) fo.child_memory = (size_t)s->cfg->file_reader_memory_mb << 20;
-    unsigned char *out = NULL;
-    size_t out_len = 0;
-    char err[512];
+    *out = NULL;
+    *out_len = 0;
     long restarts = mt_format_isolator_restarts(s->isolator);
     int rc = mt_format_translate_isolated(s->isolator, fj->fmt, fj->data, fj->len, &fo, translate_units,
-                                          report_progress, fj, &out, &out_len, err, sizeof err);
+                                          report_progress, fj, out, out_len, err, errlen);
     if (mt_format_isolator_restarts(s->isolator) != restarts)
         mt_log_write(s->log, MT_LOG_WARN, "files",
                      "msg=\"the document readers' helper process had exited: started a new one\"");
-    if (rc == 0) {
+    if (rc == 0) return 0;
+    int status = fail_status(rc);
+    char q[600];
+    /* a reader killed or crashed: the child process's end is in the reason */
+    mt_log_write(s->log, status == 500 ? MT_LOG_ERROR : MT_LOG_WARN, "files",
+                 "id=%s msg=\"translation failed\" status=%d reason=%s", fj->id, status,
+                 mt_log_quote(q, sizeof q, err));
+    return status;
+}
+
+int srv_files_translate(mt_server *s, const char *client, const char *id, int fmt, const char *source,
+                        const char *target, const unsigned char *data, size_t len,
+                        void (*progress)(void *user, long done, long total), void *progress_user,
+                        unsigned char **out, size_t *out_len, char *err, size_t errlen)
+{
+    file_job fj = {.srv = s, .fmt = (mt_file_format)fmt, .data = (unsigned char *)data, .len = len,
+                   .progress = progress, .progress_user = progress_user};
+    snprintf(fj.id, sizeof fj.id, "%s", id);
+    snprintf(fj.client, sizeof fj.client, "%s", client);
+    snprintf(fj.source, sizeof fj.source, "%s", source);
+    snprintf(fj.target, sizeof fj.target, "%s", target);
+    return run_file(&fj, out, out_len, err, errlen);
+}
+
+static void *file_thread(void *arg)
+{
+    file_job *fj = arg;
+    mt_server *s = fj->srv;
+    unsigned char *out = NULL;
+    size_t out_len = 0;
+    char err[512];
+    int status = run_file(fj, &out, &out_len, err, sizeof err);
+    if (status == 0) {
         char e2[256];
         if (mt_spool_finish(s->spool, fj->id, out, out_len, e2, sizeof e2)) {
             remember_failure(s, fj->id, 500);
@@ -211,14 +246,8 @@ static void *file_thread(void *arg)
         }
         free(out);
     } else {
-        int status = fail_status(rc);
         remember_failure(s, fj->id, status);
         mt_spool_fail(s->spool, fj->id, err);
-        char q[600];
-        /* a reader killed or crashed: the child process's end is in the reason */
-        mt_log_write(s->log, status == 500 ? MT_LOG_ERROR : MT_LOG_WARN, "files",
-                     "id=%s msg=\"translation failed\" status=%d reason=%s", fj->id, status,
-                     mt_log_quote(q, sizeof q, err));
     }
     free(fj->data);
     free(fj);
@@ -323,6 +352,7 @@ int srv_files_route(mt_server *s, int fmt, const char *data, size_t len, const c
 int srv_files_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
                      int route, char *id, double *retry, char *err, size_t errlen)
 {
+    if (s->jobs) return srv_jobs_submit(s, client, name, data, len, fmt, route, id, retry, err, errlen);
     const mt_route *r = mt_langs_get(mt_service_langs(s->svc), route);
     file_job *fj = calloc(1, sizeof *fj);
     if (fj) fj->data = malloc(len ? len : 1);
@@ -439,6 +469,7 @@ enum MHD_Result srv_ep_translate_file(mt_server *s, req_ctx *c)
 
 enum MHD_Result srv_ep_download(mt_server *s, req_ctx *c)
 {
+    if (s->jobs) return srv_jobs_download(s, c);
     const char *id = c->path + strlen(DOWNLOAD_PREFIX);
     mt_spool_entry e;
     if (!s->spool || mt_spool_lookup(s->spool, id, &e))

@@ -33,6 +33,7 @@
 typedef struct mt_ratelimit mt_ratelimit;
 typedef struct mt_store mt_store;
 typedef struct mt_spool mt_spool;
+struct mt_spool_entry;
 
 typedef struct req_ctx req_ctx;
 typedef struct srv_conn srv_conn;
@@ -82,6 +83,7 @@ struct mt_server {
     srv_conn *conns;
     int n_conns, n_refused;
     struct srv_deepl *deepl;  /* DeepL's documents: ids to keys (ep_deepl_doc.c) */
+    struct srv_jobs *jobs;    /* file jobs in the shared queue (ep_jobs.c); NULL: in the spool */
     srv_cidr *proxies;        /* server.trusted_proxies */
     int n_proxies;
 };
@@ -260,6 +262,30 @@ enum MHD_Result srv_send_file(req_ctx *c, char *buf, size_t size, const char *na
  * *retry seconds, 500) with a message. */
 int srv_files_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
                      int route, char *id, double *retry, char *err, size_t errlen);
+/* Reads, translates and rebuilds one file (an isolated reader, the service), charging its
+ * text to client and reporting progress (NULL: none): 0 with *out (malloc'd), else the
+ * HTTP status a download of it answers with and why. */
+int srv_files_translate(mt_server *s, const char *client, const char *id, int fmt, const char *source,
+                        const char *target, const unsigned char *data, size_t len,
+                        void (*progress)(void *user, long done, long total), void *progress_user,
+                        unsigned char **out, size_t *out_len, char *err, size_t errlen);
+
+/* ep_jobs.c: file jobs in the queue replicas share (server.shared_state); without it,
+ * every call below but the lookups does nothing and the spool keeps the jobs. */
+typedef struct srv_jobs srv_jobs;
+int srv_jobs_init(mt_server *s, char *err, size_t errlen);  /* opens the queue; 0 or -1 */
+int srv_jobs_start(mt_server *s, char *err, size_t errlen); /* starts the file workers (service loaded) */
+void srv_jobs_free(mt_server *s); /* stops the workers (a job in hand goes back to the queue) */
+/* srv_files_submit's work when the queue is shared. */
+int srv_jobs_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
+                    int route, char *id, double *retry, char *err, size_t errlen);
+/* GET /download_file/ID when the queue is shared. */
+enum MHD_Result srv_jobs_download(mt_server *s, req_ctx *c);
+/* A job as the spool describes it, wherever it is kept: 0, or -1 (unknown, expired, or
+ * the database cannot be reached). */
+int srv_files_lookup(mt_server *s, const char *id, struct mt_spool_entry *out);
+/* A done job's file, wherever it is kept: as mt_spool_read. */
+int srv_files_read(mt_server *s, const char *id, char **data, size_t *len, char *err, size_t errlen);
 
 /* limits.c: per-client rate limits. */
 int srv_limits_init(mt_server *s, char *err, size_t errlen); /* 0, or -1 with a message */

@@ -35,7 +35,8 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         mt_server_free(s);
         return NULL;
     }
-    if (srv_limits_init(s, err, errlen) || srv_files_init(s, err, errlen) || srv_deepl_init(s, err, errlen) || srv_suggest_init(s, err, errlen)) {
+    if (srv_limits_init(s, err, errlen) || srv_files_init(s, err, errlen) || srv_deepl_init(s, err, errlen) || srv_suggest_init(s, err, errlen) ||
+        srv_jobs_init(s, err, errlen)) {
         mt_server_free(s);
         return NULL;
     }
@@ -204,6 +205,7 @@ int mt_server_load(mt_server *s, char *err, size_t errlen)
                  "batch_max_sentences=%d blas=%s",
                  n, mt_langs_count(mt_service_langs(s->svc)), workers, cfg->threads_per_worker,
                  cfg->queue_capacity, cfg->batch_max_sentences, mt_service_blas_name());
+    if (srv_jobs_start(s, err, errlen)) return -1;
     atomic_store(&s->ready, 1);
     return 0;
 }
@@ -242,6 +244,7 @@ void mt_server_free(mt_server *s)
     /* Give resumed connections a moment to send their answers. */
     for (int i = 0; i < 50 && atomic_load(&s->in_flight) > 0; i++) usleep(10000);
     if (s->daemon) MHD_stop_daemon(s->daemon);
+    srv_jobs_free(s);  /* shared-queue workers use the service too (their jobs go back) */
     srv_files_stop(s); /* file threads use the service (aborted above) */
     mt_service_free(s->svc);
     free(s->languages_json);

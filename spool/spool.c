@@ -199,6 +199,11 @@ static void sanitize_name(const char *name, char *out, size_t cap)
         snprintf(out, cap, "translated");
 }
 
+void mt_spool_download_name(const char *name, char *out, size_t cap)
+{
+    if (out && cap > 1) sanitize_name(name, out, cap);
+}
+
 /* When slot t, if it were the one to expire, would free: finished ones ttl after they
  * finished, running ones at the earliest a ttl from now. */
 static double frees_at(const mt_spool *sp, const slot *t, double now)

@@ -72,7 +72,7 @@ int mt_spool_finish(mt_spool *sp, const char *id, const void *data, size_t len, 
 int mt_spool_fail(mt_spool *sp, const char *id, const char *message);
 
 /* What a download needs to know about a job. */
-typedef struct {
+typedef struct mt_spool_entry {
     mt_spool_state state;
     long done, total;   /* progress of a running job */
     char name[256];     /* download name (sanitised) */
@@ -86,6 +86,9 @@ int mt_spool_lookup(mt_spool *sp, const char *id, mt_spool_entry *out);
 /* A done job's translated bytes: 0 with *data (malloc'd, the caller frees) and *len, or
  * -1 (not done, unknown or expired, or a read error; err says which). */
 int mt_spool_read(mt_spool *sp, const char *id, char **data, size_t *len, char *err, size_t errlen);
+/* The download name the spool keeps for `name` into out (cap bytes): its last path
+ * component, quotes and control characters replaced, cut keeping its extension. */
+void mt_spool_download_name(const char *name, char *out, size_t cap);
 /* Removes jobs finished more than ttl ago; returns how many. (Also done by begin.) */
 int mt_spool_expire(mt_spool *sp);
 

@@ -64,6 +64,12 @@ class TestRunner(unittest.TestCase):
                            T={"test_ok": lambda self: None})
         self.assertEqual(run_quietly(name), (0, "1 passed, 0 failed, 1 skipped"))
 
+    def test_class_error_in_setupclass_is_a_failure_not_a_negative_pass(self):
+        def setup(cls):
+            raise RuntimeError("no model")
+        name = fake_module("class_error", T={"setUpClass": classmethod(setup), "test_a": lambda self: None})
+        self.assertEqual(run_quietly(name), (1, "0 passed, 1 failed, 0 skipped"))
+
 
 if __name__ == "__main__":
     sys.exit(testmain.run(__name__))

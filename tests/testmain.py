@@ -18,10 +18,12 @@ def run(module_name, argv=None, stream=sys.stdout):
     result = unittest.TextTestRunner(verbosity=2, stream=stream).run(suite)
     failed = len(result.failures) + len(result.errors) + len(result.unexpectedSuccesses)
     skipped = len(result.skipped)
-    # A class whose setUpClass skips is one skip entry and no run test: only the skipped
-    # test methods come out of testsRun.
-    ran_and_skipped = sum(1 for t, _ in result.skipped if isinstance(t, unittest.TestCase))
-    passed = result.testsRun - failed - ran_and_skipped
+    # A class whose setUpClass skips or fails is one entry and no run test: only the test
+    # methods skipped or failed come out of testsRun.
+    def ran(entries):
+        return sum(1 for t, _ in entries if isinstance(t, unittest.TestCase))
+    passed = result.testsRun - ran(result.failures + result.errors) - len(result.unexpectedSuccesses) \
+        - ran(result.skipped)
     print("%d passed, %d failed, %d skipped" % (passed, failed, skipped))
     if failed:
         return 1

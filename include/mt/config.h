@@ -60,6 +60,9 @@ typedef struct {
     int file_reader_cpu_seconds; /* CPU time of the process reading one file (RLIMIT_CPU) */
     int file_reader_memory_mb;   /* address space it may add, in MiB (RLIMIT_AS) */
     int suggest_limit;      /* POST /suggest per minute per client; 0: no limit (429 beyond) */
+    int file_workers;       /* with shared_state: threads claiming file jobs from the shared queue */
+    double job_lease_seconds; /* with shared_state: a claimed file job's lease (renewed while worked) */
+    int job_max_attempts;   /* with shared_state: claims of one file job before it fails */
     /* [workers] */
     int workers;            /* translation worker threads (one model state each) */
     int threads_per_worker; /* BLAS threads used by each worker */
