@@ -64,7 +64,9 @@ int srv_jobs_init(mt_server *s, char *err, size_t errlen)
     mt_jobs_options o = mt_jobs_options_default();
     o.url = cfg->shared_state;
     o.worker = worker;
-    o.pool_size = cfg->file_workers + 2;
+    /* made when needed: one per worker, one for the background, and the HTTP threads'
+     * lookups and uploads */
+    o.pool_size = cfg->file_workers + 1 + (cfg->http_threads < 32 ? cfg->http_threads : 32);
     o.lease_s = cfg->job_lease_seconds;
     o.max_attempts = cfg->job_max_attempts;
     o.ttl = cfg->file_ttl;
@@ -114,10 +116,10 @@ static void run_job(mt_server *s, mt_jobs_claimed *job)
     mt_log_write(s->log, MT_LOG_INFO, "files", "id=%s msg=\"claimed from the shared queue\" attempt=%d bytes=%zu",
                  job->id, job->attempts, job->len);
     progress_ctx pc = {sj->q, job, 0};
-    /* the characters are charged to the owner's bucket of file jobs: the queue keeps the
-     * owner's hash only, never a key */
+    /* the characters are charged to the owner's bucket, which the store knows by the same
+     * hash the queue keeps (never a key) */
     char client[120];
-    snprintf(client, sizeof client, "job-owner:%s", job->owner);
+    snprintf(client, sizeof client, "sha256:%s", job->owner);
     unsigned char *out = NULL;
     size_t out_len = 0;
     char err[512];

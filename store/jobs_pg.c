@@ -381,7 +381,10 @@ static void *bg_main(void *arg)
             char err[300];
             last_connect = t;
             lc = connect_one(j, err, sizeof err);
-            PGresult *r = lc ? simple(lc, "LISTEN " CHANNEL, PGRES_COMMAND_OK, err, sizeof err) : NULL;
+            int down;
+            PGresult *r = lc ? exec_on(lc, "LISTEN " CHANNEL, 0, NULL, NULL, NULL, 0, PGRES_COMMAND_OK,
+                                       j->o.statement_timeout_ms, &down, err, sizeof err)
+                             : NULL;
             if (!r) {
                 PQfinish(lc);
                 lc = NULL;

@@ -92,7 +92,8 @@ enum { MT_STORE_RATE_OK = 0, MT_STORE_RATE_LIMITED = 1, MT_STORE_RATE_TOO_LARGE 
  * its limit per minute (0: none) and holds at most a minute's allowance: the same rule as
  * ratelimit.h, counted in the database on the database's clock. Returns MT_STORE_RATE_*
  * (nothing charged unless OK; *retry_after in whole seconds when limited) or a negative
- * MT_STORE_*. The client name is stored hashed. */
+ * MT_STORE_*. The client name is stored hashed; a client given as "sha256:" and 64 hex
+ * digits is that hash already (a queued file job's owner, jobs.h: the same bucket). */
 int mt_store_rate_charge(mt_store *st, const char *client, int requests, long chars,
                          int requests_per_minute, long chars_per_minute, int *retry_after,
                          char *err, size_t errlen);

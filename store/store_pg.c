@@ -543,7 +543,11 @@ int store_pg_rate_charge(store_pg *pg, const char *client, int requests, long ch
     if (requests_per_minute <= 0) requests = 0;
     if (chars_per_minute <= 0) chars = 0;
     char h[2 + 2 * SHA256_DIGEST_SIZE + 1], rq[16], ch[32], rl[16], cl[32];
-    hash_hex(client ? client : "", h);
+    if (client && strlen(client) == 7 + 2 * SHA256_DIGEST_SIZE && !strncmp(client, "sha256:", 7) &&
+        strspn(client + 7, "0123456789abcdef") == 2 * SHA256_DIGEST_SIZE)
+        snprintf(h, sizeof h, "\\x%s", client + 7); /* hashed already */
+    else
+        hash_hex(client ? client : "", h);
     snprintf(rq, sizeof rq, "%d", requests);
     snprintf(ch, sizeof ch, "%ld", chars);
     snprintf(rl, sizeof rl, "%d", requests_per_minute > 0 ? requests_per_minute : 0);
