@@ -21,7 +21,7 @@ import unittest
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402
+import mtfixtures as ts  # noqa: E402
 
 DEPLOY = os.path.join(ts.SRC, "deploy")
 
@@ -55,7 +55,8 @@ class TestKubernetes(unittest.TestCase):
         cls.dep = cls.by_kind["Deployment"]
         cls.pod = cls.dep["spec"]["template"]
         cls.ctr = cls.pod["spec"]["containers"][0]
-        cls.env = {e["name"]: e["value"] for e in cls.ctr["env"]}
+        cls.env = {e["name"]: e["value"] for e in cls.ctr["env"] if "value" in e}
+        cls.env_from = {e["name"]: e["valueFrom"] for e in cls.ctr["env"] if "valueFrom" in e}
 
     def test_every_kind_is_there(self):
         for kind in ("Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"):
@@ -158,7 +159,84 @@ class TestKubernetes(unittest.TestCase):
             self.assertIn("memory", self.ctr["resources"][k])
 
     def test_environment_names_are_settings(self):
-        self.assertEqual(set(self.env) - server_settings(), set())
+        self.assertEqual((set(self.env) | set(self.env_from)) - server_settings(), set())
+
+    def test_shared_state_from_an_optional_secret(self):
+        """The database URL comes from the Secret mt-shared-state (key url); without it
+        (optional) each pod keeps its own state, as one machine does."""
+        ref = self.env_from["MT_SHARED_STATE"]["secretKeyRef"]
+        self.assertEqual((ref["name"], ref["key"], ref.get("optional")), ("mt-shared-state", "url", True))
+        self.assertNotIn("MT_SHARED_STATE", self.env)  # never a URL with a password in the manifest
+
+
+class TestKubernetesPostgres(unittest.TestCase):
+    """deploy/kubernetes-postgres: the base plus an in-cluster PostgreSQL (StatefulSet +
+    Service) and the Secret that points the replicas at it; the KEDA example counts the
+    queue's jobs."""
+    KDIR = os.path.join(DEPLOY, "kubernetes-postgres")
+
+    def test_overlay(self):
+        if shutil.which("kubectl"):
+            r = subprocess.run(["kubectl", "kustomize", self.KDIR], capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            docs = [d for d in yaml.safe_load_all(r.stdout) if d]
+            how = "kubectl kustomize"
+        else:
+            with open(os.path.join(self.KDIR, "kustomization.yaml")) as f:
+                k = yaml.safe_load(f)
+            docs = []
+            for name in k["resources"]:
+                path = os.path.join(self.KDIR, name)
+                if os.path.isdir(path):
+                    docs += kubernetes_docs()[0]
+                else:
+                    with open(path) as f:
+                        docs += [d for d in yaml.safe_load_all(f) if d]
+            for g in k["secretGenerator"]:
+                docs.append({"kind": "Secret", "metadata": {"name": g["name"]},
+                             "stringData": dict(kv.split("=", 1) for kv in g["literals"])})
+            how = "manifests as written"
+        kinds = {}
+        for d in docs:
+            kinds.setdefault(d["kind"], []).append(d)
+        for kind in ("Deployment", "Service", "StatefulSet", "Secret", "HorizontalPodAutoscaler"):
+            self.assertIn(kind, kinds, how)
+        secret = kinds["Secret"][0]
+        data = secret.get("stringData") or {k: __import__("base64").b64decode(v).decode()
+                                           for k, v in secret["data"].items()}
+        dep = kinds["Deployment"][0]["spec"]["template"]["spec"]["containers"][0]
+        ref = [e for e in dep["env"] if e["name"] == "MT_SHARED_STATE"][0]["valueFrom"]["secretKeyRef"]
+        self.assertEqual(ref["name"], secret["metadata"]["name"])
+        sts = kinds["StatefulSet"][0]
+        pg = sts["spec"]["template"]["spec"]["containers"][0]
+        pw = [e for e in pg["env"] if e["name"] == "POSTGRES_PASSWORD"][0]["valueFrom"]["secretKeyRef"]
+        self.assertEqual((pw["name"], pw["key"]), (secret["metadata"]["name"], "password"))
+        svc = [s for s in kinds["Service"] if s["metadata"]["name"] == sts["spec"]["serviceName"]][0]
+        self.assertRegex(data[ref["key"]], r"^postgresql://[^@]+@%s:%d/" % (svc["metadata"]["name"],
+                                                                          svc["spec"]["ports"][0]["port"]))
+        self.assertIn(data["password"], data[ref["key"]])
+        self.assertEqual(sts["spec"]["template"]["metadata"]["labels"], svc["spec"]["selector"])
+
+    def test_keda_counts_the_job_queue(self):
+        with open(os.path.join(self.KDIR, "keda-scaledobject.yaml")) as f:
+            docs = {d["kind"]: d for d in yaml.safe_load_all(f) if d}
+        trig = docs["ScaledObject"]["spec"]["triggers"][0]
+        self.assertEqual(trig["type"], "postgresql")
+        self.assertIn("FROM mt_jobs", trig["metadata"]["query"])
+        self.assertEqual(docs["ScaledObject"]["spec"]["scaleTargetRef"]["name"], "mt-server")
+
+
+class TestComposePostgres(unittest.TestCase):
+    def test_replicas_share_the_postgres_service(self):
+        with open(os.path.join(ts.SRC, "docker", "compose.scale.yml")) as f:
+            c = yaml.safe_load(f)
+        mt, pg = c["services"]["mt"], c["services"]["postgres"]
+        self.assertIn("postgres", mt["depends_on"])
+        self.assertEqual(mt["depends_on"]["postgres"]["condition"], "service_healthy")
+        self.assertIn("healthcheck", pg)
+        self.assertIn("@postgres:5432/", mt["environment"]["MT_SHARED_STATE"])
+        self.assertNotIn("POSTGRES_PASSWORD", mt["environment"]["MT_SHARED_STATE"])  # PGPASSWORD instead
+        self.assertIn("PGPASSWORD", mt["environment"])
 
 
 class TestSystemd(unittest.TestCase):
