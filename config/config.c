@@ -20,6 +20,22 @@
 
 #define OFF(f) offsetof(mt_config, f)
 
+/* A row of decoding_options.h as a setting: CFG rows only (NOCFG ones expand to nothing). */
+#define DEC_ROW_(ID, name, flag, alias, arg, type, min, max, min_open, where, batch_key, cache_key, cfg, help) \
+    DEC_ROW_##cfg(ID, name, flag, alias, arg, type, min, max, min_open, help)
+#define DEC_ROW_NOCFG(...)
+#define DEC_ROW_CFG(ID, name, flag, alias, arg, type, min, max, min_open, help)                                \
+    {"decoding", #name, flag, alias, "MT_" #ID, MT_OPT_##type == MT_OPT_BOOL ? "BOOL" : arg, K_DEC,              \
+     MT_OPT_##ID, min, max, help},
+/* The rest of each row: the option's type and whether its min is excluded, by id. */
+#define DEC_INFO_(ID, name, flag, alias, arg, type, min, max, min_open, where, batch_key, cache_key, cfg, help) \
+    [MT_OPT_##ID] = {MT_OPT_##type, min_open},
+static const struct {
+    int type, min_open;
+} DEC_INFO[MT_OPT_COUNT] = {MT_DECODING_OPTIONS(DEC_INFO_)};
+
+int cfg_dec_type(const setting *s) { return DEC_INFO[s->off].type; }
+
 const setting cfg_settings[] = {
     {"server", "host", "--host", NULL, "MT_HOST", "ADDR", K_STR, OFF(host), 0, 0,
      "listen address (0.0.0.0 for all interfaces)"},
@@ -115,28 +131,8 @@ const setting cfg_settings[] = {
      "memory (MiB of address space) the process that reads one file may add; beyond: that job fails (422)"},
     {"limits", "max_file_jobs", "--max-file-jobs", NULL, "MT_MAX_FILE_JOBS", "N", K_INT,
      OFF(max_file_jobs), 1, 100000, "translated files kept at once (running and finished); beyond: 503"},
-    {"decoding", "beam_size", "--beam", "--beam-size", "MT_BEAM_SIZE", "N", K_INT,
-     OFF(beam_size), 0, 256, "default beam size (0: the model's num_beams, else 4)"},
-    {"decoding", "length_penalty", "--length-penalty", NULL, "MT_LENGTH_PENALTY", "A", K_FLOAT,
-     OFF(length_penalty), 0, 100, "default length penalty (unset: the model's)"},
-    {"decoding", "max_length", "--max-length", NULL, "MT_MAX_LENGTH", "N", K_INT,
-     OFF(max_length), 0, 1000000, "default max decoding steps (0: the model's)"},
-    {"decoding", "sampling_topk", "--sampling-topk", NULL, "MT_SAMPLING_TOPK", "K", K_INT,
-     OFF(sampling_topk), 0, 1000000, "default sampling: from the K most likely (0: all; 1: no sampling)"},
-    {"decoding", "sampling_topp", "--sampling-topp", NULL, "MT_SAMPLING_TOPP", "P", K_FLOAT,
-     OFF(sampling_topp), 1e-9, 1, "default sampling: from the smallest set of mass >= P (1: all)"},
-    {"decoding", "sampling_temperature", "--sampling-temperature", NULL, "MT_SAMPLING_TEMPERATURE", "T",
-     K_FLOAT, OFF(sampling_temperature), 1e-6, 1000, "default sampling temperature (> 0)"},
-    {"decoding", "seed", "--seed", NULL, "MT_SEED", "N", K_LONG, OFF(seed), 0, 9e15,
-     "default sampling seed (a request's seed overrides it)"},
-    {"decoding", "no_repeat_ngram_size", "--no-repeat-ngram-size", NULL, "MT_NO_REPEAT_NGRAM_SIZE", "N",
-     K_INT, OFF(no_repeat_ngram_size), 0, 1000, "default: no n-gram of this size twice (0: off)"},
-    {"decoding", "repetition_penalty", "--repetition-penalty", NULL, "MT_REPETITION_PENALTY", "R", K_FLOAT,
-     OFF(repetition_penalty), 1, 1000, "default penalty of generated tokens (1: off)"},
-    {"decoding", "min_length", "--min-length", NULL, "MT_MIN_LENGTH", "N", K_INT, OFF(min_length), 0,
-     1000000, "default minimum output tokens before the end (0: off)"},
-    {"decoding", "replace_unknowns", "--replace-unknowns", NULL, "MT_REPLACE_UNKNOWNS", "BOOL", K_BOOL,
-     OFF(replace_unknowns), 0, 0, "replace <unk> in outputs by the aligned source token"},
+    /* [decoding]: decoding_options.h's CFG rows (their range, flag, help), then compute_type */
+    MT_DECODING_OPTIONS(DEC_ROW_)
     {"decoding", "compute_type", "--compute-type", NULL, "MT_COMPUTE_TYPE", "TYPE", K_STR,
      OFF(compute_type), 0, 0,
      "arithmetic of the matrix products: float32 (exact), bfloat16, int8, auto (fastest measured at "
@@ -192,17 +188,7 @@ void mt_config_init(mt_config *cfg)
     cfg->file_workers = 2;
     cfg->job_lease_seconds = 30;
     cfg->job_max_attempts = 3;
-    cfg->beam_size = 0;
-    cfg->length_penalty = -1;
-    cfg->max_length = 0;
-    cfg->sampling_topk = 1;
-    cfg->sampling_topp = 1;
-    cfg->sampling_temperature = 1;
-    cfg->seed = 0;
-    cfg->no_repeat_ngram_size = 0;
-    cfg->repetition_penalty = 1;
-    cfg->min_length = 0;
-    cfg->replace_unknowns = 0;
+    for (int i = 0; i < MT_OPT_COUNT; i++) cfg->decoding[i] = NAN;
     snprintf(cfg->compute_type, sizeof cfg->compute_type, "default");
     snprintf(cfg->kernels, sizeof cfg->kernels, "auto");
     cfg->split_min = 1;
@@ -319,12 +305,35 @@ int cfg_parse_level_text(const char *s, int *out)
     return 0;
 }
 
+/* A [decoding] option's value after its row's checks. 0 for a count that starts at 1
+ * (beam_size, max_length) leaves it unset: the model's default, as such files always meant. */
+static int store_decoding(mt_config *cfg, const setting *s, double v, int is_integer, const char *where, char *err,
+                          size_t errlen)
+{
+    int integral = cfg_dec_type(s) != MT_OPT_FLOAT, min_open = DEC_INFO[s->off].min_open;
+    if (integral && !is_integer) return mt_error(MT_ERR_INVALID, err, errlen, "%s must be an integer", where);
+    if (v == 0 && integral && s->min > 0) {
+        cfg->decoding[s->off] = NAN;
+        return 0;
+    }
+    if (!((min_open ? v > s->min : v >= s->min) && v <= s->max)) {
+        if (!integral)
+            return mt_error(MT_ERR_INVALID, err, errlen, "%s: %g is out of range (%s%g..%g)", where, v,
+                            min_open ? "above " : "", s->min, s->max);
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %.0f is out of range (%.0f..%.0f)", where, v, s->min,
+                        s->max);
+    }
+    cfg->decoding[s->off] = v;
+    return 0;
+}
+
 /* Stores a number into the setting's field after the range check. `where` prefixes
  * messages ("FILE:3:8: workers.count" or "--workers"). */
 int cfg_store_number(mt_config *cfg, const setting *s, double v, int is_integer,
                         const char *where, char *err, size_t errlen)
 {
     char *base = (char *)cfg;
+    if (s->kind == K_DEC) return store_decoding(cfg, s, v, is_integer, where, err, errlen);
     if ((s->kind == K_INT || s->kind == K_LONG) && !is_integer)
         return mt_error(MT_ERR_INVALID, err, errlen, "%s must be an integer", where);
     if (!(v >= s->min && v <= s->max)) {
@@ -345,7 +354,7 @@ static int cfg_store_number_text(mt_config *cfg, const setting *s, const char *t
 {
     char *end;
     errno = 0;
-    if (s->kind == K_FLOAT) {
+    if (s->kind == K_FLOAT || (s->kind == K_DEC && cfg_dec_type(s) == MT_OPT_FLOAT)) {
         double v = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(v) || isspace((unsigned char)text[0]))
             return mt_error(MT_ERR_INVALID, err, errlen, "%s: '%s' is not a number", where, text);
@@ -368,6 +377,15 @@ int cfg_apply_text(mt_config *cfg, const setting *s, const char *text, const cha
         if (strlen(text) >= 256) return mt_error(MT_ERR_INVALID, err, errlen, "%s: value too long", where);
         snprintf(base + s->off, 256, "%s", text);
         return 0;
+    case K_DEC:
+        if (cfg_dec_type(s) == MT_OPT_BOOL) {
+            int b;
+            if (cfg_parse_bool_text(text, &b))
+                return mt_error(MT_ERR_INVALID, err, errlen, "%s: '%s' is not a boolean (true/false)", where, text);
+            cfg->decoding[s->off] = b;
+            return 0;
+        }
+        return cfg_store_number_text(cfg, s, text, where, err, errlen);
     case K_INT:
     case K_LONG:
     case K_FLOAT: return cfg_store_number_text(cfg, s, text, where, err, errlen);
@@ -486,9 +504,9 @@ int mt_config_validate(const mt_config *cfg, char *err, size_t errlen)
         return mt_error(MT_ERR_INVALID, err, errlen, "decoding.compute_type: '%s' is not float32, bfloat16, int8, auto or "
                     "default", cfg->compute_type);
     if (cfg_validate_engine(cfg, err, errlen)) return -1;
-    if (cfg->beam_size > cfg->max_beam_size)
-        return mt_error(MT_ERR_INVALID, err, errlen, "decoding.beam_size (%d) exceeds limits.max_beam_size (%d)",
-                    cfg->beam_size, cfg->max_beam_size);
+    if (cfg->decoding[MT_OPT_BEAM_SIZE] > cfg->max_beam_size) /* false for NAN: unset */
+        return mt_error(MT_ERR_INVALID, err, errlen, "decoding.beam_size (%.0f) exceeds limits.max_beam_size (%d)",
+                    cfg->decoding[MT_OPT_BEAM_SIZE], cfg->max_beam_size);
     for (int i = 0; i < cfg->n_api_keys; i++)
         if (!cfg->api_keys[i][0]) return mt_error(MT_ERR_INVALID, err, errlen, "empty API key");
     return 0;

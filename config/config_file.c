@@ -119,9 +119,19 @@ static int store_value(file_ctx *fc, const setting *s, const char *where, mt_tom
         if (v->slen >= 256) return mt_toml_fail(r, v->line, v->col, "%s is too long", where);
         memcpy(base + s->off, v->s, v->slen + 1);
         return 0;
+    case K_DEC:
+        if (cfg_dec_type(s) == MT_OPT_BOOL) {
+            if (v->type != MT_TOML_BOOL)
+                return mt_toml_fail(r, v->line, v->col, "%s must be a boolean (true or false), not %s", where,
+                                    mt_toml_type_name(v->type));
+            fc->cfg->decoding[s->off] = v->b;
+            return 0;
+        }
+        /* fall through */
     case K_INT:
     case K_LONG:
     case K_FLOAT: {
+        int is_float = s->kind == K_FLOAT || (s->kind == K_DEC && cfg_dec_type(s) == MT_OPT_FLOAT);
         double d;
         int is_int;
         if (v->type == MT_TOML_INT) {
@@ -132,9 +142,9 @@ static int store_value(file_ctx *fc, const setting *s, const char *where, mt_tom
             is_int = 0;
         } else {
             return mt_toml_fail(r, v->line, v->col, "%s must be %s, not %s", where,
-                         s->kind == K_FLOAT ? "a number" : "an integer", mt_toml_type_name(v->type));
+                         is_float ? "a number" : "an integer", mt_toml_type_name(v->type));
         }
-        if (s->kind != K_FLOAT && !is_int)
+        if (!is_float && !is_int)
             return mt_toml_fail(r, v->line, v->col, "%s must be an integer, not a float", where);
         if (cfg_store_number(fc->cfg, s, d, is_int, where, msg, sizeof msg))
             return mt_toml_fail(r, v->line, v->col, "%s", msg);

@@ -157,13 +157,15 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
             const char *names[2] = {s->flag, s->alias};
             for (int j = 0; j < 2 && !hit; j++) {
                 if (!names[j]) continue;
-                if (s->kind == K_BOOL && strcmp(a, names[j]) == 0) {
+                int is_bool = s->kind == K_BOOL || (s->kind == K_DEC && cfg_dec_type(s) == MT_OPT_BOOL);
+                if (is_bool && strcmp(a, names[j]) == 0) {
                     hit = s;
                     /* "--flag true|false" as the help shows, or a bare "--flag" meaning true */
                     if (i + 1 < argc && (!strcmp(argv[i + 1], "true") || !strcmp(argv[i + 1], "false"))) {
                         v = argv[++i];
                     } else {
-                        *(int *)((char *)cfg + s->off) = 1;
+                        if (s->kind == K_DEC) cfg->decoding[s->off] = 1;
+                        else *(int *)((char *)cfg + s->off) = 1;
                         v = NULL;
                     }
                     break;

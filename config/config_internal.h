@@ -13,7 +13,10 @@
 #define MT_VERSION "0.1.0"
 #endif
 
-typedef enum { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_LEVEL, K_KEYS } kind_t;
+/* K_DEC: a [decoding] option, stored as a double in mt_config.decoding[off] (NAN: unset);
+ * its range min..max, its type (cfg_dec_type) and whether min is excluded from
+ * decoding_options.h's row. */
+typedef enum { K_STR, K_INT, K_LONG, K_FLOAT, K_BOOL, K_LEVEL, K_KEYS, K_DEC } kind_t;
 
 typedef struct {
     const char *section, *key; /* file: [section] key */
@@ -22,7 +25,7 @@ typedef struct {
     const char *env;           /* environment variable */
     const char *metavar;
     kind_t kind;
-    size_t off;                /* field in mt_config */
+    size_t off;                /* field in mt_config; K_DEC: the option's MT_OPT_* id */
     double min, max;           /* inclusive range for numbers */
     const char *help;
 } setting;
@@ -44,6 +47,8 @@ void cfg_free_models(mt_config *cfg);
 int cfg_valid_lang(const char *s);
 int cfg_parse_bool_text(const char *s, int *out);
 int cfg_parse_level_text(const char *s, int *out);
+/* A K_DEC setting's option type: MT_OPT_INT, _FLOAT, _U64 or _BOOL. */
+int cfg_dec_type(const setting *s);
 /* Stores a number into setting s after its range check; `where` names the source. */
 int cfg_store_number(mt_config *cfg, const setting *s, double v, int is_integer, const char *where, char *err,
                      size_t errlen);

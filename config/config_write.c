@@ -35,6 +35,7 @@ static void write_default(FILE *f, const setting *s)
     case K_BOOL: fprintf(f, "%s", *(const int *)(base + s->off) ? "true" : "false"); break;
     case K_LEVEL: fprintf(f, "%s", mt_config_log_level_name(*(const int *)(base + s->off))); break;
     case K_KEYS: fprintf(f, "none"); break;
+    case K_DEC: break; /* mt_config_write_help says "unset" */
     }
 }
 
@@ -57,8 +58,12 @@ void mt_config_write_help(FILE *f, const char *prog)
         const setting *s = &cfg_settings[i];
         char flag[64];
         snprintf(flag, sizeof flag, "%s %s", s->flag, s->metavar);
-        fprintf(f, "  %-24s [%s] %s.%s: %s (default ", flag, s->env, s->section, s->key, s->help);
-        write_default(f, s);
+        if (s->kind == K_DEC) /* its help names the defaults; this sets one for every request */
+            fprintf(f, "  %-24s [%s] %s.%s: for requests that do not set it: %s (default unset", flag, s->env,
+                    s->section, s->key, s->help);
+        else
+            fprintf(f, "  %-24s [%s] %s.%s: %s (default ", flag, s->env, s->section, s->key, s->help);
+        if (s->kind != K_DEC) write_default(f, s);
         fprintf(f, ")\n");
         if (s->alias) fprintf(f, "  %-24s same as %s\n", s->alias, s->flag);
     }
@@ -127,6 +132,14 @@ void mt_config_write(const mt_config *cfg, FILE *f)
         case K_LEVEL:
             fprintf(f, "%s = \"%s\"", s->key, mt_config_log_level_name(*(const int *)(base + s->off)));
             break;
+        case K_DEC: {
+            double v = cfg->decoding[s->off];
+            if (isnan(v)) fprintf(f, "# %s: unset", s->key);
+            else if (cfg_dec_type(s) == MT_OPT_BOOL) fprintf(f, "%s = %s", s->key, v != 0 ? "true" : "false");
+            else if (cfg_dec_type(s) == MT_OPT_FLOAT) fprintf(f, "%s = %.17g", s->key, v);
+            else fprintf(f, "%s = %.0f", s->key, v);
+            break;
+        }
         case K_KEYS:
             fprintf(f, "%s = [", s->key);
             for (int k = 0; k < cfg->n_api_keys; k++) {

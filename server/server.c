@@ -6,6 +6,7 @@
 #include "cpus.h"
 
 #include <netdb.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,24 +125,14 @@ static void on_loaded(void *u, int i, const mt_service_model *m)
                  m->load_ms);
 }
 
-/* The server's [decoding] settings as the service's defaults (0 or a negative length
- * penalty: the model's own). */
+/* The server's [decoding] settings as the service's defaults: those set (config checked
+ * them against the same rows). */
 static mt_decoding decoding_defaults(const mt_config *cfg)
 {
     mt_decoding d = {0};
     char e[200];
-    if (cfg->beam_size > 0) mt_option_set(&d, MT_OPT_BEAM_SIZE, cfg->beam_size, 0, "", e, sizeof e);
-    if (cfg->length_penalty >= 0) mt_option_set(&d, MT_OPT_LENGTH_PENALTY, cfg->length_penalty, 0, "", e, sizeof e);
-    if (cfg->max_length > 0) mt_option_set(&d, MT_OPT_MAX_LENGTH, cfg->max_length, 0, "", e, sizeof e);
-    /* config checked the ranges; these always have a value */
-    mt_option_set(&d, MT_OPT_SAMPLING_TOPK, cfg->sampling_topk, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_SAMPLING_TOPP, cfg->sampling_topp, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_SAMPLING_TEMPERATURE, cfg->sampling_temperature, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_SEED, (double)cfg->seed, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_NO_REPEAT_NGRAM_SIZE, cfg->no_repeat_ngram_size, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_REPETITION_PENALTY, cfg->repetition_penalty, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_MIN_LENGTH, cfg->min_length, 0, "", e, sizeof e);
-    mt_option_set(&d, MT_OPT_REPLACE_UNKNOWNS, cfg->replace_unknowns, 0, "", e, sizeof e);
+    for (int id = 0; id < MT_OPT_COUNT; id++)
+        if (!isnan(cfg->decoding[id])) mt_option_set(&d, id, cfg->decoding[id], 0, "", e, sizeof e);
     return d;
 }
 

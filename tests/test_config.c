@@ -2,6 +2,7 @@
  * reader (errors name key and position), environment, flags and their precedence. */
 #include <check.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,9 +49,8 @@ START_TEST(test_defaults)
     mt_config_init(&cfg);
     ck_assert_str_eq(cfg.host, "127.0.0.1");
     ck_assert_int_eq(cfg.port, 8080);
-    ck_assert_int_eq(cfg.beam_size, 0); /* 0: the model's default, like mt-translate */
-    ck_assert(cfg.length_penalty < 0);
-    ck_assert_int_eq(cfg.max_length, 0);
+    /* [decoding] unset: the model's defaults, like mt-translate */
+    for (int id = 0; id < MT_OPT_COUNT; id++) ck_assert(isnan(cfg.decoding[id]));
     ck_assert_int_eq(cfg.n_models, 0);
     ck_assert_int_eq(cfg.n_api_keys, 0);
     ck_assert_int_gt(cfg.queue_capacity, 0);
@@ -131,9 +131,9 @@ START_TEST(test_full_file)
     ck_assert_int_eq(cfg.max_texts, 5);
     ck_assert_int_eq(cfg.max_text_chars, 300);
     ck_assert_int_eq(cfg.max_beam_size, 6);
-    ck_assert_int_eq(cfg.beam_size, 2);
-    ck_assert_double_eq_tol(cfg.length_penalty, 0.6, 1e-12);
-    ck_assert_int_eq(cfg.max_length, 64);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_BEAM_SIZE], 2);
+    ck_assert_double_eq_tol(cfg.decoding[MT_OPT_LENGTH_PENALTY], 0.6, 1e-12);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_MAX_LENGTH], 64);
     ck_assert_int_eq(cfg.log_level, MT_LOG_DEBUG);
     ck_assert_int_eq(cfg.access_log, 0);
     ck_assert_int_eq(cfg.n_models, 2);
@@ -163,7 +163,7 @@ START_TEST(test_strings_and_escapes)
     mt_config_free(&cfg);
     /* Integer accepted where a float is expected; negative values parsed. */
     ck_assert_msg(load(&cfg, "[decoding]\nlength_penalty = 1\n") == 0, "%s", err);
-    ck_assert_double_eq(cfg.length_penalty, 1.0);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_LENGTH_PENALTY], 1.0);
     mt_config_free(&cfg);
     /* An empty file changes nothing. */
     ck_assert_msg(load(&cfg, "") == 0, "%s", err);
@@ -308,10 +308,10 @@ START_TEST(test_env)
     ck_assert_int_eq(cfg.port, 9100);
     ck_assert_str_eq(cfg.host, "0.0.0.0");
     ck_assert_int_eq(cfg.workers, 3);
-    ck_assert_double_eq_tol(cfg.length_penalty, 0.8, 1e-12);
+    ck_assert_double_eq_tol(cfg.decoding[MT_OPT_LENGTH_PENALTY], 0.8, 1e-12);
     ck_assert_int_eq(cfg.access_log, 0);
     ck_assert_int_eq(cfg.log_level, MT_LOG_WARN);
-    ck_assert_int_eq(cfg.beam_size, 0);
+    ck_assert(isnan(cfg.decoding[MT_OPT_BEAM_SIZE])); /* empty: unset */
     ck_assert_int_eq(cfg.n_api_keys, 2);
     ck_assert_str_eq(cfg.api_keys[0], "a");
     ck_assert_str_eq(cfg.api_keys[1], "b");
@@ -347,8 +347,8 @@ START_TEST(test_args)
     ck_assert_msg(mt_config_apply_args(&cfg, argc, argv, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(cfg.port, 1234);
     ck_assert_str_eq(cfg.host, "::1");
-    ck_assert_int_eq(cfg.beam_size, 3);
-    ck_assert_int_eq(cfg.max_length, 50);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_BEAM_SIZE], 3);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_MAX_LENGTH], 50);
     ck_assert_int_eq(cfg.workers, 2);
     ck_assert_int_eq(cfg.threads_per_worker, 4);
     ck_assert_int_eq(cfg.n_models, 2);
@@ -359,7 +359,7 @@ START_TEST(test_args)
     ck_assert_int_eq(cfg.access_log, 0);
     ck_assert_int_eq(cfg.log_level, MT_LOG_DEBUG);
     ck_assert_int_eq(cfg.batch_max_wait_ms, 0);
-    ck_assert_double_eq(cfg.length_penalty, 1.5);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_LENGTH_PENALTY], 1.5);
     mt_config_free(&cfg);
 
     /* booleans: "--flag false" as --help shows, "--flag=false", and a bare "--flag" */
@@ -464,6 +464,36 @@ START_TEST(test_validate)
                                 "[[models]]\npath = \"/m\"\n"), 0);
     ck_assert_int_eq(mt_config_validate(&cfg, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "exceeds limits.max_beam_size"));
+    mt_config_free(&cfg);
+}
+END_TEST
+
+/* [decoding] is decoding_options.h's CFG rows: their ranges (length_penalty 0..10 as a
+ * request's, not the old 0..100 of its own), the open lower bound of sampling_topp, every
+ * such row a key with its MT_ variable, the per-request-only rows no key; 0 for a count
+ * leaves it unset. */
+START_TEST(test_decoding_rows_from_options_table)
+{
+    expect_error("[decoding]\nlength_penalty = 50\n", "decoding.length_penalty: 50 is out of range (0..10)");
+    expect_error("[decoding]\nsampling_topp = 0\n", "decoding.sampling_topp: 0 is out of range (above 0..1)");
+    expect_error("[decoding]\nbeam_size = 257\n", "out of range (1..256)");
+    expect_error("[decoding]\nn_best = 2\n", "n_best");
+    expect_error("[decoding]\nseed = 1.5\n", "must be an integer");
+    mt_config cfg;
+    ck_assert_msg(load(&cfg, "[decoding]\nbeam_size = 0\nsampling_topp = 0.5\nreplace_unknowns = true\n"
+                             "seed = 9007199254740991\n") == 0, "%s", err);
+    ck_assert(isnan(cfg.decoding[MT_OPT_BEAM_SIZE]));
+    ck_assert_double_eq(cfg.decoding[MT_OPT_SAMPLING_TOPP], 0.5);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_REPLACE_UNKNOWNS], 1);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_SEED], 9007199254740991.0);
+    mt_config_free(&cfg);
+    char *env[] = {"MT_NO_REPEAT_NGRAM_SIZE=3", NULL};
+    char *argv[] = {"mt-server", "--model", "/m", "--beam-size", "5", "--replace-unknowns", NULL};
+    mt_config_init(&cfg);
+    ck_assert_msg(mt_config_resolve(&cfg, 6, argv, env, err, sizeof err) == 0, "%s", err);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_NO_REPEAT_NGRAM_SIZE], 3);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_BEAM_SIZE], 5);
+    ck_assert_double_eq(cfg.decoding[MT_OPT_REPLACE_UNKNOWNS], 1);
     mt_config_free(&cfg);
 }
 END_TEST
@@ -603,7 +633,7 @@ START_TEST(test_write_roundtrip)
     ck_assert_str_eq(b.api_keys[0], "se\"cret");
     ck_assert_str_eq(b.models[0].path, "/m/x y");
     ck_assert_str_eq(b.models[0].target, "de");
-    ck_assert_double_eq(b.length_penalty, 0.25);
+    ck_assert_double_eq(b.decoding[MT_OPT_LENGTH_PENALTY], 0.25);
     ck_assert_int_eq(b.log_level, MT_LOG_ERROR);
     ck_assert_int_eq(b.queue_capacity, a.queue_capacity);
     free(buf);
@@ -617,7 +647,7 @@ START_TEST(test_write_roundtrip)
     fclose(f);
     mt_config_init(&b);
     ck_assert_int_eq(mt_config_load_string(&b, buf, len, "dump", NULL, err, sizeof err), 0);
-    ck_assert(b.length_penalty < 0);
+    ck_assert(isnan(b.decoding[MT_OPT_LENGTH_PENALTY]));
     free(buf);
     mt_config_free(&a);
     mt_config_free(&b);
@@ -708,6 +738,7 @@ int main(void)
     tcase_add_test(tc, test_args);
     tcase_add_test(tc, test_precedence);
     tcase_add_test(tc, test_validate);
+    tcase_add_test(tc, test_decoding_rows_from_options_table);
     tcase_add_test(tc, test_compute_type);
     tcase_add_test(tc, test_engine_settings);
     tcase_add_test(tc, test_status_helper);

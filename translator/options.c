@@ -10,57 +10,11 @@
 
 #include "error.h"
 
-#define OFF(f) offsetof(mt_search_options, f)
-#define ALL (MT_OPT_NATIVE | MT_OPT_LIBRE | MT_OPT_CLI)
-#define NATIVE_CLI (MT_OPT_NATIVE | MT_OPT_CLI)
+#define ROW_(ID, name, flag, alias, arg, type, min, max, min_open, where, batch_key, cache_key, cfg, help)       \
+    [MT_OPT_##ID] = {#name, flag, alias, arg, MT_OPT_##type, min, max, min_open, offsetof(mt_search_options, name), \
+                     where, batch_key, cache_key, help},
 
-static const mt_option_desc TABLE[MT_OPT_COUNT] = {
-    [MT_OPT_BEAM_SIZE] = {"beam_size", "--beam-size", "--beam", "N", MT_OPT_INT, 1, 256, 0, OFF(beam_size),
-                          NATIVE_CLI, 1, 1, "beam size (default: the model's num_beams, else 4; 1 = greedy)"},
-    [MT_OPT_N_BEST] = {"n_best", "--n-best", NULL, "N", MT_OPT_INT, 1, 256, 0, OFF(n_best), NATIVE_CLI, 1, 1,
-                       "hypotheses per text, best first (at most the beam size)"},
-    [MT_OPT_LENGTH_PENALTY] = {"length_penalty", "--length-penalty", NULL, "A", MT_OPT_FLOAT, 0, 10, 0,
-                               OFF(length_penalty), NATIVE_CLI, 1, 1,
-                               "score = sum(log p) / length^A (default: the model's, else 1.0)"},
-    [MT_OPT_MAX_LENGTH] = {"max_length", "--max-length", NULL, "N", MT_OPT_INT, 1, 1000000, 0, OFF(max_length),
-                           NATIVE_CLI, 1, 1, "at most N decoding steps, eos included (default: the model's, else 256)"},
-    [MT_OPT_MAX_LENGTH_FACTOR] = {"max_length_factor", "--max-length-factor", NULL, "F", MT_OPT_FLOAT, 0, 1000, 0,
-                                  OFF(max_length_factor), MT_OPT_CLI, 1, 1,
-                                  "also at most F * source length + 10 steps (default 0: off)"},
-    [MT_OPT_SAMPLING_TOPK] = {"sampling_topk", "--sampling-topk", NULL, "K", MT_OPT_INT, 0, 1000000, 0,
-                              OFF(sampling_topk), ALL, 1, 0,
-                              "sample from the K most likely (0: all; default 1: no sampling; sampling "
-                              "without a beam size uses beam 1)"},
-    [MT_OPT_SAMPLING_TOPP] = {"sampling_topp", "--sampling-topp", NULL, "P", MT_OPT_FLOAT, 0, 1, 1,
-                              OFF(sampling_topp), ALL, 1, 0,
-                              "sample from the smallest set of mass >= P (default 1: all)"},
-    /* Below 1e-6 the scaled logits of a real model overflow to infinity and the search
-     * ends at once with an empty translation. */
-    [MT_OPT_SAMPLING_TEMPERATURE] = {"sampling_temperature", "--sampling-temperature", NULL, "T", MT_OPT_FLOAT,
-                                     1e-6, 1000, 0, OFF(sampling_temperature), ALL, 1, 0,
-                                     "divide logits by T before sampling (default 1)"},
-    [MT_OPT_SEED] = {"seed", "--seed", NULL, "N", MT_OPT_U64, 0, 9007199254740991.0, 0, OFF(seed), ALL, 1, 0,
-                     "sampling seed (default 0): same seed and input, same output"},
-    [MT_OPT_NO_REPEAT_NGRAM_SIZE] = {"no_repeat_ngram_size", "--no-repeat-ngram-size", NULL, "N", MT_OPT_INT, 0,
-                                     1000, 0, OFF(no_repeat_ngram_size), ALL, 1, 1,
-                                     "no n-gram of size N occurs twice (default 0: off)"},
-    [MT_OPT_REPETITION_PENALTY] = {"repetition_penalty", "--repetition-penalty", NULL, "R", MT_OPT_FLOAT, 1, 1000,
-                                   0, OFF(repetition_penalty), ALL, 1, 1,
-                                   "penalise generated tokens (default 1: off)"},
-    [MT_OPT_MIN_LENGTH] = {"min_length", "--min-length", NULL, "N", MT_OPT_INT, 0, 1000000, 0, OFF(min_length),
-                           ALL, 1, 1, "no end of sentence before N tokens (default 0)"},
-    [MT_OPT_RETURN_SCORES] = {"return_scores", "--return-scores", NULL, NULL, MT_OPT_BOOL, 0, 1, 0,
-                              OFF(return_scores), ALL, 1, 0, "per-token log-probabilities (with --output json)"},
-    [MT_OPT_RETURN_ALIGNMENTS] = {"return_alignments", "--return-alignments", NULL, NULL, MT_OPT_BOOL, 0, 1, 0,
-                                  OFF(return_alignments), ALL, 1, 0,
-                                  "word and token alignments (with --output json)"},
-    [MT_OPT_ALIGNMENT_LAYER] = {"alignment_layer", "--alignment-layer", NULL, "N", MT_OPT_INT, -1000, 999, 0,
-                                OFF(alignment_layer), ALL, 1, 0,
-                                "decoder layer that aligns, < 0 from the end (default -1)"},
-    [MT_OPT_REPLACE_UNKNOWNS] = {"replace_unknowns", "--replace-unknowns", NULL, NULL, MT_OPT_BOOL, 0, 1, 0,
-                                 OFF(replace_unknowns), ALL, 1, 0,
-                                 "an <unk> in the output becomes its aligned source token"},
-};
+static const mt_option_desc TABLE[MT_OPT_COUNT] = {MT_DECODING_OPTIONS(ROW_)};
 
 const mt_option_desc *mt_option(int id) { return id >= 0 && id < MT_OPT_COUNT ? &TABLE[id] : NULL; }
 

@@ -1,10 +1,11 @@
-/* options.h: the one table of decoding options. Each row names an option of
- * mt_search_options once: its JSON field, its mt-translate flag, its type and range, the
- * request forms that may set it, and whether two requests that differ in it may share a
- * batch or a cached sentence. The JSON readers (server/request.c), the command line
- * (cli/mt_translate.c), range checks and their messages, and the batcher's "same options"
- * comparison and cache key all walk this table: adding an option is one row here and the
- * code that uses its value.
+/* options.h: the one table of decoding options, expanded from the list in
+ * decoding_options.h (which mt-server's [decoding] settings are expanded from too). Each
+ * row names an option of mt_search_options once: its JSON field, its mt-translate flag,
+ * its type and range, the request forms that may set it, and whether two requests that
+ * differ in it may share a batch or a cached sentence. The JSON readers
+ * (server/request.c), the command line (cli/mt_translate.c), range checks and their
+ * messages, and the batcher's "same options" comparison and cache key all walk this table:
+ * adding an option is one row in decoding_options.h and the code that uses its value.
  *
  * A caller's choice is an mt_decoding: values plus a bit per option given. The service
  * merges it over the server's defaults and the model's own (mt_service_submit).
@@ -17,36 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "decoding_options.h"
 #include "model.h"
-
-typedef enum {
-    MT_OPT_BEAM_SIZE,
-    MT_OPT_N_BEST,
-    MT_OPT_LENGTH_PENALTY,
-    MT_OPT_MAX_LENGTH,
-    MT_OPT_MAX_LENGTH_FACTOR,
-    MT_OPT_SAMPLING_TOPK,
-    MT_OPT_SAMPLING_TOPP,
-    MT_OPT_SAMPLING_TEMPERATURE,
-    MT_OPT_SEED,
-    MT_OPT_NO_REPEAT_NGRAM_SIZE,
-    MT_OPT_REPETITION_PENALTY,
-    MT_OPT_MIN_LENGTH,
-    MT_OPT_RETURN_SCORES,
-    MT_OPT_RETURN_ALIGNMENTS,
-    MT_OPT_ALIGNMENT_LAYER,
-    MT_OPT_REPLACE_UNKNOWNS,
-    MT_OPT_COUNT
-} mt_option_id;
-
-typedef enum { MT_OPT_INT, MT_OPT_FLOAT, MT_OPT_U64, MT_OPT_BOOL } mt_option_type;
-
-/* Where an option may be given (mt_option_desc.where). */
-enum {
-    MT_OPT_NATIVE = 1, /* a native POST /translate body ("text") */
-    MT_OPT_LIBRE = 2,  /* a LibreTranslate body ("q") */
-    MT_OPT_CLI = 4,    /* an mt-translate flag */
-};
 
 typedef struct {
     const char *name;   /* JSON field and [decoding] key */

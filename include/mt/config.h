@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "decoding_options.h"
+
 enum { MT_LOG_ERROR = 0, MT_LOG_WARN = 1, MT_LOG_INFO = 2, MT_LOG_DEBUG = 3 };
 
 /* One model to serve. source/target NULL: read from the model's tokenizer_config.json. */
@@ -79,19 +81,9 @@ typedef struct {
     int max_beam_size;      /* largest beam_size a request may ask for */
     int req_limit;          /* requests per minute per client; 0: no limit (429 beyond) */
     long char_limit_per_minute; /* characters per minute per client; 0: no limit */
-    /* [decoding]: 0 (or a negative length_penalty) = the model's own default */
-    int beam_size;          /* default beam size */
-    double length_penalty;  /* default length penalty; < 0: model default */
-    int max_length;         /* default max decoding steps */
-    /* [decoding] controls' defaults (issue 17; CTranslate2's names); requests override */
-    int sampling_topk;             /* 1: no sampling */
-    double sampling_topp;          /* (0, 1] */
-    double sampling_temperature;   /* > 0 */
-    long seed;                     /* sampling seed */
-    int no_repeat_ngram_size;      /* 0: off */
-    double repetition_penalty;     /* >= 1; 1: off */
-    int min_length;                /* 0: off */
-    int replace_unknowns;          /* 1: <unk> becomes its aligned source token */
+    /* [decoding]: the defaults of the rows of decoding_options.h marked CFG, by MT_OPT_*
+     * id; NAN: not set (a request's value, else the model's, else the option's own) */
+    double decoding[MT_OPT_COUNT];
     char compute_type[256]; /* float32 | bfloat16 | int8 | auto | default (model.h: mt_compute_type) */
     /* [engine]: the model library's test and measurement knobs, passed to it as they are
      * (model.h: mt_model_options; the library reads no environment variable itself) */
