@@ -17,8 +17,16 @@ enum MHD_Result srv_ep_deepl_languages(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_deepl_usage(mt_server *s, req_ctx *c);
 enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c);      /* POST /v2/document */
 enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c);   /* /v2/document/ID[/result] */
-/* /v2/glossary-language-pairs, /v2/glossaries[/ID] */
-enum MHD_Result srv_ep_deepl_glossaries(mt_server *s, req_ctx *c);
+/* ep_deepl_glossary.c: /v2/glossary-language-pairs, /v2/glossaries[/ID[/entries]] */
+enum MHD_Result srv_ep_deepl_glossary(mt_server *s, req_ctx *c);
+/* The glossaries (the shared store, else SQLite); 0, or -1 with a message. */
+int srv_glossaries_init(mt_server *s, char *err, size_t errlen);
+void srv_glossaries_free(mt_server *s);
+/* Glossary id of API key `key` for a translation from source_lang to target_lang (DeepL
+ * or route codes): 0 with *out (free with mt_glossary_free), or the status to answer
+ * (404 unknown, 400 another language pair, 503 / 500 the store) with a message. */
+int srv_deepl_glossary_load(mt_server *s, const char *key, const char *id, const char *source_lang,
+                            const char *target_lang, struct mt_glossary **out, char *err, size_t errlen);
 
 /* render.c: a finished POST /v2/translate as {"translations": [...]}; NULL out of memory. */
 json_t *srv_deepl_render(mt_server *s, req_ctx *c);

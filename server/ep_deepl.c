@@ -16,7 +16,9 @@
  *   splitting_tags, outline_detection, context and model_type are accepted and ignored;
  *   formality: no model has a formality control, so "more"/"less" are refused as DeepL
  *   refuses them for such a target and "prefer_*" fall back silently;
- *   glossary_id: no glossaries exist yet, so any id is unknown (404);
+ *   glossary_id: the key's glossary (ep_deepl_glossary.c), source_lang required as DeepL
+ *   requires it, the glossary's languages those of the request: each source term in the
+ *   text comes out as its target term (the service enforces it, translator/glossary.h);
  *   show_billed_characters: billed_characters, the text's code points.
  *
  * Keys: the server's API keys ([server] api_keys); none configured, the server is open and
@@ -413,7 +415,6 @@ static int read_translate(mt_server *s, req_ctx *c, const json_t *obj, char *err
     if (glossary && *glossary) {
         if (!source || !*source)
             return snprintf(err, errlen, "Use of a glossary requires the 'source_lang' parameter to be specified."), 400;
-        return snprintf(err, errlen, "Glossary not found."), 404;
     }
     const char *split = json_string_value(json_object_get(obj, "split_sentences"));
     const json_t *split_v = json_object_get(obj, "split_sentences");
@@ -473,9 +474,17 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     char key[256], err[512];
     int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
     if (!st) st = read_translate(s, c, obj, err, sizeof err);
+    const char *glossary = st ? NULL : json_string_value(json_object_get(obj, "glossary_id"));
+    if (glossary && *glossary)
+        st = srv_deepl_glossary_load(s, key, glossary, json_string_value(json_object_get(obj, "source_lang")),
+                                     json_string_value(json_object_get(obj, "target_lang")), &c->req.glossary, err,
+                                     sizeof err);
     json_decref(obj);
     if (st) return srv_deepl_error(c, st, err);
-    return srv_submit_translation(s, c, key, rate_check, srv_deepl_error);
+    enum MHD_Result r = srv_submit_translation(s, c, key, rate_check, srv_deepl_error);
+    mt_glossary_free(c->req.glossary); /* submitted: the service holds what it needs */
+    c->req.glossary = NULL;
+    return r;
 }
 
 enum MHD_Result srv_ep_deepl_translate(mt_server *s, req_ctx *c)
@@ -515,27 +524,4 @@ json_t *srv_deepl_render(mt_server *s, req_ctx *c)
         if (e) json_array_append_new(arr, e);
     }
     return arr ? json_pack("{s:o}", "translations", arr) : NULL;
-}
-
-/* ---------------------------------------------------------------- glossaries (none yet) */
-
-/* Until glossaries exist, the glossary endpoints answer as a DeepL account without any:
- * no language pair supports them (Weblate asks this before every glossary sync and then
- * translates without one), the list is empty, every id is unknown and creating one is
- * refused with the reason. */
-enum MHD_Result srv_ep_deepl_glossaries(mt_server *s, req_ctx *c)
-{
-    json_t *obj;
-    int from_form;
-    char key[256], err[512];
-    int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
-    json_decref(obj);
-    if (st) return srv_deepl_error(c, st, err);
-    if (strcmp(c->path, "/v2/glossary-language-pairs") == 0)
-        return srv_send_json(c, 200, json_pack("{s:[]}", "supported_languages"), NULL, NULL);
-    if (strcmp(c->path, "/v2/glossaries") != 0) return srv_deepl_error(c, 404, "Glossary not found.");
-    if (strcmp(c->method, "POST") == 0)
-        return srv_deepl_error(c, 400, "Unsupported glossary language pair: this server has no glossaries yet "
-                               "(GET /v2/glossary-language-pairs lists none)");
-    return srv_send_json(c, 200, json_pack("{s:[]}", "glossaries"), NULL, NULL);
 }

@@ -2,6 +2,7 @@
  * rate limit, submit one request to the translation service (which routes, detects,
  * resolves options and translates), wait suspended, and answer in the request's form
  * (render.c) when the task is finished. */
+#include "deepl.h"
 #include "internal.h"
 
 #include <math.h>
@@ -87,6 +88,16 @@ static int read_request(mt_server *s, req_ctx *c, char *key, size_t keylen, char
     snprintf(key, keylen, "%s", k ? k : "");
     mt_request_limits lim = {s->cfg->max_texts, s->cfg->max_text_chars, s->cfg->max_beam_size};
     st = mt_request_parse(obj, from_form, &lim, &c->req, err, errlen);
+    /* a DeepL glossary of the presented key (ep_deepl_glossary.c), as with /v2/translate */
+    const char *gid = st ? NULL : json_string_value(json_object_get(obj, "glossary_id"));
+    if (gid && *gid) {
+        const char *owner = srv_presented_key(c, obj);
+        if (!c->req.source || !strcasecmp(c->req.source, "auto") || !c->req.target)
+            st = 400, snprintf(err, errlen, "glossary_id needs the source and target languages (not auto)");
+        else
+            st = srv_deepl_glossary_load(s, owner ? owner : "", gid, c->req.source, c->req.target, &c->req.glossary,
+                                         err, errlen);
+    }
     json_decref(obj);
     return st;
 }
@@ -128,6 +139,7 @@ enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key
     rq.input = c->req.html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
     rq.target_prefix = (const char *const *)c->req.target_prefix;
     rq.prefix_ids = c->req.prefix_ids;
+    rq.glossary = c->req.glossary;
     rq.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
     int st = mt_service_submit(s->svc, &rq, &c->task, err, sizeof err);
     if (st) return fail(c, st == MT_SERVICE_INVALID ? 400 : 500, err);
@@ -145,7 +157,10 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     char err[512], key[128];
     int st = read_request(s, c, key, sizeof key, err, sizeof err);
     if (st) return srv_send_error(c, st, err);
-    return srv_submit_translation(s, c, key, srv_rate_check, srv_send_error);
+    enum MHD_Result r = srv_submit_translation(s, c, key, srv_rate_check, srv_send_error);
+    mt_glossary_free(c->req.glossary); /* submitted: the service holds what it needs */
+    c->req.glossary = NULL;
+    return r;
 }
 
 enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c)

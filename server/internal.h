@@ -83,6 +83,7 @@ struct mt_server {
     srv_conn *conns;
     int n_conns, n_refused;
     struct srv_deepl *deepl;  /* DeepL's documents: ids to keys (ep_deepl_doc.c) */
+    struct mt_glossaries *glossaries; /* DeepL's glossaries per key (ep_deepl_glossary.c) */
     struct srv_jobs *jobs;    /* file jobs in the shared queue (ep_jobs.c); NULL: in the spool */
     srv_cidr *proxies;        /* server.trusted_proxies */
     int n_proxies;
@@ -90,7 +91,7 @@ struct mt_server {
 
 /* ---- the route table (routes.c) ---- */
 
-enum { SRV_GET = 1, SRV_POST = 2 };                         /* methods (GET includes HEAD) */
+enum { SRV_GET = 1, SRV_POST = 2, SRV_DELETE = 4 };        /* methods (GET includes HEAD) */
 enum { SRV_AUTH_NONE = 0, SRV_AUTH_KEY, SRV_AUTH_METRICS };   /* who may call */
 enum { SRV_BODY_NONE = 0, SRV_BODY_REQUEST, SRV_BODY_FILE };  /* what body is read */
 
@@ -111,7 +112,7 @@ typedef struct {
 
 /* The route of path, or NULL (404). */
 const srv_route *srv_route_find(const char *path);
-/* SRV_GET for GET and HEAD, SRV_POST for POST, else 0. */
+/* SRV_GET for GET and HEAD, SRV_POST for POST, SRV_DELETE for DELETE, else 0. */
 unsigned srv_method_bit(const char *method);
 /* The Allow header of route r (CORS preflights: its methods). */
 const char *srv_route_allow(const srv_route *r);

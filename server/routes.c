@@ -26,9 +26,11 @@ static const srv_route ROUTES[] = {
     {SRV_GET | SRV_POST, "/v2/usage", 0, srv_ep_deepl_usage, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
     {SRV_POST, "/v2/document", 0, srv_ep_deepl_document, SRV_AUTH_KEY, SRV_BODY_FILE, MT_EP_OTHER},
     {SRV_GET | SRV_POST, "/v2/document/", 1, srv_ep_deepl_document_id, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
-    {SRV_GET, "/v2/glossary-language-pairs", 0, srv_ep_deepl_glossaries, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
-    {SRV_GET | SRV_POST, "/v2/glossaries", 0, srv_ep_deepl_glossaries, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
-    {SRV_GET, "/v2/glossaries/", 1, srv_ep_deepl_glossaries, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
+    {SRV_GET, "/v2/glossary-language-pairs", 0, srv_ep_deepl_glossary, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
+    {SRV_GET | SRV_POST, "/v2/glossaries", 0, srv_ep_deepl_glossary, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
+    {SRV_GET | SRV_DELETE, "/v2/glossaries/", 1, srv_ep_deepl_glossary, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
+    {SRV_GET | SRV_POST, "/v3/glossaries", 0, srv_ep_deepl_glossary, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
+    {SRV_GET | SRV_DELETE, "/v3/glossaries/", 1, srv_ep_deepl_glossary, SRV_AUTH_KEY, SRV_BODY_REQUEST, MT_EP_OTHER},
     {SRV_GET, "/frontend/settings", 0, srv_ep_settings, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},
     {SRV_GET, "/spec", 0, srv_ep_static, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},
     {SRV_GET, "/", 0, srv_ep_static, SRV_AUTH_NONE, SRV_BODY_NONE, MT_EP_OTHER},
@@ -54,12 +56,14 @@ unsigned srv_method_bit(const char *method)
 {
     if (strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0) return SRV_GET;
     if (strcmp(method, "POST") == 0) return SRV_POST;
+    if (strcmp(method, "DELETE") == 0) return SRV_DELETE;
     return 0;
 }
 
 const char *srv_route_allow(const srv_route *r)
 {
     if (!r) return "GET, HEAD";
+    if (r->methods & SRV_DELETE) return "GET, HEAD, DELETE, OPTIONS";
     return r->methods == SRV_POST ? "POST, OPTIONS" : r->methods & SRV_POST ? "GET, HEAD, POST, OPTIONS"
                                                                             : "GET, HEAD, OPTIONS";
 }

@@ -41,6 +41,10 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         mt_server_free(s);
         return NULL;
     }
+    if (srv_glossaries_init(s, err, errlen)) { /* after the store, which it may share */
+        mt_server_free(s);
+        return NULL;
+    }
 
     struct addrinfo hints, *ai = NULL;
     memset(&hints, 0, sizeof hints);
@@ -241,6 +245,7 @@ void mt_server_free(mt_server *s)
     free(s->languages_json);
     srv_files_free(s);
     srv_deepl_free(s);
+    srv_glossaries_free(s); /* before the store it may borrow */
     srv_suggest_free(s);
     srv_limits_free(s);
     pthread_cond_destroy(&s->watch_cond);

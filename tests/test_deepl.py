@@ -180,7 +180,9 @@ class TestRaw(unittest.TestCase):
         """weblate/machinery/deepl.py: a JSON body, <x id="N"></x> placeholders kept with
         ignore_tags ["x"], formality default, context; the glossary pairs it asks first."""
         st, _, b = self.srv.request("GET", "/v2/glossary-language-pairs")
-        self.assertEqual((st, json.loads(b)), (200, {"supported_languages": []}))
+        self.assertEqual(st, 200, b)
+        self.assertEqual({(p["source_lang"], p["target_lang"]) for p in json.loads(b)["supported_languages"]},
+                         {("en", "de"), ("de", "en")})
         st, _, b = self.srv.post_json({"text": ['Delete <x id="7"></x> files from <x id="30"></x>?', "Open the file."],
                                        "source_lang": "EN", "target_lang": "DE", "formality": "default",
                                        "tag_handling": "xml", "ignore_tags": ["x"], "context": "A menu"},
@@ -194,15 +196,27 @@ class TestRaw(unittest.TestCase):
         st, _, b = self.srv.request("GET", "/v2/languages?type=source")
         self.assertEqual({x["language"] for x in json.loads(b)}, {"DE", "EN"})
 
-    def test_glossaries_none_yet(self):
-        st, _, b = self.srv.request("GET", "/v2/glossaries")
-        self.assertEqual((st, json.loads(b)), (200, {"glossaries": []}))
+    def test_weblate_glossary_sync(self):
+        """Weblate's glossary sync: list, create one per language pair from TSV (JSON body),
+        translate with its id, delete the stale one (the endpoints themselves:
+        test_deepl_glossary.py)."""
+        st, _, b = self.srv.post_json({"name": "weblate:1:EN:DE:0123abcd", "source_lang": "en", "target_lang": "de",
+                                       "entries": "file\tDatei\nbutton\tSchaltfläche", "entries_format": "tsv"},
+                                      path="/v2/glossaries")
+        self.assertEqual(st, 201, b)
+        gid = b["glossary_id"]
+        st, _, lst = self.srv.request("GET", "/v2/glossaries")
+        self.assertIn(gid, [g["glossary_id"] for g in json.loads(lst)["glossaries"]])
+        st, _, t = self.srv.post_json({"text": ['Delete the <x id="0"></x> button?'], "source_lang": "EN",
+                                       "target_lang": "DE", "tag_handling": "xml", "ignore_tags": ["x"],
+                                       "glossary_id": gid}, path="/v2/translate")
+        self.assertEqual(st, 200, t)
+        self.assertIn("Schaltfläche", t["translations"][0]["text"])
+        self.assertIn('<x id="0"></x>', t["translations"][0]["text"])
+        st, _, _ = self.srv.request("DELETE", "/v2/glossaries/" + gid)
+        self.assertEqual(st, 204)
         st, _, b = self.srv.request("GET", "/v2/glossaries/" + str(uuid.uuid4()))
         self.assertEqual((st, json.loads(b)), (404, {"message": "Glossary not found."}))
-        st, _, b = self.srv.post_json({"name": "g", "source_lang": "en", "target_lang": "de", "entries": "a\tb",
-                                       "entries_format": "tsv"}, path="/v2/glossaries")
-        self.assertEqual(st, 400, b)
-        self.assertIn("no glossaries", b["message"])
 
     def test_languages(self):
         for method in ("GET", "POST"):
@@ -406,7 +420,9 @@ class TestDeeplNode(unittest.TestCase):
         self.assertIn("all passed", r.stdout)
         for name in ("translateText with source", "html ignoreTags", "xml placeholder", "getUsage",
                      "getTargetLanguages", "translateDocument txt", "translateDocument docx",
-                     "bad key AuthorizationError"):
+                     "bad key AuthorizationError", "createGlossary", "getGlossaryEntries",
+                     "translateText with glossary", "deleteGlossary", "createMultilingualGlossary",
+                     "translateText with multilingual glossary"):
             self.assertIn("ok " + name + "\n", r.stdout)
 
 

@@ -100,9 +100,53 @@ async function main() {
 
   await run('glossaries', async () => {
     const pairs = await t.getGlossaryLanguagePairs();
-    check('getGlossaryLanguagePairs', Array.isArray(pairs) && pairs.length === 0, JSON.stringify(pairs));
+    check('getGlossaryLanguagePairs', Array.isArray(pairs) && pairs.some((p) => p.sourceLang === 'en' && p.targetLang === 'de'),
+          JSON.stringify(pairs));
+    const g = await t.createGlossary('mt check', 'en', 'de',
+                                     new deepl.GlossaryEntries({ entries: { button: 'Schaltfläche', file: 'Datei' } }));
+    check('createGlossary', g.ready && g.entryCount === 2 && g.sourceLang === 'en' && g.targetLang === 'de' &&
+          g.creationTime instanceof Date && !isNaN(g.creationTime), JSON.stringify(g));
     const list = await t.listGlossaries();
-    check('listGlossaries', Array.isArray(list) && list.length === 0, JSON.stringify(list));
+    check('listGlossaries', Array.isArray(list) && list.some((x) => x.glossaryId === g.glossaryId), JSON.stringify(list));
+    const got = await t.getGlossary(g.glossaryId);
+    check('getGlossary', got.name === 'mt check' && got.entryCount === 2, JSON.stringify(got));
+    const entries = await t.getGlossaryEntries(g);
+    check('getGlossaryEntries', entries.entries().button === 'Schaltfläche' && entries.entries().file === 'Datei',
+          JSON.stringify(entries.entries()));
+    const r = await t.translateText('Click the button to save the file.', 'en', 'de', { glossary: g });
+    check('translateText with glossary', r.text.includes('Schaltfläche') && r.text.includes('Datei'), r.text);
+    await t.deleteGlossary(g);
+    let err = null;
+    try {
+      await t.getGlossary(g.glossaryId);
+    } catch (e) {
+      err = e;
+    }
+    check('deleteGlossary', err instanceof deepl.GlossaryNotFoundError, String(err));
+  });
+
+  await run('multilingual glossaries', async () => {
+    const client = new deepl.DeepLClient(authKey, { serverUrl, maxRetries: 1, minTimeout: 10000 });
+    const g = await client.createMultilingualGlossary('mt v3', [
+      { sourceLangCode: 'en', targetLangCode: 'de', entries: new deepl.GlossaryEntries({ entries: { button: 'Schaltfläche' } }) },
+    ]);
+    check('createMultilingualGlossary', g.dictionaries.length === 1 && g.dictionaries[0].entryCount === 1 &&
+          g.dictionaries[0].sourceLangCode === 'en' && g.name === 'mt v3', JSON.stringify(g));
+    const list = await client.listMultilingualGlossaries();
+    check('listMultilingualGlossaries', list.some((x) => x.glossaryId === g.glossaryId), JSON.stringify(list));
+    const d = await client.getMultilingualGlossaryDictionaryEntries(g, 'en', 'de');
+    check('getMultilingualGlossaryDictionaryEntries', d.entries.entries().button === 'Schaltfläche',
+          JSON.stringify(d.entries.entries()));
+    const r = await client.translateText('Press the button.', 'en', 'de', { glossary: g });
+    check('translateText with multilingual glossary', r.text.includes('Schaltfläche'), r.text);
+    await client.deleteMultilingualGlossary(g);
+    let err = null;
+    try {
+      await client.getMultilingualGlossary(g.glossaryId);
+    } catch (e) {
+      err = e;
+    }
+    check('deleteMultilingualGlossary', err instanceof deepl.GlossaryNotFoundError, String(err));
   });
 
   await run('bad key', async () => {

@@ -1,0 +1,360 @@
+/* ep_deepl_glossary.c: DeepL's glossaries (API v2), kept per API key (store/glossaries.h)
+ * and enforced by the translation service (translator/glossary.h):
+ *
+ *   GET  /v2/glossary-language-pairs  {"supported_languages": [{source_lang, target_lang}]}:
+ *        every language pair a model serves, in DeepL's lower-case codes;
+ *   POST /v2/glossaries               name, source_lang, target_lang, entries,
+ *        entries_format tsv (default) | csv, as a form or JSON: 201 with the glossary
+ *        (glossary_id, name, ready, source_lang, target_lang, creation_time, entry_count);
+ *        entries DeepL would refuse: 400 naming the line; too many entries or bytes: 413;
+ *        the key's glossary limit reached: 456;
+ *   GET  /v2/glossaries               {"glossaries": [...]}, the key's, oldest first;
+ *   GET  /v2/glossaries/ID            the glossary; unknown (or another key's): 404;
+ *   GET  /v2/glossaries/ID/entries    its entries as TSV (Accept: text/tab-separated-values,
+ *        none, or a wildcard; any other: 415);
+ *   DELETE /v2/glossaries/ID          204.
+ *
+ * API v3 (multilingual glossaries, as deepl-node's DeepLClient calls them), over the same
+ * glossaries, each holding one dictionary (one language pair) here:
+ *   POST /v3/glossaries                name, dictionaries [{source_lang, target_lang,
+ *        entries, entries_format}] (JSON, or the form's "dictionaries[0].entries"...):
+ *        201 {glossary_id, name, dictionaries: [{source_lang, target_lang, entry_count}],
+ *        creation_time}; more than one dictionary: 400;
+ *   GET  /v3/glossaries[/ID]; GET /v3/glossaries/ID/entries?source_lang=&target_lang=
+ *        {"dictionaries": [{source_lang, target_lang, entries (TSV), entries_format}]};
+ *   DELETE /v3/glossaries/ID           204. Editing (PATCH, PUT and DELETE of dictionaries)
+ *        is not offered: a glossary is replaced by creating another.
+ *
+ * /v2/translate with glossary_id (ep_deepl.c) loads the key's glossary here, checks its
+ * languages against the request's and hands its entries to the service. Glossaries live
+ * in the shared PostgreSQL store where the server has one (every replica sees them), else
+ * in the SQLite file [server] suggestions_db, else in memory until the server stops. The
+ * owner is the API key presented; on a server without keys every client is one owner. */
+#include "deepl.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "glossaries.h"
+#include "glossary.h"
+
+int srv_glossaries_init(mt_server *s, char *err, size_t errlen)
+{
+    mt_store *shared = mt_store_shared(s->store) ? s->store : NULL;
+    s->glossaries = mt_glossaries_open(shared, s->cfg->suggestions_db, NULL, err, errlen);
+    return s->glossaries ? 0 : -1;
+}
+
+void srv_glossaries_free(mt_server *s)
+{
+    mt_glossaries_close(s->glossaries);
+    s->glossaries = NULL;
+}
+
+/* DeepL's glossary code of a DeepL or route code: the language alone, lower case ("EN-GB",
+ * "eng" -> "en"). */
+static void base_code(const char *code, char *out, size_t cap)
+{
+    char up[40];
+    srv_deepl_code(code, up, sizeof up);
+    size_t i = 0;
+    for (; up[i] && up[i] != '-' && i + 1 < cap; i++) out[i] = (char)tolower((unsigned char)up[i]);
+    out[i] = '\0';
+}
+
+/* The store's status as DeepL's: 404 is the caller's; MT_STORE_DOWN 503, others 500. */
+static enum MHD_Result store_error(req_ctx *c, int rc, const char *err)
+{
+    return srv_deepl_error(c, rc == MT_STORE_DOWN ? 503 : 500, err);
+}
+
+static json_t *info_json(const mt_glossary_info *g)
+{
+    return json_pack("{s:s, s:s, s:b, s:s, s:s, s:s, s:i}", "glossary_id", g->id, "name", g->name, "ready", 1,
+                     "source_lang", g->source, "target_lang", g->target, "creation_time", g->created, "entry_count",
+                     g->entry_count);
+}
+
+static int add_info(void *user, const mt_glossary_info *g)
+{
+    json_t *o = info_json(g);
+    if (o) json_array_append_new(user, o);
+    return 0;
+}
+
+/* The pairs the models serve, DeepL's codes, each once. */
+static json_t *language_pairs(mt_server *s)
+{
+    json_t *arr = json_array();
+    const mt_langs *l = mt_service_langs(s->svc);
+    for (int i = 0; arr && i < mt_langs_count(l); i++) {
+        const mt_route *r = mt_langs_get(l, i);
+        char src[40], tgt[40];
+        base_code(r->source, src, sizeof src);
+        base_code(r->target, tgt, sizeof tgt);
+        int seen = 0;
+        size_t k;
+        json_t *e;
+        json_array_foreach(arr, k, e) seen |= !strcmp(json_string_value(json_object_get(e, "source_lang")), src) &&
+                                             !strcmp(json_string_value(json_object_get(e, "target_lang")), tgt);
+        if (!seen) json_array_append_new(arr, json_pack("{s:s, s:s}", "source_lang", src, "target_lang", tgt));
+    }
+    return arr;
+}
+
+/* A string parameter of the body (form or JSON), else of the query. */
+static const char *param(req_ctx *c, const json_t *obj, const char *name)
+{
+    const char *v = json_string_value(json_object_get(obj, name));
+    return v ? v : MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Checks and stores one glossary (one dictionary); 0 with *out, or the status with msg. */
+static int make(mt_server *s, const char *key, const char *name, const char *source, const char *target,
+                const char *entries, size_t entries_len, const char *fmt, mt_glossary_info *out, char *msg,
+                size_t cap)
+{
+    if (!name || !*name) return snprintf(msg, cap, "Parameter 'name' not specified."), 400;
+    if (!source || !*source) return snprintf(msg, cap, "Parameter 'source_lang' not specified."), 400;
+    if (!target || !*target) return snprintf(msg, cap, "Parameter 'target_lang' not specified."), 400;
+    if (!entries) return snprintf(msg, cap, "Parameter 'entries' not specified."), 400;
+    if (fmt && *fmt && strcasecmp(fmt, "tsv") != 0 && strcasecmp(fmt, "csv") != 0)
+        return snprintf(msg, cap, "Value for 'entries_format' not supported."), 400;
+    /* the limits before the work: lines bound the entries from above (TSV exactly) */
+    mt_glossaries_limits lim = mt_glossaries_limits_default();
+    long lines = entries_len > 0;
+    for (size_t i = 0; i + 1 < entries_len; i++) lines += entries[i] == '\n';
+    if (lines > lim.max_entries || entries_len > lim.max_bytes)
+        return snprintf(msg, cap, "Glossary too large: %ld entries, %zu bytes (at most %d entries and %zu bytes)",
+                        lines, entries_len, lim.max_entries, lim.max_bytes), 413;
+    char src[40], tgt[40], gs[40], gt[40], why[256];
+    int detected;
+    if (srv_deepl_lang(s->svc, source, 0, src, sizeof src) || srv_deepl_lang(s->svc, target, 1, tgt, sizeof tgt) ||
+        mt_service_route(s->svc, src, tgt, &detected, why, sizeof why) < 0)
+        return snprintf(msg, cap, "Unsupported glossary source and target language pair: %.20s-%.20s "
+                        "(GET /v2/glossary-language-pairs lists the pairs)", source, target), 400;
+    base_code(source, gs, sizeof gs);
+    base_code(target, gt, sizeof gt);
+    mt_glossary *g = NULL;
+    mt_glossary_format f = fmt && strcasecmp(fmt, "csv") == 0 ? MT_GLOSSARY_CSV : MT_GLOSSARY_TSV;
+    if (mt_glossary_parse(entries, entries_len, f, gs, gt, &g, why, sizeof why))
+        return snprintf(msg, cap, "Invalid glossary entries provided: %s", why), 400;
+    char *tsv = mt_glossary_tsv(g);
+    int count = mt_glossary_count(g);
+    mt_glossary_free(g);
+    if (!tsv) return snprintf(msg, cap, "out of memory"), 500;
+    int rc = mt_glossaries_create(s->glossaries, key, name, gs, gt, tsv, count, out, msg, cap);
+    free(tsv);
+    return rc == MT_STORE_OK ? 0 : rc == MT_GLOSSARIES_TOO_LARGE ? 413 : rc == MT_GLOSSARIES_TOO_MANY ? 456
+         : rc == MT_STORE_DOWN ? 503 : 500;
+}
+
+static enum MHD_Result create(mt_server *s, req_ctx *c, const json_t *obj, const char *key)
+{
+    const json_t *ev = json_object_get(obj, "entries");
+    mt_glossary_info info;
+    char msg[512];
+    int st = make(s, key, param(c, obj, "name"), param(c, obj, "source_lang"), param(c, obj, "target_lang"),
+                  json_string_value(ev), json_string_length(ev), param(c, obj, "entries_format"), &info, msg,
+                  sizeof msg);
+    if (st) return srv_deepl_error(c, st, msg);
+    return srv_send_json(c, 201, info_json(&info), NULL, NULL);
+}
+
+/* Accept allows TSV: absent, text/tab-separated-values, or a wildcard. */
+static int accepts_tsv(const char *accept)
+{
+    if (!accept || !*accept) return 1;
+    return strcasestr(accept, "text/tab-separated-values") || strstr(accept, "*/*") || strcasestr(accept, "text/*");
+}
+
+/* /v2/glossaries/ID[/entries] */
+static enum MHD_Result one(mt_server *s, req_ctx *c, const char *key)
+{
+    const char *rest = c->path + strlen("/v2/glossaries/");
+    char id[64];
+    size_t n = strcspn(rest, "/");
+    if (n >= sizeof id) n = sizeof id - 1;
+    memcpy(id, rest, n);
+    id[n] = '\0';
+    int entries = strcmp(rest + strcspn(rest, "/"), "/entries") == 0;
+    if (rest[strcspn(rest, "/")] && !entries) return srv_deepl_error(c, 404, "Not found.");
+    int del = strcmp(c->method, "DELETE") == 0;
+    if (del && entries) return srv_deepl_error(c, 405, "Method not allowed: DELETE /v2/glossaries/ID");
+    char why[256];
+    if (del) {
+        int rc = mt_glossaries_delete(s->glossaries, key, id, why, sizeof why);
+        if (rc < 0) return store_error(c, rc, why);
+        if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
+        return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
+    }
+    if (entries && !accepts_tsv(MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT)))
+        return srv_deepl_error(c, 415, "Unsupported Media Type: glossary entries are sent as text/tab-separated-values");
+    mt_glossary_info info;
+    char *tsv = NULL;
+    int rc = mt_glossaries_get(s->glossaries, key, id, &info, entries ? &tsv : NULL, why, sizeof why);
+    if (rc < 0) return store_error(c, rc, why);
+    if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
+    if (!entries) return srv_send_json(c, 200, info_json(&info), NULL, NULL);
+    return srv_send_buffer(c, 200, tsv, strlen(tsv), "text/tab-separated-values; charset=utf-8", NULL, NULL);
+}
+
+/* ---------------------------------------------------------------- API v3 */
+
+/* DeepL's v3 glossaries hold a dictionary per language pair; here a glossary holds one,
+ * so v2 and v3 see the same glossaries (a v2 one is a v3 one with one dictionary). */
+static json_t *v3_json(const mt_glossary_info *g)
+{
+    return json_pack("{s:s, s:s, s:[{s:s, s:s, s:i}], s:s}", "glossary_id", g->id, "name", g->name, "dictionaries",
+                     "source_lang", g->source, "target_lang", g->target, "entry_count", g->entry_count,
+                     "creation_time", g->created);
+}
+
+static int add_v3(void *user, const mt_glossary_info *g)
+{
+    json_t *o = v3_json(g);
+    if (o) json_array_append_new(user, o);
+    return 0;
+}
+
+/* Field name of dictionary n: JSON {"dictionaries": [{...}]}, or the form's
+ * "dictionaries[n].name" (as deepl-node sends it). */
+static const json_t *dict_field(const json_t *obj, int n, const char *name)
+{
+    const json_t *d = json_object_get(obj, "dictionaries");
+    if (json_is_array(d)) return json_object_get(json_array_get(d, (size_t)n), name);
+    char k[80];
+    snprintf(k, sizeof k, "dictionaries[%d].%s", n, name);
+    return json_object_get(obj, k);
+}
+
+static enum MHD_Result v3_create(mt_server *s, req_ctx *c, const json_t *obj, const char *key)
+{
+    if (!dict_field(obj, 0, "source_lang") && !dict_field(obj, 0, "entries"))
+        return srv_deepl_error(c, 400, "Parameter 'dictionaries' not specified.");
+    if (dict_field(obj, 1, "source_lang") || dict_field(obj, 1, "entries"))
+        return srv_deepl_error(c, 400, "This server keeps one dictionary per glossary: create a glossary per "
+                               "language pair.");
+    const json_t *ev = dict_field(obj, 0, "entries");
+    mt_glossary_info info;
+    char msg[512];
+    int st = make(s, key, param(c, obj, "name"), json_string_value(dict_field(obj, 0, "source_lang")),
+                  json_string_value(dict_field(obj, 0, "target_lang")), json_string_value(ev), json_string_length(ev),
+                  json_string_value(dict_field(obj, 0, "entries_format")), &info, msg, sizeof msg);
+    if (st) return srv_deepl_error(c, st, msg);
+    return srv_send_json(c, 201, v3_json(&info), NULL, NULL);
+}
+
+/* /v3/glossaries/ID[/entries|/dictionaries] */
+static enum MHD_Result v3_one(mt_server *s, req_ctx *c, const json_t *obj, const char *key)
+{
+    const char *rest = c->path + strlen("/v3/glossaries/");
+    char id[64];
+    size_t n = strcspn(rest, "/");
+    snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id ? n : sizeof id - 1), rest);
+    const char *sub = rest + n;
+    int del = strcmp(c->method, "DELETE") == 0;
+    char why[256];
+    if (*sub && strcmp(sub, "/entries") != 0 && strcmp(sub, "/dictionaries") != 0)
+        return srv_deepl_error(c, 404, "Not found.");
+    if (!strcmp(sub, "/dictionaries") || (del && *sub))
+        return srv_deepl_error(c, 400, "This server keeps one dictionary per glossary: delete the glossary "
+                               "(DELETE /v3/glossaries/ID) or create another.");
+    if (del) {
+        int rc = mt_glossaries_delete(s->glossaries, key, id, why, sizeof why);
+        if (rc < 0) return store_error(c, rc, why);
+        if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
+        return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
+    }
+    mt_glossary_info info;
+    char *tsv = NULL;
+    int entries = *sub != '\0';
+    int rc = mt_glossaries_get(s->glossaries, key, id, &info, entries ? &tsv : NULL, why, sizeof why);
+    if (rc < 0) return store_error(c, rc, why);
+    if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
+    if (!entries) return srv_send_json(c, 200, v3_json(&info), NULL, NULL);
+    const char *qs = param(c, obj, "source_lang"), *qt = param(c, obj, "target_lang");
+    char bs[40] = "", bt[40] = "";
+    if (qs && *qs) base_code(qs, bs, sizeof bs);
+    if (qt && *qt) base_code(qt, bt, sizeof bt);
+    if ((*bs && strcmp(bs, info.source)) || (*bt && strcmp(bt, info.target))) {
+        free(tsv);
+        return srv_deepl_error(c, 404, "Glossary dictionary not found.");
+    }
+    json_t *o = json_pack("{s:[{s:s, s:s, s:s, s:s}]}", "dictionaries", "source_lang", info.source, "target_lang",
+                          info.target, "entries", tsv, "entries_format", "tsv");
+    free(tsv);
+    return o ? srv_send_json(c, 200, o, NULL, NULL) : srv_deepl_error(c, 500, "out of memory");
+}
+
+static enum MHD_Result v3(mt_server *s, req_ctx *c, const json_t *obj, const char *key)
+{
+    if (strcmp(c->path, "/v3/glossaries") != 0) return v3_one(s, c, obj, key);
+    if (strcmp(c->method, "POST") == 0) return v3_create(s, c, obj, key);
+    char err[256];
+    json_t *arr = json_array();
+    int rc = arr ? mt_glossaries_list(s->glossaries, key, add_v3, arr, err, sizeof err) : MT_STORE_ERROR;
+    if (rc < 0) {
+        json_decref(arr);
+        return store_error(c, rc, arr ? err : "out of memory");
+    }
+    return srv_send_json(c, 200, json_pack("{s:o}", "glossaries", arr), NULL, NULL);
+}
+
+enum MHD_Result srv_ep_deepl_glossary(mt_server *s, req_ctx *c)
+{
+    json_t *obj;
+    int from_form;
+    char key[256], err[512];
+    int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
+    if (st) {
+        json_decref(obj);
+        return srv_deepl_error(c, st, err);
+    }
+    enum MHD_Result r;
+    if (strncmp(c->path, "/v3/", 4) == 0) {
+        r = v3(s, c, obj, key);
+    } else if (strcmp(c->path, "/v2/glossary-language-pairs") == 0) {
+        r = srv_send_json(c, 200, json_pack("{s:o}", "supported_languages", language_pairs(s)), NULL, NULL);
+    } else if (strcmp(c->path, "/v2/glossaries") == 0 && strcmp(c->method, "POST") == 0) {
+        r = create(s, c, obj, key);
+    } else if (strcmp(c->path, "/v2/glossaries") == 0) {
+        json_t *arr = json_array();
+        int rc = arr ? mt_glossaries_list(s->glossaries, key, add_info, arr, err, sizeof err) : MT_STORE_ERROR;
+        if (rc < 0) {
+            json_decref(arr);
+            r = store_error(c, rc, arr ? err : "out of memory");
+        } else {
+            r = srv_send_json(c, 200, json_pack("{s:o}", "glossaries", arr), NULL, NULL);
+        }
+    } else {
+        r = one(s, c, key);
+    }
+    json_decref(obj);
+    return r;
+}
+
+int srv_deepl_glossary_load(mt_server *s, const char *key, const char *id, const char *source_lang,
+                            const char *target_lang, mt_glossary **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    mt_glossary_info info;
+    char *tsv = NULL;
+    int rc = mt_glossaries_get(s->glossaries, key, id, &info, &tsv, err, errlen);
+    if (rc < 0) return rc == MT_STORE_DOWN ? 503 : 500;
+    if (rc == 0) return snprintf(err, errlen, "Glossary not found."), 404;
+    char src[40], tgt[40];
+    base_code(source_lang, src, sizeof src);
+    base_code(target_lang, tgt, sizeof tgt);
+    if (strcmp(src, info.source) != 0 || strcmp(tgt, info.target) != 0) {
+        free(tsv);
+        return snprintf(err, errlen, "Language pair of the glossary (%s-%s) does not match the translation's (%s-%s).",
+                        info.source, info.target, src, tgt), 400;
+    }
+    rc = mt_glossary_parse(tsv, strlen(tsv), MT_GLOSSARY_TSV, NULL, NULL, out, err, errlen);
+    free(tsv);
+    return rc ? 500 : 0;
+}
