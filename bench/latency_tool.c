@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "config.h"
-#include "service.h"
+#include "service_engine.h"
 
 extern char **environ;
 

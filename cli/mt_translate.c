@@ -231,8 +231,8 @@ static int parse_args(int argc, char **argv, cli_args *a)
         fprintf(stderr, "mt-translate: --output-file needs a FILE argument\n");
         return -1;
     }
-    int n_best = (a->decoding.set & (1u << MT_OPT_N_BEST)) ? a->decoding.v.n_best : 1;
-    int alignments = (a->decoding.set & (1u << MT_OPT_RETURN_ALIGNMENTS)) && a->decoding.v.return_alignments;
+    int n_best = (a->decoding.set & (1u << MT_OPT_N_BEST)) ? (int)a->decoding.v[MT_OPT_N_BEST] : 1;
+    int alignments = (a->decoding.set & (1u << MT_OPT_RETURN_ALIGNMENTS)) && a->decoding.v[MT_OPT_RETURN_ALIGNMENTS] != 0;
     if (a->file && (n_best > 1 || a->output_ids || a->input_ids || a->input_html)) {
         fprintf(stderr, "mt-translate: a FILE is translated as a document: it takes none of --n-best, "
                         "--input, --output ids\n");
@@ -435,7 +435,7 @@ static mt_glossary *read_glossary(const char *path, const char *source, const ch
 
 /* The command line's request (texts unset), checked as the service will resolve it (the
  * policy and ranges every front end gets; *opts: the result); 0, or -1 after a message. */
-static int build_request(const mt_service *svc, const cli_args *a, mt_service_request *rq, mt_service_options *opts)
+static int build_request(const mt_service *svc, const cli_args *a, mt_service_request *rq, mt_decoding *opts)
 {
     mt_service_request_init(rq);
     rq->decoding = a->decoding;
@@ -539,7 +539,7 @@ int main(int argc, char **argv)
     }
     const mt_service_model *m = mt_service_model_info(svc, 0);
     mt_service_request rq;
-    mt_service_options opts;
+    mt_decoding opts;
     int rc = 2;
     mt_glossary *glossary = NULL;
     if (a.glossary && !(glossary = read_glossary(a.glossary, m->source, m->target))) {
@@ -549,10 +549,10 @@ int main(int argc, char **argv)
     }
     if (build_request(svc, &a, &rq, &opts) == 0) {
         rq.glossary = glossary;
-        n_best_out = opts.search.n_best;
+        n_best_out = (int)opts.v[MT_OPT_N_BEST];
         if (a.verbose)
             fprintf(stderr, "mt-translate: model %s (%s -> %s), beam %d, BLAS kernels %s, %d worker(s) x %d thread(s)\n",
-                    m->name, m->source, m->target, opts.search.beam_size, mt_service_blas_name(), a.workers,
+                    m->name, m->source, m->target, (int)opts.v[MT_OPT_BEAM_SIZE], mt_service_blas_name(), a.workers,
                     a.threads);
         if (a.verbose)
             fprintf(stderr, "mt-translate: model compute type %s\n", m->compute_detail);

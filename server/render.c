@@ -89,7 +89,7 @@ static json_t *pairs_json(const int (*p)[2], int n)
 static void add_extras(json_t *body, const mt_request *rq, const mt_translation *res)
 {
     unsigned set = rq->decoding.set;
-    if ((set & (1u << MT_OPT_RETURN_SCORES)) && rq->decoding.v.return_scores) {
+    if ((set & (1u << MT_OPT_RETURN_SCORES)) && rq->decoding.v[MT_OPT_RETURN_SCORES] != 0) {
         json_t *all = json_array();
         for (int t = 0; t < rq->n_texts; t++) {
             json_t *a = json_array();
@@ -99,7 +99,7 @@ static void add_extras(json_t *body, const mt_request *rq, const mt_translation 
         }
         json_object_set_new(body, "token_scores", all);
     }
-    if ((set & (1u << MT_OPT_RETURN_ALIGNMENTS)) && rq->decoding.v.return_alignments) {
+    if ((set & (1u << MT_OPT_RETURN_ALIGNMENTS)) && rq->decoding.v[MT_OPT_RETURN_ALIGNMENTS] != 0) {
         json_t *words = json_array(), *tokens = json_array();
         for (int t = 0; t < rq->n_texts; t++) {
             json_array_append_new(words, pairs_json((const int(*)[2])res[t].alignments, res[t].n_alignments));

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "error.h"
+#include "status.h"
 #include "utf8.h"
 
 /* ------------------------------------------------------------------ content type */

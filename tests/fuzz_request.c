@@ -28,10 +28,11 @@ static void check_request(const mt_request *r, const mt_request_limits *lim)
         if (!mt_utf8_check(r->texts[i], r->lens[i], &bad)) abort();
         if (mt_utf8_chars(r->texts[i], r->lens[i]) > (size_t)lim->max_text_chars) abort();
     }
-    const mt_search_options *o = &r->decoding.v;
-    if ((r->decoding.set & (1u << MT_OPT_BEAM_SIZE)) && (o->beam_size < 1 || o->beam_size > lim->max_beam_size))
+    const double *v = r->decoding.v;
+    if ((r->decoding.set & (1u << MT_OPT_BEAM_SIZE)) && (v[MT_OPT_BEAM_SIZE] < 1 || v[MT_OPT_BEAM_SIZE] > lim->max_beam_size))
         abort();
-    if ((r->decoding.set & (1u << MT_OPT_N_BEST)) && (o->n_best < 1 || o->n_best > lim->max_beam_size)) abort();
+    if ((r->decoding.set & (1u << MT_OPT_N_BEST)) && (v[MT_OPT_N_BEST] < 1 || v[MT_OPT_N_BEST] > lim->max_beam_size))
+        abort();
 }
 
 typedef struct {

@@ -6,6 +6,7 @@ packed.h, decode_opts.h, config/toml.h ...) by name. Read from the build's
 compile_commands.json; tests that check internals name them by relative path."""
 import json
 import os
+import re
 import shlex
 import sys
 import unittest
@@ -40,6 +41,56 @@ class IncludePaths(unittest.TestCase):
             checked += 1
         self.assertGreater(checked, 50)
         self.assertEqual(leaks, [])
+
+
+# The engine's headers: what front ends (server/, cli/) must not reach, directly or through
+# the service's public header.
+ENGINE_HEADERS = {"model.h", "tokenizer.h", "translator.h", "options_search.h", "service_engine.h"}
+FRONT_ENDS = ("server", "cli")
+
+
+def includes(path):
+    with open(path, encoding="utf-8") as f:
+        return re.findall(r'^\s*#\s*include\s+"([^"]+)"', f.read(), re.M)
+
+
+class FrontEndHeaders(unittest.TestCase):
+    """service.h and request.h name no model, tokenizer or search type: every header a
+    front-end file includes, followed through the headers it includes in turn, is none of
+    the engine's."""
+
+    def test_front_ends_reach_no_engine_header(self):
+        source = os.path.realpath(os.environ.get("MT_SOURCE_DIR",
+                                                 os.path.join(os.path.dirname(__file__), "..")))
+        folders = [os.path.join(source, d) for d in ("include/mt", "translator", "detect", "server", "cli",
+                                                   "formats", "spool", "store", "ratelimit", "hub")]
+
+        def find(name, near):
+            for d in [near] + folders:
+                if os.path.exists(os.path.join(d, name)):
+                    return os.path.join(d, name)
+            return None
+
+        reached, checked = [], 0
+        for fe in FRONT_ENDS:
+            for name in sorted(os.listdir(os.path.join(source, fe))):
+                if not name.endswith((".c", ".h")):
+                    continue
+                start = os.path.join(source, fe, name)
+                seen, todo = set(), [start]
+                while todo:
+                    path = todo.pop()
+                    for inc in includes(path):
+                        if inc in ENGINE_HEADERS:
+                            reached.append("%s reaches %s (via %s)" % (os.path.relpath(start, source), inc,
+                                                                       os.path.relpath(path, source)))
+                        found = find(inc, os.path.dirname(path))
+                        if found and found not in seen:
+                            seen.add(found)
+                            todo.append(found)
+                checked += 1
+        self.assertGreater(checked, 20)
+        self.assertEqual(reached, [])
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check_main.h"
-#include "service.h"
+#include "service_engine.h"
 #include "tiny_model.h"
 
 static char dir_en[256], dir_fr[256];
@@ -198,7 +198,7 @@ static int resolve(mt_service *svc, const mt_decoding *given, mt_service_options
     mt_service_request rq;
     mt_service_request_init(&rq);
     rq.decoding = *given;
-    return mt_service_resolve(svc, 0, &rq, o, err, errlen);
+    return mt_service_resolve_options(svc, 0, &rq, o, err, errlen);
 }
 
 static mt_decoding with(int id, double x)
@@ -259,9 +259,9 @@ START_TEST(options_table_checks_and_keys)
     ck_assert_str_eq(err, "field 'beam_size' must be an integer between 1 and 8");
     ck_assert_int_eq(mt_option_parse(&d, MT_OPT_RETURN_SCORES, "yes", 0, "x", err, sizeof err), -1);
     ck_assert_int_eq(mt_option_parse(&d, MT_OPT_RETURN_SCORES, "true", 0, "x", err, sizeof err), 0);
-    ck_assert_int_eq(d.v.return_scores, 1);
+    ck_assert(d.v[MT_OPT_RETURN_SCORES] == 1);
     ck_assert_int_eq(mt_option_parse(&d, MT_OPT_SEED, "12345678901", 0, "x", err, sizeof err), 0);
-    ck_assert(d.v.seed == 12345678901ull);
+    ck_assert(d.v[MT_OPT_SEED] == 12345678901.0);
     ck_assert_uint_eq(d.set, (1u << MT_OPT_RETURN_SCORES) | (1u << MT_OPT_SEED));
     /* names and flags */
     ck_assert_int_eq(mt_option_by_name("no_repeat_ngram_size"), MT_OPT_NO_REPEAT_NGRAM_SIZE);
@@ -273,10 +273,10 @@ START_TEST(options_table_checks_and_keys)
     memset(&a, 0, sizeof a);
     for (int id = 0; id < MT_OPT_COUNT; id++) {
         b = a;
-        mt_decoding m = {b, 0};
+        mt_decoding m = {{0}, 0};
         const mt_option_desc *row = mt_option(id);
         mt_option_set(&m, id, row->type == MT_OPT_BOOL ? 1 : row->max, 0, "x", err, sizeof err);
-        b = m.v;
+        mt_decoding_apply(&m, &b);
         if (row->batch_key) ck_assert_msg(!mt_options_same_batch(&a, &b), "%s", row->name);
         unsigned char ka[256], kb[256];
         ck_assert(mt_options_key_size() <= sizeof ka);

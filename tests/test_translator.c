@@ -7,7 +7,7 @@
 
 #include "check_main.h"
 #include "tiny_model.h"
-#include "service.h"
+#include "service_engine.h"
 
 static char dir[256];
 static mt_translator *tr;

@@ -1,7 +1,7 @@
 /* batcher.c: bounded job queue, dynamic batching across callers, worker threads (used by
  * service.c, which turns texts into the sentences queued here). */
 #include "batcher.h"
-#include "options.h"
+#include "options_search.h"
 
 #include "cache.h"
 

@@ -46,7 +46,7 @@ void mt_html_unwrap_protected(char *s);
  * selects the vocabulary. Returns the number of words. */
 int mt_word_map(const mt_tokenizer *tok, int target, int32_t skip_id, const int32_t *ids, int n, int *map);
 
-#include "error.h"
+#include "status.h"
 #include "utf8.h"
 
 #endif

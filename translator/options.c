@@ -1,5 +1,5 @@
 /* options.c: the decoding options table and the checks, merges and comparisons that walk it. */
-#include "options.h"
+#include "options_search.h"
 
 #include <errno.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "error.h"
+#include "status.h"
 
 #define ROW_(ID, name, flag, alias, arg, type, min, max, min_open, where, batch_key, cache_key, cfg, help)       \
     [MT_OPT_##ID] = {#name, flag, alias, arg, MT_OPT_##type, min, max, min_open, offsetof(mt_search_options, name), \
@@ -70,7 +70,7 @@ int mt_option_set(mt_decoding *d, int id, double x, double max_override, const c
                   size_t errlen)
 {
     if (mt_option_check(id, x, max_override, label, err, errlen)) return -1;
-    put(&d->v, id, x);
+    d->v[id] = x;
     d->set |= 1u << id;
     return 0;
 }
@@ -97,11 +97,15 @@ void mt_decoding_merge(mt_decoding *dst, const mt_decoding *src)
 {
     for (int i = 0; i < MT_OPT_COUNT; i++)
         if (src->set & (1u << i)) {
-            put(&dst->v, i, mt_option_get(&src->v, i));
-            if (TABLE[i].type == MT_OPT_U64) /* beyond 2^53 a double would round the seed */
-                dst->v.seed = src->v.seed;
+            dst->v[i] = src->v[i];
             dst->set |= 1u << i;
         }
+}
+
+void mt_decoding_apply(const mt_decoding *d, mt_search_options *o)
+{
+    for (int i = 0; i < MT_OPT_COUNT; i++)
+        if (d->set & (1u << i)) put(o, i, d->v[i]);
 }
 
 int mt_options_same_batch(const mt_search_options *a, const mt_search_options *b)

@@ -8,7 +8,8 @@
  * adding an option is one row in decoding_options.h and the code that uses its value.
  *
  * A caller's choice is an mt_decoding: values plus a bit per option given. The service
- * merges it over the server's defaults and the model's own (mt_service_submit).
+ * merges it over the server's defaults and the model's own (mt_service_submit); what maps
+ * it onto the engine's mt_search_options is translator-internal (options_search.h).
  *
  * Thread-safety: the table is constant; every function is pure.
  */
@@ -19,7 +20,6 @@
 #include <stdint.h>
 
 #include "decoding_options.h"
-#include "model.h"
 
 typedef struct {
     const char *name;   /* JSON field and [decoding] key */
@@ -29,7 +29,7 @@ typedef struct {
     mt_option_type type;
     double min, max;    /* allowed range, max inclusive */
     int min_open;       /* 1: min itself is excluded ("> 0") */
-    size_t offset;      /* of the value in mt_search_options */
+    size_t offset;      /* of the value in mt_search_options (options_search.h) */
     unsigned where;     /* MT_OPT_NATIVE | MT_OPT_LIBRE | MT_OPT_CLI */
     int batch_key;      /* 1: sentences that differ in it never share a batch */
     int cache_key;      /* 1: part of the sentence cache's key (others make a job uncached) */
@@ -43,14 +43,12 @@ int mt_option_by_name(const char *name);
 /* The option whose flag or alias is flag ("--beam-size"), or -1. */
 int mt_option_by_flag(const char *flag);
 
-/* A caller's options: values (only those with their bit in `set` count). */
+/* A caller's options: values by MT_OPT_* id (only those with their bit in `set` count;
+ * a double holds every value of the table's ranges exactly, seeds up to 2^53 - 1 too). */
 typedef struct {
-    mt_search_options v;
+    double v[MT_OPT_COUNT];
     unsigned set; /* 1u << mt_option_id per option given */
 } mt_decoding;
-
-/* The value of option id in o, as a double (a u64 seed up to 2^53 exactly). */
-double mt_option_get(const mt_search_options *o, int id);
 /* Checks x against option id's type and range; 0, or -1 with "LABEL must be an integer
  * between 1 and 256 (got 0)" in err, LABEL being the caller's name for the option
  * ("field 'beam_size'", "--beam-size"). max_override > 0 lowers the upper bound. */
@@ -64,12 +62,5 @@ int mt_option_parse(mt_decoding *d, int id, const char *text, double max_overrid
                     char *err, size_t errlen);
 /* Copies the options set in src over dst (their values and bits). */
 void mt_decoding_merge(mt_decoding *dst, const mt_decoding *src);
-
-/* 1 when a and b agree on every batch_key option (and the fields no table row covers
- * that shape a batch: extra banned ids, unk_id). */
-int mt_options_same_batch(const mt_search_options *a, const mt_search_options *b);
-/* The cache_key options of o as bytes: out must hold mt_options_key_size() bytes. */
-size_t mt_options_key_size(void);
-void mt_options_key(const mt_search_options *o, unsigned char *out);
 
 #endif

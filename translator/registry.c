@@ -8,7 +8,7 @@
 #include <strings.h>
 
 #include "internal.h"
-#include "error.h"
+#include "status.h"
 #include "service_impl.h"
 
 void mt_service_config_default(mt_service_config *cfg)

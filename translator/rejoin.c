@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "error.h"
+#include "status.h"
 #include "service_impl.h"
 
 /* ---- finish: decode and rejoin ---- */

@@ -20,8 +20,9 @@
  * the outcome, the translations, each text's route and the merged stats,
  * mt_service_task_free(). mt_service_translate_request() does all of it and waits.
  *
- * Below the request layer, mt_service_prepare()/mt_service_run() translate texts with
- * one model and fully resolved options (tests, benchmarks and mt-translate's file mode).
+ * Below the request layer, service_engine.h's mt_service_prepare()/mt_service_run()
+ * translate texts with one model and fully resolved engine options (the service's own
+ * files, tests and benchmarks): this header names no model, tokenizer or search type.
  *
  * Cancellation: mt_service_task_cancel() (a client went away, shutting down) or the
  * request's deadline; queued sentences are dropped without compute and running ones stop
@@ -41,10 +42,8 @@
 #include "langs.h"
 #include "options.h"
 #include "protect.h"
-#include "translator.h"
 
 typedef struct mt_service mt_service;
-typedef struct mt_service_job mt_service_job;
 
 typedef struct {
     int workers;             /* worker threads, each with one model state per model */
@@ -108,10 +107,6 @@ void mt_service_process_setup(char **argv, const char *blas_coretype);
  * message naming the model on failure. */
 mt_service *mt_service_load(const mt_service_spec *specs, int n, const mt_service_config *cfg,
                             const mt_service_observer *obs, char *err, size_t errlen);
-/* The same over translators trs[0, n) already loaded (borrowed: they must outlive the
- * service). */
-mt_service *mt_service_create(mt_translator *const *trs, int n, const mt_service_config *cfg,
-                              const mt_service_observer *obs, char *err, size_t errlen);
 
 int mt_service_model_count(const mt_service *svc);
 const mt_service_model *mt_service_model_info(const mt_service *svc, int model);
@@ -129,27 +124,6 @@ typedef enum {
     MT_FORMAT_IDS = 2,   /* one sentence of space-separated source ids (eos appended) */
 } mt_format;
 
-/* One model's fully resolved options (mt_service_resolve makes them from a request; a
- * new decoding option is a row in options.h's table). Jobs whose options differ in a
- * batch_key option never share a batch. */
-typedef struct {
-    mt_search_options search; /* every decoding option (options.h); cancel, target_prefix and
-                               * sentence_index there are set by the service */
-    mt_format input;          /* what the texts are */
-    int output_ids;           /* 1: translations are target ids ("12 7 9"), sentences joined by a space */
-    const char *target_lang;  /* multilingual models: the target ("fra"); NULL: the model's own */
-    double deadline;          /* CLOCK_MONOTONIC seconds (mt_now()), 0: none */
-    const char *const *target_prefix; /* per text of the request (NULL, or NULL entries: none):
-                                         * the text its translation starts with (its first
-                                         * sentence's); with prefix_ids: target ids "12 7" */
-    int prefix_ids;
-    unsigned protect;         /* MT_PROTECT_* kinds kept byte for byte, in text and HTML
-                               * (default MT_PROTECT_ALL; 0: none) */
-} mt_service_options;
-
-/* The model's search defaults (n_best 1, unk_id the tokenizer's), plain text in and out,
- * every protected kind kept, no deadline. */
-void mt_service_options_default(const mt_service *svc, int model, mt_service_options *opts);
 
 /* The translation of one text: n_best texts, best first, with their scores (the mean of
  * the sentences' normalised scores), and extras of the best one when asked. Token
@@ -180,53 +154,21 @@ enum {
     MT_SERVICE_NOMEM = 7,
 };
 
-/* Checks opts against the model (ranges of every decoding control); MT_SERVICE_OK or
- * MT_SERVICE_INVALID with a message naming the field and its allowed range. prepare
- * runs it too. */
-int mt_service_check_options(const mt_service *svc, int model, const mt_service_options *opts, char *err,
-                             size_t errlen);
-
-/* Segments and encodes texts[0, n) (lens[i] bytes each, copied) for translator `model`.
- * Returns MT_SERVICE_OK with *job set, or MT_SERVICE_INVALID / MT_SERVICE_NOMEM with a
- * message. */
-int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opts, int n,
-                       const char *const *texts, const size_t *lens, mt_service_job **job,
-                       char *err, size_t errlen);
-/* Queues a prepared job; done(job, user) runs once when it is finished (on a worker
- * thread; before this call returns when nothing needed translating) and must not block.
- * Returns MT_SERVICE_OK, or MT_SERVICE_BUSY (done will not run). */
-int mt_service_run(mt_service *svc, mt_service_job *job, void (*done)(mt_service_job *, void *),
-                   void *user);
 /* Requests about to be prepared (+1) or prepared (-1): batches wait for them. */
 void mt_service_arriving(mt_service *svc, int delta);
 
-/* Cancels with `reason` (MT_SERVICE_CLIENT_GONE ...) if still running; 1 when this call did. */
-int mt_service_job_cancel(mt_service_job *job, int reason);
-/* Cancels the job (MT_SERVICE_DEADLINE) when its deadline is past at `now`; 1 when it did. */
-int mt_service_job_expire(mt_service_job *job, double now);
 /* Drops queued sentences of cancelled or expired jobs now. */
 void mt_service_purge(mt_service *svc);
 /* Cancels every admitted job with `reason`. */
 void mt_service_abort(mt_service *svc, int reason);
 
-/* After done: MT_SERVICE_OK, a cancel reason, or MT_SERVICE_FAILED with *message set. */
-int mt_service_job_outcome(const mt_service_job *job, const char **message);
-/* After done with MT_SERVICE_OK: one translation per text (owned by the job). */
-const mt_translation *mt_service_job_results(const mt_service_job *job);
 
 typedef struct {
     int texts, sentences;
     long source_tokens, target_tokens;    /* target: of the best hypotheses */
     double t_submitted, t_started, t_done; /* mt_now() seconds; 0: not reached */
 } mt_service_stats;
-void mt_service_job_stats(const mt_service_job *job, mt_service_stats *st);
-void mt_service_job_free(mt_service_job *job);
 
-/* Prepare, run and wait: out[i] is filled for each text (free each with
- * mt_translation_clear). Returns MT_SERVICE_OK or another outcome with a message. */
-int mt_service_translate(mt_service *svc, int model, const mt_service_options *opts, int n,
-                         const char *const *texts, const size_t *lens, mt_translation *out,
-                         char *err, size_t errlen);
 void mt_translation_clear(mt_translation *t);
 /* Deep copy of src into dst (cleared first by the caller); 0, or -1 out of memory (dst is
  * then cleared). */
@@ -280,12 +222,12 @@ void mt_service_request_init(mt_service_request *rq);
  * message listing the pairs served. */
 int mt_service_route(const mt_service *svc, const char *source, const char *target, int *detected,
                      char *err, size_t errlen);
-/* The options a request gets on `route`: its own over the service's defaults over the
- * model's, then the policy (sampling without a beam size: beam 1; n_best without a beam
- * size raises it; n_best <= beam_size) and the ranges. MT_SERVICE_OK, or
- * MT_SERVICE_INVALID with a message naming the field. */
-int mt_service_resolve(const mt_service *svc, int route, const mt_service_request *rq,
-                       mt_service_options *opts, char *err, size_t errlen);
+
+/* The options a request gets on `route` (the service's defaults and the model's under
+ * its own, then the policy: mt_service_resolve_options in service_engine.h), every one
+ * set in *out. MT_SERVICE_OK, or MT_SERVICE_INVALID with a message naming the field. */
+int mt_service_resolve(const mt_service *svc, int route, const mt_service_request *rq, mt_decoding *out, char *err,
+                       size_t errlen);
 
 /* Routes (detecting each text's language for "auto"), resolves the options of each
  * route, segments and encodes every text: *task is ready to start. MT_SERVICE_OK, or

@@ -5,7 +5,7 @@
 
 #include "batcher.h"
 #include "markup.h"
-#include "service.h"
+#include "service_engine.h"
 
 struct mt_service {
     mt_translator **trs;

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "error.h"
+#include "status.h"
 #include "service_impl.h"
 
 enum { MAX_DETECT = 8 };
@@ -148,8 +148,8 @@ static int detect_routes(mt_service_task *t, const mt_service_request *rq)
 
 #define GIVEN(set, id) ((set) & (1u << (id)))
 
-int mt_service_resolve(const mt_service *svc, int route, const mt_service_request *rq, mt_service_options *opts,
-                       char *err, size_t errlen)
+int mt_service_resolve_options(const mt_service *svc, int route, const mt_service_request *rq,
+                               mt_service_options *opts, char *err, size_t errlen)
 {
     const mt_route *r = mt_langs_get(svc->langs, route);
     mt_service_options_default(svc, r->model, opts);
@@ -160,10 +160,11 @@ int mt_service_resolve(const mt_service *svc, int route, const mt_service_reques
     opts->prefix_ids = rq->prefix_ids;
     opts->protect = rq->protect;
     opts->deadline = rq->deadline;
-    mt_decoding d = {opts->search, 0};
+    mt_decoding d = {{0}, 0};
     mt_decoding_merge(&d, &svc->defaults);
     mt_decoding_merge(&d, &rq->decoding);
-    mt_search_options *o = &d.v;
+    mt_search_options *o = &opts->search; /* the model's defaults, then d over them */
+    mt_decoding_apply(&d, o);
     unsigned set = rq->decoding.set;
     if (!GIVEN(svc->defaults.set | set, MT_OPT_N_BEST)) o->n_best = 1;
     /* n_best without a beam size widens the beam; sampling draws one hypothesis */
@@ -173,8 +174,18 @@ int mt_service_resolve(const mt_service *svc, int route, const mt_service_reques
     if (o->n_best > o->beam_size)
         return mt_error(MT_SERVICE_INVALID, err, errlen, "n_best (%d) must not exceed beam_size (%d)", o->n_best,
                         o->beam_size);
-    opts->search = *o;
     return mt_service_check_options(svc, r->model, opts, err, errlen);
+}
+
+int mt_service_resolve(const mt_service *svc, int route, const mt_service_request *rq, mt_decoding *out, char *err,
+                       size_t errlen)
+{
+    mt_service_options opts;
+    int rc = mt_service_resolve_options(svc, route, rq, &opts, err, errlen);
+    if (rc) return rc;
+    for (int id = 0; id < MT_OPT_COUNT; id++) out->v[id] = mt_option_get(&opts.search, id);
+    out->set = (1u << MT_OPT_COUNT) - 1;
+    return MT_SERVICE_OK;
 }
 
 /* ---------------------------------------------------------------- submit */
@@ -239,7 +250,7 @@ static int prepare_part(mt_service_task *t, int p, const mt_service_request *rq,
     mt_service_request sub = *rq;
     sub.target_prefix = rq->target_prefix ? prefix : NULL;
     mt_service_options opts;
-    if ((rc = mt_service_resolve(t->svc, pt->route, &sub, &opts, err, errlen))) goto out;
+    if ((rc = mt_service_resolve_options(t->svc, pt->route, &sub, &opts, err, errlen))) goto out;
     rc = mt_service_prepare(t->svc, mt_langs_get(t->svc->langs, pt->route)->model, &opts, pt->n, texts, lens,
                             &pt->job, err, errlen);
 out:
