@@ -2,7 +2,8 @@
  * Input: byte 0 picks TSV or CSV (bit 0), the rest is the text. Checks: an accepted
  * glossary has entries whose terms are non-empty valid UTF-8 without tabs, control
  * characters or surrounding spaces, its source terms are distinct, and its TSV, read
- * again, gives the same entries. Under gcc this builds a replay tool: fuzz-glossary
+ * again, gives the same entries; the input masked with the glossary and unmasked
+ * unchanged holds every target term. Under gcc this builds a replay tool: fuzz-glossary
  * FILE... (tests/fuzz_replay.h). */
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +52,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
         mt_glossary_free(h);
         free(tsv);
+    }
+    /* enforcement: the input itself as a text (plain and markup) masked with the glossary
+     * and "translated" unchanged: every target term must come back */
+    for (int markup = 0; markup < 2; markup++) {
+        mt_glossary_masked *m = mt_glossary_mask(g, (const char *)data + 1, size - 1, markup);
+        if (!m) abort();
+        char *u = mt_glossary_unmask(m, mt_glossary_masked_text(m));
+        if (!u || !mt_glossary_masked_present(m, u)) abort();
+        free(u);
+        mt_glossary_masked_free(m);
     }
     mt_glossary_free(g);
     return 0;

@@ -323,7 +323,8 @@ static int term_at(const char *t, const char *s, size_t n, int *upper)
 
 struct mt_glossary_masked {
     char *text;
-    int n, base;    /* occurrences; the first one's field number */
+    int n;          /* occurrences */
+    long base;      /* the first one's field number */
     char **target;  /* per occurrence: its target term, first letter already upper-cased
                      * when the occurrence's was */
     char *upper;    /* per occurrence: its first letter was upper and the term's not */
@@ -348,7 +349,7 @@ static size_t brace_field(const char *s, size_t n, long *num)
     if (n < 3 || s[0] != '{' || s[1] < '0' || s[1] > '9') return 0;
     size_t k = 1;
     long v = 0;
-    while (k < n && s[k] >= '0' && s[k] <= '9' && k < 10) v = v * 10 + (s[k++] - '0');
+    while (k < n && s[k] >= '0' && s[k] <= '9' && k < 11) v = v * 10 + (s[k++] - '0');
     if (k >= n || s[k] != '}') return 0;
     *num = v;
     return k + 1;
@@ -369,7 +370,7 @@ mt_glossary_masked *mt_glossary_mask(const mt_glossary *g, const char *text, siz
     for (size_t i = 0; i < len; i++) {
         long v;
         size_t f = brace_field(text + i, len - i, &v);
-        if (f && v > top) top = v;
+        if (f && v > top && v < 1000000000L) top = v; /* larger ones cannot collide */
         if (markup && (text[i] == '<' || text[i] == '&')) { /* a tag or an entity */
             const char *e = memchr(text + i, text[i] == '<' ? '>' : ';', len - i);
             size_t end = e ? (size_t)(e - text) + 1 : len;
@@ -377,7 +378,7 @@ mt_glossary_masked *mt_glossary_mask(const mt_glossary *g, const char *text, siz
             memset(skip + i, 1, end - i);
         }
     }
-    m->base = (int)(top + 1);
+    m->base = top + 1;
     int ocap = 0;
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)text[i];
@@ -409,7 +410,7 @@ mt_glossary_masked *mt_glossary_mask(const mt_glossary *g, const char *text, siz
             }
             if (!(m->target[m->n] = strdup(g->e[best].target))) goto oom;
             m->upper[m->n] = (char)best_upper;
-            copy_len = (size_t)snprintf(field, sizeof field, "{%d}", m->base + m->n);
+            copy_len = (size_t)snprintf(field, sizeof field, "{%ld}", m->base + m->n);
             copy = field;
             m->n++;
             i += best_len;
