@@ -20,7 +20,7 @@ import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
+import mtfixtures as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
 import document_samples as ds  # noqa: E402
 
 EN_DE = DE_EN = None

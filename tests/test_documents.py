@@ -15,7 +15,7 @@ import zipfile
 import io
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
+import mtfixtures as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
 import testmain  # noqa: E402
 from document_samples import GOOD, HOSTILE, W, docx  # noqa: E402
 

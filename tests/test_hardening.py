@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (fixtures: Server, make_model, cli_translate)
+import mtfixtures as ts  # noqa: E402  (fixtures: Server, make_model, cli_translate)
 
 MODEL = None
 

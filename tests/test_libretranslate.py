@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
+import mtfixtures as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
 
 MODEL = None
 

@@ -29,7 +29,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (fixtures: Server, corpus_lines, BUNDLED)
+import mtfixtures as ts  # noqa: E402  (fixtures: Server, corpus_lines, BUNDLED)
 
 CLIENTS = 32
 SIZES = (1, 1, 2, 5, 10, 20)

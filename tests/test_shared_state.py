@@ -34,7 +34,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (Server: mt-server on a free port; make_model)
+import mtfixtures as ts  # noqa: E402  (Server: mt-server on a free port; make_model)
 import testmain  # noqa: E402
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
