@@ -428,6 +428,37 @@ START_TEST(processing_instructions_are_one_marker)
 }
 END_TEST
 
+START_TEST(end_tags_are_read_as_html_c_reads_them)
+{
+    /* "</a/>", "</a >" and "</A x>" end a link for html.c and the split alike, so the
+     * service's wrapper around a link that is one URL ends there too: it used to look for
+     * "</a>" only and wrap across the enclosing link ("<a><KEEP><a>URL</a/>x</a></KEEP>"). */
+    const unsigned kinds = MT_PROTECT_ALL | MT_PROTECT_LONG_WORD;
+    const char *nested = "<a><a>https://x.io/</a/>x</a>";
+    char *w = mt_html_wrap_protected(nested, strlen(nested), kinds);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_str_eq(w, "<a>" MT_HTML_KEEP_OPEN "<a>https://x.io/</a/>" MT_HTML_KEEP_CLOSE "x</a>");
+    free(w);
+    const char *spaced = "<b><a href=\"https://x.io/\">https://x.io/</A x></b>";
+    w = mt_html_wrap_protected(spaced, strlen(spaced), kinds);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_str_eq(w, "<b>" MT_HTML_KEEP_OPEN "<a href=\"https://x.io/\">https://x.io/</A x>" MT_HTML_KEEP_CLOSE "</b>");
+    free(w);
+    /* a name html.c reads as another element ("a.b") is no link */
+    const char *other = "<a.b>https://x.io/</a.b>";
+    w = mt_html_wrap_protected(other, strlen(other), kinds);
+    ck_assert_ptr_nonnull(w);
+    ck_assert_str_eq(w, "<a.b>" MT_HTML_KEEP_OPEN "https://x.io/" MT_HTML_KEEP_CLOSE "</a.b>");
+    free(w);
+    /* an opaque element ends at its first matching end tag, "</span/>" included, as in
+     * html.c: what follows is text to translate */
+    mt_markup *m = mt_markup_split("<span translate=\"no\">x</span/> y</span>", 39);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_str_eq(mt_markup_text(m), " y");
+    mt_markup_free(m);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("markup");
@@ -448,6 +479,7 @@ int main(void)
     tcase_add_test(tc, nested_links_are_linear);
     tcase_add_test(tc, masked_elements_keep_their_quotes);
     tcase_add_test(tc, processing_instructions_are_one_marker);
+    tcase_add_test(tc, end_tags_are_read_as_html_c_reads_them);
     tcase_set_timeout(tc, 120);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));

@@ -36,7 +36,8 @@ static size_t tag_name(const char *s, size_t len, size_t i, size_t *start)
     if (k < len && s[k] == '/')
         k++;
     *start = k;
-    while (k < len && (isalnum((unsigned char)s[k]) || s[k] == '-'))
+    /* html.c's name characters, so that "<a.b>" or "<p:x>" is not read as <a> or <p> */
+    while (k < len && (isalnum((unsigned char)s[k]) || s[k] == '-' || s[k] == ':' || s[k] == '_' || s[k] == '.'))
         k++;
     return k - *start;
 }
@@ -126,10 +127,12 @@ static char *element_text(const char *s, size_t len)
     return text;
 }
 
-/* End of the <a> element whose start tag ends at `from` (just after its "</a>"), or 0 when
- * it is not closed or holds another <a> start tag (links do not nest; looking no further
- * keeps the scans of successive anchors apart, so the work stays linear). */
-static size_t anchor_end(const char *s, size_t len, size_t from)
+/* End of the <a> element whose start tag ends at `from` (just after its end tag; *close:
+ * where that tag starts), or 0 when it is not closed or holds another <a> start tag (links
+ * do not nest; looking no further keeps the scans of successive anchors apart, so the
+ * work stays linear). Its end tag is any that html.c reads as one: "</a>", "</A >",
+ * "</a/>", "</a x>"; markup.c closes the link there, so the wrapper must end there too. */
+static size_t anchor_end(const char *s, size_t len, size_t from, size_t *close)
 {
     for (size_t k = from; k + 1 < len;) {
         size_t e = s[k] == '<' ? mt_html_tag_end(s, len, k) : k; /* tags as html.c reads them */
@@ -137,10 +140,14 @@ static size_t anchor_end(const char *s, size_t len, size_t from)
             k++;
             continue;
         }
-        if (e - k == 4 && s[k + 1] == '/' && (s[k + 2] == 'a' || s[k + 2] == 'A'))
-            return e; /* "</a>" */
-        if ((s[k + 1] == 'a' || s[k + 1] == 'A') && (k + 2 == len || strchr(" \t\r\n\f/>", s[k + 2])))
+        size_t ns, nl = tag_name(s, len, k, &ns);
+        if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A')) {
+            if (s[k + 1] == '/') {
+                *close = k;
+                return e;
+            }
             return 0;
+        }
         k = e;
     }
     return 0;
@@ -258,8 +265,8 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
         /* a link's start tag, not a self-closed <a/>: markup.c reads that as an element of its
          * own, so taking it with the next "</a>" would wrap across the enclosing element */
         if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/' && s[end - 2] != '/') {
-            size_t ae = anchor_end(s, len, end);
-            char *text = ae ? element_text(s + end, ae - 4 - end) : NULL;
+            size_t close = end, ae = anchor_end(s, len, end, &close);
+            char *text = ae ? element_text(s + end, close - end) : NULL;
             int whole = text && wholly_protected(text, kinds);
             free(text);
             if (whole) {

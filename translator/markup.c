@@ -326,7 +326,8 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                     int closing = j + 1 < n && s[j + 1] == '/';
                     tag_name(s, j + 1 + (size_t)closing, n, name, sizeof name);
                     size_t e = tag_end(s, j, n);
-                    if (!strcmp(name, nd->name) && !(e >= 2 && s[e - 2] == '/'))
+                    /* an end tag counts whatever it ends with ("</span/>"), as in html.c */
+                    if (!strcmp(name, nd->name) && (closing || !(e >= 2 && s[e - 2] == '/')))
                         depth += closing ? -1 : 1;
                     steps += e - j;
                     j = e;
