@@ -27,7 +27,10 @@ import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
+try:  # the Server fixture (mt-server on a free port), wherever the tree keeps it
+    import mtfixtures as ts  # noqa: E402
+except ImportError:
+    import test_server as ts  # noqa: E402
 
 SRV = None
 K1, K2 = "gloss-key-1", "gloss-key-2"
