@@ -407,6 +407,70 @@ class TestAutoPerText(unittest.TestCase):
         self.assertIn("it", b["error"])
 
 
+class TestAutoDetectAmongAllLanguages(unittest.TestCase):
+    """source "auto" detects among every language the models read or write (issue 31): a
+    text already in the target language comes back unchanged with its language, as
+    LibreTranslate answers; a text whose language has no model into the target, or that
+    no model reads at all, is a 400 naming the language, in both request forms (it used
+    to be forced onto a source language and "translated" at confidence 0)."""
+
+    DE = "Guten Morgen, wie geht es dir heute?"
+    EN = "A man in a blue shirt is riding a bicycle."
+    FR = "Un homme en chemise bleue fait du vélo dans la rue."
+    FI = "Hyvää huomenta, mitä kuuluu? Tämä on suomenkielinen lause."
+
+    @classmethod
+    def setUpClass(cls):
+        # en-de, de-en, and de-en relabelled fr-de: fr is read, but nothing goes fr -> en
+        cls.srv = ts.Server(["--model", MODEL, "--model", os.path.join(ts.SRC, "models", "de-en"),
+                             "--model", two_models(), "--workers", "1"], name="lt-auto-all")
+
+    @classmethod
+    def tearDownClass(cls):
+        assert cls.srv.stop() == 0
+
+    def test_text_in_the_target_language_comes_back_unchanged(self):
+        st, _, b = self.srv.post_json({"q": "Hallo Welt", "source": "auto", "target": "de"})
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["translatedText"], "Hallo Welt")
+        self.assertEqual(b["detectedLanguage"]["language"], "de")
+        self.assertGreater(b["detectedLanguage"]["confidence"], 0)
+        st, _, want = self.srv.post_json({"q": self.EN, "source": "en", "target": "de"})
+        self.assertEqual(st, 200, want)
+        st, _, b = self.srv.post_json({"q": [self.DE, self.EN], "source": "auto", "target": "de"})
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["translatedText"], [self.DE, want["translatedText"]])
+        self.assertEqual([d["language"] for d in b["detectedLanguage"]], ["de", "en"])
+        # native form, with n_best asked: one hypothesis, the text itself
+        st, _, b = self.srv.post_json({"text": [self.EN, self.DE], "source": "auto", "target": "en", "n_best": 2})
+        self.assertEqual(st, 200, b)
+        self.assertEqual(b["translations"][0], self.EN)
+        self.assertEqual([d["language"] for d in b["detectedLanguage"]], ["en", "de"])
+        self.assertNotEqual(b["translations"][1], self.DE)
+
+    def test_no_model_from_the_detected_language_into_target(self):
+        st, _, b = self.srv.post_json({"q": self.FR, "source": "auto", "target": "en"})
+        self.assertEqual(st, 400, b)
+        self.assertEqual(b["error"], "text is in fr (detected), and no model here translates fr into en; "
+                                     "source languages: en, de, fr")
+        st, _, b = self.srv.post_json({"text": [self.EN, self.FR], "source": "auto", "target": "en"})
+        self.assertEqual(st, 400, b)
+        self.assertIn("text 1 is in fr (detected), and no model here translates fr into en", b["error"])
+        st, _, b = self.srv.post_json({"q": self.FR, "source": "auto", "target": "de"})
+        self.assertEqual((st, b.get("detectedLanguage", {}).get("language")), (200, "fr"), b)
+
+    def test_language_no_model_reads(self):
+        for body in ({"q": self.FI, "source": "auto", "target": "de"},
+                     {"text": [self.EN, self.FI], "source": "auto", "target": "de"}):
+            st, _, b = self.srv.post_json(body)
+            self.assertEqual(st, 400, b)
+            self.assertIn("in a language no model here translates (detected: fi); source languages: en, de, fr",
+                          b["error"])
+        # too short for the wide detector's word ("OK" would be Ewe): routed, not refused
+        st, _, b = self.srv.post_json({"q": "OK", "source": "auto", "target": "en"})
+        self.assertEqual(st, 200, b)
+
+
 def make_docx():
     import zipfile, io
     doc = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'

@@ -520,13 +520,13 @@ class TestTwoModels(unittest.TestCase):
         self.assertEqual((st, body["translations"], body["model"]), (200, want2, "de-en"))
         st, _, body = self.srv.post_json({"q": texts[0], "source": "fr", "target": "de"})
         self.assertEqual((st, body["translatedText"]), (200, want1[0]))
-        # auto: one model translates into en -> resolved (these texts are English: the
-        # detector, restricted to de, finds no evidence: confidence 0); into de the
-        # detector picks en among en and fr (tests/test_libretranslate.py TestAutoPerText)
+        # auto: detection among every language the models read or write (en, de, fr): these
+        # English texts into en come back unchanged, detected en (it used to pick de, the
+        # only source into en, at confidence 0, and "translate"); into de: en-de
         st, _, body = self.srv.post_json({"q": texts[0], "source": "auto", "target": "en"})
         self.assertEqual(st, 200, body)
-        self.assertEqual(body["translatedText"], want2[0])
-        self.assertEqual(body["detectedLanguage"]["language"], "de")
+        self.assertEqual(body["translatedText"], texts[0])
+        self.assertEqual(body["detectedLanguage"]["language"], "en")
         st, _, body = self.srv.post_json({"q": texts[0], "source": "auto", "target": "de"})
         self.assertEqual(st, 200, body)
         self.assertEqual(body["detectedLanguage"]["language"], "en")

@@ -74,14 +74,17 @@ static int add_model(mt_service *svc, int i, const char *name, const char *path,
     return 0;
 }
 
-/* The detector over the routes' distinct source languages that libexttextcat has
- * fingerprints for (the others are noted and left out); none: no detector. */
+/* The detector over the routes' distinct languages, sources and targets, that libexttextcat
+ * has fingerprints for (the others are noted and left out): a text already in a target
+ * language is recognised as such, not forced onto a source (none: no detector); and the
+ * wide one over every language it knows. */
 static int start_detector(mt_service *svc, char *err, size_t errlen)
 {
     const char *codes[64];
     int n = 0;
-    for (int i = 0; i < mt_langs_count(svc->langs); i++) {
-        const char *src = mt_langs_get(svc->langs, i)->source;
+    for (int i = 0; i < 2 * mt_langs_count(svc->langs); i++) {
+        const mt_route *rt = mt_langs_get(svc->langs, i / 2);
+        const char *src = i % 2 ? rt->target : rt->source;
         int seen = 0;
         for (int k = 0; k < n; k++) seen |= strcasecmp(codes[k], src) == 0;
         if (seen || n == 64) continue;
@@ -97,6 +100,24 @@ static int start_detector(mt_service *svc, char *err, size_t errlen)
     if (n == 0) return 0;
     svc->detector = mt_detector_create(codes, n, NULL, err, errlen);
     if (!svc->detector) return -1;
+    /* The wide detector: LibreTranslate's languages that libexttextcat has fingerprints
+     * for, and ours. Not all 163 of them: rare ones and dialects win on plain English
+     * ("A man in a blue shirt is riding a bicycle." is Scots among all of them). */
+    static const char *const common[] = {"ar", "az", "bg", "bn", "ca", "cs", "da", "de", "el", "en", "eo", "es",
+                                         "et", "eu", "fa", "fi", "fr", "ga", "gl", "he", "hi", "hu", "id", "it",
+                                         "ja", "ko", "lt", "lv", "ms", "nb", "nl", "pl", "pt", "ro", "ru", "sk",
+                                         "sl", "sq", "sv", "th", "tl", "tr", "uk", "ur", "vi"};
+    enum { N_COMMON = sizeof common / sizeof *common };
+    const char *wide[N_COMMON + 64];
+    int m = 0;
+    for (int i = 0; i < N_COMMON; i++) wide[m++] = common[i];
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int k = 0; k < N_COMMON; k++) seen |= strcasecmp(common[k], codes[i]) == 0;
+        if (!seen) wide[m++] = codes[i];
+    }
+    svc->wide = mt_detector_create(wide, m, NULL, err, errlen);
+    if (!svc->wide) return -1;
     char count[16];
     snprintf(count, sizeof count, "%d", n);
     note(svc, 0, "detect", "languages=%s%s", count, "");
@@ -211,6 +232,7 @@ void mt_service_free(mt_service *svc)
     if (!svc) return;
     mt_batcher_free(svc->batcher);
     mt_detector_free(svc->detector);
+    mt_detector_free(svc->wide);
     mt_langs_free(svc->langs);
     if (svc->owned)
         for (int i = 0; i < svc->n; i++) mt_translator_free(svc->trs[i]);

@@ -16,7 +16,9 @@ struct mt_service {
     char **strings;          /* what info points to (names, paths) */
     int n_strings;
     mt_langs *langs;
-    mt_detector *detector;   /* NULL: no detection */
+    mt_detector *detector;   /* the languages the models read or write; NULL: no detection */
+    mt_detector *wide;       /* every language libexttextcat knows: tells a text in a language
+                              * no model serves from one the narrow detector forces onto ours */
     mt_decoding defaults;
     mt_service_observer obs;
     mt_batcher *batcher;
