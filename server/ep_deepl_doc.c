@@ -98,7 +98,8 @@ static void doc_add_locked(mt_server *s, const char *spool_id, const char *id, c
 void srv_deepl_doc_chars(mt_server *s, const char *spool_id, long long chars)
 {
     struct srv_deepl *d = s->deepl;
-    if (!d) return;
+    if (s->jobs) srv_jobs_note_chars(s, spool_id, chars); /* for whichever replica is asked */
+    if (!d || s->jobs) return;
     pthread_mutex_lock(&d->mu);
     for (int i = 0; i < d->cap; i++)
         if (d->docs[i].used && strcmp(d->docs[i].spool, spool_id) == 0) d->docs[i].chars = chars;
@@ -109,6 +110,7 @@ void srv_deepl_doc_chars(mt_server *s, const char *spool_id, long long chars)
 static int doc_find(mt_server *s, const char *id, const char *key, char *spool_id, double *t_start, long long *chars)
 {
     struct srv_deepl *d = s->deepl;
+    if (s->jobs) return key ? srv_jobs_find_document(s, id, key, spool_id, t_start, chars) : -1;
     int found = -1;
     pthread_mutex_lock(&d->mu);
     for (int i = 0; i < d->cap && found < 0; i++) {
@@ -194,8 +196,12 @@ enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c)
     /* The table's lock is held until the document is in it: the job's thread reports the
      * characters it extracted (srv_deepl_doc_chars) only then. */
     pthread_mutex_lock(&s->deepl->mu);
-    st = srv_files_submit(s, client, name, u.file.data, u.file.len, fmt, route, spool_id, &wait, err, sizeof err);
-    if (!st) doc_add_locked(s, spool_id, id, dkey);
+    if (s->jobs) /* in the shared queue, with its id and key: every replica finds it */
+        st = srv_jobs_submit_document(s, client, name, u.file.data, u.file.len, fmt, route, id, dkey, spool_id, &wait,
+                                      err, sizeof err);
+    else
+        st = srv_files_submit(s, client, name, u.file.data, u.file.len, fmt, route, spool_id, &wait, err, sizeof err);
+    if (!st && !s->jobs) doc_add_locked(s, spool_id, id, dkey);
     pthread_mutex_unlock(&s->deepl->mu);
     json_decref(u.fields);
     if (st == 429 || st == 503) {

@@ -12,6 +12,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -228,14 +229,15 @@ void srv_jobs_free(mt_server *s)
 
 /* ---------------------------------------------------------------- submit, look up */
 
-int srv_jobs_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
-                    int route, char *id, double *retry, char *err, size_t errlen)
+static int submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
+                  int route, const char *options_json, char *id, double *retry, char *err, size_t errlen)
 {
     const mt_route *r = mt_langs_get(mt_service_langs(s->svc), route);
     char dl[256];
     mt_spool_download_name(name, dl, sizeof dl);
     mt_jobs_new n = {.owner = client, .name = dl, .mime = mt_format_mime((mt_file_format)fmt), .format = fmt,
-                     .source = r->source, .target = r->target, .input = data, .len = len};
+                     .source = r->source, .target = r->target, .options_json = options_json, .input = data,
+                     .len = len};
     *retry = 0;
     int rc = mt_jobs_submit(s->jobs->q, &n, id, err, errlen);
     if (rc == MT_STORE_OK) return 0;
@@ -251,6 +253,73 @@ int srv_jobs_submit(mt_server *s, const char *client, const char *name, const ch
         return 503;
     }
     return 500;
+}
+
+int srv_jobs_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
+                    int route, char *id, double *retry, char *err, size_t errlen)
+{
+    return submit(s, client, name, data, len, fmt, route, NULL, id, retry, err, errlen);
+}
+
+/* ---------------------------------------------------------------- DeepL's documents */
+
+/* A DeepL document's id and its key's SHA-256 travel in the job's options, so that any
+ * replica can answer for it; the key itself is never stored. */
+static void sha256_hex(const char *s, char out[2 * SHA256_DIGEST_SIZE + 1])
+{
+    struct sha256_ctx ctx;
+    uint8_t d[SHA256_DIGEST_SIZE];
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(s), (const uint8_t *)s);
+    sha256_digest(&ctx, sizeof d, d);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+int srv_jobs_submit_document(mt_server *s, const char *client, const char *name, const char *data, size_t len,
+                             int fmt, int route, const char *doc_id, const char *doc_key, char *id, double *retry,
+                             char *err, size_t errlen)
+{
+    char h[2 * SHA256_DIGEST_SIZE + 1];
+    sha256_hex(doc_key, h);
+    json_t *o = json_pack("{s:s, s:s}", "deepl_id", doc_id, "deepl_key", h);
+    char *opts = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    if (!opts) {
+        snprintf(err, errlen, "out of memory");
+        return 500;
+    }
+    int st = submit(s, client, name, data, len, fmt, route, opts, id, retry, err, errlen);
+    free(opts);
+    return st;
+}
+
+int srv_jobs_find_document(mt_server *s, const char *doc_id, const char *doc_key, char *job_id, double *t_start,
+                           long long *chars)
+{
+    char upper[33], opts[1024], err[300];
+    snprintf(upper, sizeof upper, "%s", doc_id);
+    for (char *p = upper; *p; p++)
+        if (*p >= 'a' && *p <= 'f') *p = (char)(*p - 'a' + 'A');
+    double age = 0;
+    if (mt_jobs_find_by_option(s->jobs->q, "deepl_id", upper, job_id, &age, opts, sizeof opts, err, sizeof err) != 1)
+        return -1;
+    json_t *o = json_loads(opts, 0, NULL);
+    const char *stored = json_string_value(json_object_get(o, "deepl_key"));
+    char h[2 * SHA256_DIGEST_SIZE + 1];
+    sha256_hex(doc_key, h);
+    int ok = stored && srv_key_equal(stored, h); /* in constant time */
+    json_t *c = json_object_get(o, "chars");
+    *chars = json_is_integer(c) ? (long long)json_integer_value(c) : -1;
+    *t_start = mt_now() - age;
+    json_decref(o);
+    return ok ? 0 : -1;
+}
+
+void srv_jobs_note_chars(mt_server *s, const char *job_id, long long chars)
+{
+    char json[64], err[300];
+    snprintf(json, sizeof json, "{\"chars\": %lld}", chars);
+    mt_jobs_annotate(s->jobs->q, job_id, json, err, sizeof err);
 }
 
 static void to_spool_entry(const mt_jobs_entry *j, mt_spool_entry *e)

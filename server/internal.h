@@ -280,6 +280,15 @@ void srv_jobs_free(mt_server *s); /* stops the workers (a job in hand goes back 
 /* srv_files_submit's work when the queue is shared. */
 int srv_jobs_submit(mt_server *s, const char *client, const char *name, const char *data, size_t len, int fmt,
                     int route, char *id, double *retry, char *err, size_t errlen);
+/* DeepL's documents in the shared queue: submitted with their id and (hashed) key, so that
+ * any replica finds them (0 with the job's id, upload time and characters billed, -1 when
+ * unknown or the key is wrong); characters noted as the worker learns them. */
+int srv_jobs_submit_document(mt_server *s, const char *client, const char *name, const char *data, size_t len,
+                             int fmt, int route, const char *doc_id, const char *doc_key, char *id, double *retry,
+                             char *err, size_t errlen);
+int srv_jobs_find_document(mt_server *s, const char *doc_id, const char *doc_key, char *job_id, double *t_start,
+                           long long *chars);
+void srv_jobs_note_chars(mt_server *s, const char *job_id, long long chars);
 /* GET /download_file/ID when the queue is shared. */
 enum MHD_Result srv_jobs_download(mt_server *s, req_ctx *c);
 /* A job as the spool describes it, wherever it is kept: 0, or -1 (unknown, expired, or

@@ -92,6 +92,15 @@ int mt_jobs_lookup(mt_jobs *j, const char *id, mt_jobs_entry *out, char *err, si
  * done, unknown or expired, or negative. */
 int mt_jobs_result(mt_jobs *j, const char *id, char **data, size_t *len, char *err, size_t errlen);
 
+/* Merges the JSON object json into a job's options (what was learnt about it on the way,
+ * e.g. the characters its text holds): 1, 0 (no such job), or negative. */
+int mt_jobs_annotate(mt_jobs *j, const char *id, const char *json, char *err, size_t errlen);
+/* The job (not expired) whose options hold field = value as text: 1 with its id
+ * (MT_JOBS_ID_LEN + 1), its age in seconds and its options as JSON text (cut to cap), 0
+ * when none, or negative. */
+int mt_jobs_find_by_option(mt_jobs *j, const char *field, const char *value, char *id, double *age_s,
+                           char *options, size_t cap, char *err, size_t errlen);
+
 /* A job claimed by a worker (mt_jobs_claim); mt_jobs_claimed_clear frees its input. */
 typedef struct {
     char id[MT_JOBS_ID_LEN + 1];

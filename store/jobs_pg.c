@@ -657,6 +657,41 @@ int mt_jobs_result(mt_jobs *j, const char *id, char **data, size_t *len, char *e
     return found;
 }
 
+int mt_jobs_annotate(mt_jobs *j, const char *id, const char *json, char *err, size_t errlen)
+{
+    if (!j || !is_id(id) || !json) return 0;
+    const char *v[] = {id, json};
+    int rc;
+    PGresult *r = jq(j, "UPDATE mt_jobs SET options = options || $2::jsonb WHERE id = $1", 2, v, NULL, NULL, 0,
+                     PGRES_COMMAND_OK, &rc, err, errlen);
+    if (!r) return rc;
+    int n = atoi(PQcmdTuples(r));
+    PQclear(r);
+    return n > 0;
+}
+
+int mt_jobs_find_by_option(mt_jobs *j, const char *field, const char *value, char *id, double *age_s,
+                           char *options, size_t cap, char *err, size_t errlen)
+{
+    if (!j || !field || !value) return 0;
+    const char *v[] = {field, value, j->ttl};
+    int rc;
+    PGresult *r = jq(j,
+                     "SELECT id, extract(epoch FROM clock_timestamp() - created), options::text FROM mt_jobs"
+                     " WHERE options ->> $1 = $2 AND (finished IS NULL OR finished >="
+                     " clock_timestamp() - $3::float8 * interval '1 second') LIMIT 1",
+                     3, v, NULL, NULL, 0, PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r) return rc;
+    int found = PQntuples(r) == 1;
+    if (found) {
+        snprintf(id, MT_JOBS_ID_LEN + 1, "%s", PQgetvalue(r, 0, 0));
+        if (age_s) *age_s = atof(PQgetvalue(r, 0, 1));
+        if (options && cap) snprintf(options, cap, "%s", PQgetvalue(r, 0, 2));
+    }
+    PQclear(r);
+    return found;
+}
+
 /* ---------------------------------------------------------------- workers */
 
 void mt_jobs_claimed_clear(mt_jobs_claimed *c)

@@ -21,6 +21,8 @@ in a temporary directory, a private socket). SKIP (77) without it, or without ng
   new file job completes.
 - charges: a job's characters count against the uploading client's limit (the same bucket
   as its text requests on every replica), whichever replica works on it.
+- DeepL documents: uploaded on one replica, status (billed_characters included) on another,
+  result on the third; a wrong document key is 404 on every replica.
 - retention: a finished job expires (file_ttl) on every replica and its row is deleted.
 Run one class: tests/test_job_queue.py TestTakeover"""
 import json
@@ -79,9 +81,12 @@ def replica(port=0, extra=(), name="jobs", url=None):
 
 
 def stop_all(servers):
+    """SIGTERM to every replica still running: each exits 0 (a sanitizer report would not)."""
+    bad = []
     for s in servers:
-        if s.proc.poll() is None:
-            s.stop()
+        if s.proc.poll() is None and s.stop() != 0:
+            bad.append(s.log()[-3000:])
+    assert not bad, "a replica did not exit 0:\n" + "\n".join(bad)
 
 
 def submit(target, name, data):
@@ -533,6 +538,47 @@ class TestCharges(unittest.TestCase):
             self.assertEqual(st, 429, b)
             print("a %d-character file job, then a %d-character text on the other replica: 429 "
                   "(limit %d per minute)" % (len(text), len(q), limit))
+        finally:
+            stop_all(srv)
+
+
+class TestDeepLDocuments(unittest.TestCase):
+    def test_document_uploaded_on_one_replica_answered_by_every_other(self):
+        """DeepL's /v2/document: the document id and its key's hash travel with the job, so
+        its status (with billed_characters, learnt by whichever replica worked on it) and
+        its result are answered by every replica; a wrong key is 404 everywhere."""
+        srv = [replica(name="deepl%d" % i) for i in range(3)]
+        try:
+            data, expected = text_file(12, seed=600)
+            b = "mtJobQueueDeepL"
+            body = ("--%s\r\nContent-Disposition: form-data; name=\"target_lang\"\r\n\r\nDE\r\n"
+                    "--%s\r\nContent-Disposition: form-data; name=\"source_lang\"\r\n\r\nEN\r\n"
+                    "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"d.txt\"\r\n"
+                    "Content-Type: text/plain\r\n\r\n" % (b, b, b)).encode() + data + ("\r\n--%s--\r\n" % b).encode()
+            st, _, raw = srv[0].request("POST", "/v2/document", body,
+                                        {"Content-Type": "multipart/form-data; boundary=" + b})
+            self.assertEqual(st, 200, raw)
+            doc = json.loads(raw)
+            path = "/v2/document/" + doc["document_id"]
+            form = {"Content-Type": "application/x-www-form-urlencoded"}
+            status = {}
+
+            def done():
+                st, _, raw = srv[1].request("POST", path, "document_key=" + doc["document_key"], form)
+                self.assertEqual(st, 200, raw)
+                status.update(json.loads(raw))
+                return status["status"] == "done"
+
+            self.assertTrue(ts.wait_until(done, timeout=120, step=0.1), status)
+            self.assertEqual(status.get("billed_characters"), len(data.decode().replace("\n", "")), status)
+            st, _, out = srv[2].request("POST", path + "/result", "document_key=" + doc["document_key"], form)
+            self.assertEqual((st, out), (200, expected))
+            wrong = doc["document_key"][:-1] + ("1" if doc["document_key"].endswith("0") else "0")
+            for s in srv:
+                st, _, raw = s.request("POST", path, "document_key=" + wrong, form)
+                self.assertEqual(st, 404, raw)
+            print("a DeepL document uploaded on one replica: status done with billed_characters %d on "
+                  "another, its result on the third" % status["billed_characters"])
         finally:
             stop_all(srv)
 
