@@ -40,6 +40,7 @@
 
 #include "glossaries.h"
 #include "glossary.h"
+#include "utf8.h"
 
 int srv_glossaries_init(mt_server *s, char *err, size_t errlen)
 {
@@ -112,12 +113,25 @@ static const char *param(req_ctx *c, const json_t *obj, const char *name)
     return v ? v : MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+/* s as printable ASCII (others as '?'), cut to cap - 1 bytes. */
+static void printable(const char *s, char *out, size_t cap)
+{
+    size_t i = 0;
+    for (; s[i] && i + 1 < cap; i++) out[i] = s[i] >= 0x20 && s[i] < 0x7F ? s[i] : '?';
+    out[i] = '\0';
+}
+
 /* Checks and stores one glossary (one dictionary); 0 with *out, or the status with msg. */
 static int make(mt_server *s, const char *key, const char *name, const char *source, const char *target,
                 const char *entries, size_t entries_len, const char *fmt, mt_glossary_info *out, char *msg,
                 size_t cap)
 {
     if (!name || !*name) return snprintf(msg, cap, "Parameter 'name' not specified."), 400;
+    size_t bad;
+    if (strlen(name) > 255 || !mt_utf8_check(name, strlen(name), &bad))
+        return snprintf(msg, cap, "Value for 'name' not supported: at most 255 bytes of UTF-8."), 400;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20) return snprintf(msg, cap, "Value for 'name' not supported: a control character."), 400;
     if (!source || !*source) return snprintf(msg, cap, "Parameter 'source_lang' not specified."), 400;
     if (!target || !*target) return snprintf(msg, cap, "Parameter 'target_lang' not specified."), 400;
     if (!entries) return snprintf(msg, cap, "Parameter 'entries' not specified."), 400;
@@ -133,9 +147,13 @@ static int make(mt_server *s, const char *key, const char *name, const char *sou
     char src[40], tgt[40], gs[40], gt[40], why[256];
     int detected;
     if (srv_deepl_lang(s->svc, source, 0, src, sizeof src) || srv_deepl_lang(s->svc, target, 1, tgt, sizeof tgt) ||
-        mt_service_route(s->svc, src, tgt, &detected, why, sizeof why) < 0)
-        return snprintf(msg, cap, "Unsupported glossary source and target language pair: %.20s-%.20s "
-                        "(GET /v2/glossary-language-pairs lists the pairs)", source, target), 400;
+        mt_service_route(s->svc, src, tgt, &detected, why, sizeof why) < 0) {
+        char a[24], b[24]; /* echoed as printable ASCII only: the answer must stay valid JSON */
+        printable(source, a, sizeof a);
+        printable(target, b, sizeof b);
+        return snprintf(msg, cap, "Unsupported glossary source and target language pair: %s-%s "
+                        "(GET /v2/glossary-language-pairs lists the pairs)", a, b), 400;
+    }
     base_code(source, gs, sizeof gs);
     base_code(target, gt, sizeof gt);
     mt_glossary *g = NULL;

@@ -157,9 +157,15 @@ class TestEndpoints(unittest.TestCase):
             st, _, b = call("POST", "/v2/glossaries", fields=f)
             self.assertEqual(st, 400, b)
             self.assertIn(fragment, b["message"])
+        for name in ("n" * 256, "tab\there"):
+            b = create(name=name, status=400)
+            self.assertIn("'name'", b["message"])
+        self.assertEqual(create(name="ü" * 127, entries="a\tb")["name"], "ü" * 127)  # 254 bytes: kept whole
+        st, _, b = call("POST", "/v2/glossaries", headers={"Content-Type": "application/x-www-form-urlencoded"})
+        self.assertEqual(st, 400, b)
         b = create(entries="a\tb", fmt="xml", status=400)
         self.assertIn("entries_format", b["message"])
-        for s, t in (("en", "fr"), ("fr", "de"), ("en", "en"), ("xx", "de")):
+        for s, t in (("en", "fr"), ("fr", "de"), ("en", "en"), ("xx", "de"), ("x" + "ü" * 30, "de")):
             b = create(source=s, target=t, status=400)
             self.assertIn("Unsupported glossary source and target language pair", b["message"])
 

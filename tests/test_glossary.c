@@ -7,6 +7,7 @@
 
 #include "check_main.h"
 #include "glossary.h"
+#include "utf8.h"
 
 static mt_glossary *ok(const char *text, mt_glossary_format fmt)
 {
@@ -111,6 +112,24 @@ static void unmasked(const mt_glossary_masked *m, const char *translation, const
     free(u);
 }
 
+/* Terms and languages in messages are cut to whole UTF-8 characters (the server puts the
+ * message in a JSON answer). */
+START_TEST(messages_valid_utf8)
+{
+    char text[400] = "x", err[256]; /* odd: a cut at an even byte count splits a character */
+    for (int i = 0; i < 40; i++) strcat(text, "\xC3\xBC"); /* 80 bytes of "ü" */
+    strcat(text, "\tx\n");
+    char twice[900];
+    snprintf(twice, sizeof twice, "a\tb\n%s%s", text, text);
+    mt_glossary *g = NULL;
+    ck_assert_int_eq(mt_glossary_parse(twice, strlen(twice), MT_GLOSSARY_TSV, NULL, NULL, &g, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "is already on line 2") && mt_utf8_check(err, strlen(err), NULL), "%s", err);
+    const char *csv = "a,b,\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC\xC3\xBC,\xFF\n";
+    ck_assert_int_eq(mt_glossary_parse(csv, strlen(csv), MT_GLOSSARY_CSV, "en", "de", &g, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "not the glossary's") && mt_utf8_check(err, strlen(err), NULL), "%s", err);
+}
+END_TEST
+
 START_TEST(mask_terms)
 {
     mt_glossary *g = ok("file\tDatei\nfile manager\tDateimanager\nC++\tC++\nüber\tueber\n"
@@ -156,6 +175,7 @@ int main(void)
     tcase_add_test(tc, tsv_errors);
     tcase_add_test(tc, csv_entries);
     tcase_add_test(tc, csv_errors);
+    tcase_add_test(tc, messages_valid_utf8);
     suite_add_tcase(s, tc);
     TCase *te = tcase_create("enforcement");
     tcase_add_test(te, mask_terms);

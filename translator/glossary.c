@@ -36,6 +36,25 @@ static int fail(char *err, size_t errlen, int line, const char *fmt, ...)
     return -1;
 }
 
+/* s cut to at most cap - 1 bytes of valid UTF-8 (invalid bytes as '?'), for messages that
+ * end up in JSON answers. Returns out. */
+static const char *clip(const char *s, char *out, size_t cap)
+{
+    size_t o = 0, n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        int k = mt_utf8_len(s + i, n - i, &cp);
+        size_t len = k > 0 && mt_utf8_check(s + i, (size_t)k, NULL) ? (size_t)k : 1;
+        if (o + len >= cap) break;
+        if (k > 0 && len == (size_t)k) memcpy(out + o, s + i, len);
+        else out[o] = '?';
+        o += len;
+        i += len;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 void mt_glossary_free(mt_glossary *g)
 {
     if (!g) return;
@@ -211,7 +230,11 @@ static int parse_csv(mt_glossary *g, const char *p, const char *end, const char 
                 rc = fail(err, errlen, first, "%d fields: an entry is \"source,target\" or "
                           "\"source,target,source_lang,target_lang\"", n);
             else if (n == 4 && ((source && strcasecmp(f[2], source) != 0) || (target && strcasecmp(f[3], target) != 0)))
-                rc = fail(err, errlen, first, "languages \"%.20s\", \"%.20s\" are not the glossary's", f[2], f[3]);
+            {
+                char a[24], b[24];
+                rc = fail(err, errlen, first, "languages \"%s\", \"%s\" are not the glossary's", clip(f[2], a, sizeof a),
+                          clip(f[3], b, sizeof b));
+            }
             else
                 rc = add(g, f[0], flen[0], f[1], flen[1], first, err, errlen);
         }
@@ -551,13 +574,14 @@ int mt_glossary_parse(const char *text, size_t len, mt_glossary_format fmt, cons
     if (!rc) {
         /* every source term once: sorted, duplicates are neighbours */
         entry **v = malloc((size_t)g->n * sizeof *v);
+        char clipped[64];
         if (!v) rc = fail(err, errlen, 0, "out of memory");
         for (int i = 0; v && i < g->n; i++) v[i] = &g->e[i];
         if (v) qsort(v, (size_t)g->n, sizeof *v, cmp_source);
         for (int i = 1; v && !rc && i < g->n; i++)
             if (strcmp(v[i - 1]->source, v[i]->source) == 0)
-                rc = fail(err, errlen, v[i]->line, "the source term \"%.60s\" is already on line %d", v[i]->source,
-                          v[i - 1]->line);
+                rc = fail(err, errlen, v[i]->line, "the source term \"%s\" is already on line %d",
+                          clip(v[i]->source, clipped, sizeof clipped), v[i - 1]->line);
         free(v);
     }
     if (!rc && index_keys(g)) rc = fail(err, errlen, 0, "out of memory");
