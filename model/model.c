@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include "ct2.h"
 #include "internal.h"
 #include "packed.h"
 #include "safetensors.h"
@@ -612,6 +614,11 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
         err = tmp;
         errlen = sizeof tmp;
     }
+    /* A CTranslate2 directory (an argos-translate package's model/): ct2.c */
+    char probe[4096];
+    if (access(mt_strfmt(probe, sizeof probe, "%s/model.safetensors", dir), F_OK) != 0 &&
+        access(mt_strfmt(probe, sizeof probe, "%s/model.bin", dir), F_OK) == 0)
+        return mt_ct2_load(dir, opts, err, errlen);
     mt_model *m = calloc(1, sizeof *m);
     if (!m)
         return mt_strfmt(err, errlen, "out of memory"), NULL;
