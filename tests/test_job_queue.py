@@ -21,6 +21,8 @@ in a temporary directory, a private socket). SKIP (77) without it, or without ng
   new file job completes.
 - charges: a job's characters count against the uploading client's limit (the same bucket
   as its text requests on every replica), whichever replica works on it.
+- database restart: PostgreSQL stopped while a job runs and others wait: uploads and
+  downloads answer 503 with the reason; started again, every job completes correctly.
 - DeepL documents: uploaded on one replica, status (billed_characters included) on another,
   result on the third; a wrong document key is 404 on every replica.
 - retention: a finished job expires (file_ttl) on every replica and its row is deleted.
@@ -97,16 +99,16 @@ def submit(target, name, data):
     return json.loads(raw)["translatedFileUrl"]
 
 
-def wait_done(target, path, timeout=120):
-    """Polls path on target (one Server, or a list taken in turn) until it is not 202:
-    (status, headers, body)."""
+def wait_done(target, path, timeout=120, waiting=(202,)):
+    """Polls path on target (one Server, or a list taken in turn) while it answers a status
+    in waiting (202: running): (status, headers, body)."""
     targets = target if isinstance(target, list) else [target]
     deadline = time.time() + timeout
     i = 0
     while time.time() < deadline:
         st, hd, raw = targets[i % len(targets)].request("GET", path, timeout=30)
         i += 1
-        if st != 202:
+        if st not in waiting:
             return st, hd, raw
         time.sleep(0.1)
     raise AssertionError("job %s still running after %d s" % (path, timeout))
@@ -538,6 +540,44 @@ class TestCharges(unittest.TestCase):
             self.assertEqual(st, 429, b)
             print("a %d-character file job, then a %d-character text on the other replica: 429 "
                   "(limit %d per minute)" % (len(text), len(q), limit))
+        finally:
+            stop_all(srv)
+
+
+class TestDatabaseRestart(unittest.TestCase):
+    def test_jobs_resume_after_postgresql_restarts(self):
+        """PostgreSQL stopped while a job runs and files wait: uploads and downloads answer
+        503 with the reason, the replicas stay up; started again: every job completes."""
+        srv = [replica(name="pgrestart%d" % i) for i in range(2)]
+        try:
+            big, big_expected = text_file(2500, seed=700)
+            small, small_expected = text_file(20, seed=701)
+            jobs = [(submit(srv[0], "big.txt", big), big_expected)]
+            jobs += [(submit(srv[1], "small-%d.txt" % i, small), small_expected) for i in range(4)]
+            big_id = jobs[0][0].rsplit("/", 1)[1]
+            self.assertTrue(ts.wait_until(lambda: int(job_row(big_id)[3]) > 0, timeout=120, step=0.05))
+            PG.stop()
+            t_stop = time.time()
+            try:
+                for s in srv:
+                    st, _, raw = s.request("GET", jobs[1][0], timeout=30)
+                    self.assertEqual(st, 503, raw)
+                    self.assertIn("database", json.loads(raw)["error"])
+                    payload, hd = multipart("down.txt", small)
+                    st, hd2, raw = s.request("POST", "/translate_file", payload, hd, timeout=30)
+                    self.assertEqual(st, 503, raw)
+                    self.assertIn("retry-after", hd2)
+                    self.assertIsNone(s.proc.poll())
+            finally:
+                PG.start()
+            t_start = time.time()
+            for path, expected in jobs:
+                # 503 until a replica's next connection attempt (at most one a second)
+                st, _, raw = wait_done(srv, path, timeout=300, waiting=(202, 503))
+                self.assertEqual((st, raw), (200, expected), path)
+            print("PostgreSQL down %.1f s under 5 jobs (downloads and uploads 503); every job done %.1f s "
+                  "after it started again; the big one took %s attempts" %
+                  (t_start - t_stop, time.time() - t_start, job_row(big_id)[1]))
         finally:
             stop_all(srv)
 
