@@ -23,10 +23,12 @@ enum MHD_Result srv_ep_deepl_glossary(mt_server *s, req_ctx *c);
 int srv_glossaries_init(mt_server *s, char *err, size_t errlen);
 void srv_glossaries_free(mt_server *s);
 /* Glossary id of API key `key` for a translation from source_lang to target_lang (DeepL
- * or route codes): 0 with *out (free with mt_glossary_free), or the status to answer
+ * or route codes): 0 with *out (a parsed copy that may be shared: give it back with
+ * srv_deepl_glossary_release once the translation is submitted), or the status to answer
  * (404 unknown, 400 another language pair, 503 / 500 the store) with a message. */
 int srv_deepl_glossary_load(mt_server *s, const char *key, const char *id, const char *source_lang,
                             const char *target_lang, struct mt_glossary **out, char *err, size_t errlen);
+void srv_deepl_glossary_release(mt_server *s, struct mt_glossary *g);
 
 /* render.c: a finished POST /v2/translate as {"translations": [...]}; NULL out of memory. */
 json_t *srv_deepl_render(mt_server *s, req_ctx *c);

@@ -482,7 +482,7 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     json_decref(obj);
     if (st) return srv_deepl_error(c, st, err);
     enum MHD_Result r = srv_submit_translation(s, c, key, rate_check, srv_deepl_error);
-    mt_glossary_free(c->req.glossary); /* submitted: the service holds what it needs */
+    srv_deepl_glossary_release(s, c->req.glossary); /* submitted: the service holds what it needs */
     c->req.glossary = NULL;
     return r;
 }

@@ -33,6 +33,7 @@
 #include "deepl.h"
 
 #include <ctype.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,17 +43,130 @@
 #include "glossary.h"
 #include "utf8.h"
 
+/* Parsed glossaries kept for translations: a 100,000-entry glossary costs about 0.25 s to
+ * read from the store and index, a translation with it 0.005 s. A glossary never changes
+ * after it is made (ids are random and never reused), so a copy stays right as long as the
+ * glossary exists, which every translation checks in the store (a row, not its entries):
+ * one deleted on another replica is not used here either. Entries are counted, and the
+ * least recently used glossaries not in use go beyond CACHE_ENTRIES. */
+enum { CACHE_SLOTS = 16, CACHE_ENTRIES = 200000 };
+
+typedef struct {
+    char id[40], owner[256];
+    mt_glossary *g;   /* NULL: a free slot */
+    int refs;         /* translations being submitted with it */
+    unsigned long used;
+} cached;
+
+struct srv_glossaries {
+    mt_glossaries *store;
+    pthread_mutex_t mu;
+    cached slot[CACHE_SLOTS];
+    unsigned long tick;
+};
+
 int srv_glossaries_init(mt_server *s, char *err, size_t errlen)
 {
+    struct srv_glossaries *gl = calloc(1, sizeof *gl);
+    if (!gl) return snprintf(err, errlen, "glossaries: out of memory"), -1;
     mt_store *shared = mt_store_shared(s->store) ? s->store : NULL;
-    s->glossaries = mt_glossaries_open(shared, s->cfg->suggestions_db, NULL, err, errlen);
-    return s->glossaries ? 0 : -1;
+    if (!(gl->store = mt_glossaries_open(shared, s->cfg->suggestions_db, NULL, err, errlen))) {
+        free(gl);
+        return -1;
+    }
+    pthread_mutex_init(&gl->mu, NULL);
+    s->glossaries = gl;
+    return 0;
 }
 
 void srv_glossaries_free(mt_server *s)
 {
-    mt_glossaries_close(s->glossaries);
+    struct srv_glossaries *gl = s->glossaries;
+    if (!gl) return;
+    for (int i = 0; i < CACHE_SLOTS; i++) mt_glossary_free(gl->slot[i].g);
+    mt_glossaries_close(gl->store);
+    pthread_mutex_destroy(&gl->mu);
+    free(gl);
     s->glossaries = NULL;
+}
+
+/* The cached copy of owner's glossary id, taken (refs + 1), or NULL. */
+static mt_glossary *cache_take(struct srv_glossaries *gl, const char *owner, const char *id)
+{
+    mt_glossary *g = NULL;
+    pthread_mutex_lock(&gl->mu);
+    for (int i = 0; i < CACHE_SLOTS && !g; i++) {
+        cached *c = &gl->slot[i];
+        if (c->g && !strcasecmp(c->id, id) && !strcmp(c->owner, owner)) {
+            c->refs++;
+            c->used = ++gl->tick;
+            g = c->g;
+        }
+    }
+    pthread_mutex_unlock(&gl->mu);
+    return g;
+}
+
+/* Keeps g (taken once) when it fits, dropping the least recently used idle ones; 0, or -1
+ * when it is not kept (the caller's to free). */
+static int cache_put(struct srv_glossaries *gl, const char *owner, const char *id, mt_glossary *g)
+{
+    if (strlen(owner) >= sizeof gl->slot[0].owner || strlen(id) >= sizeof gl->slot[0].id) return -1;
+    pthread_mutex_lock(&gl->mu);
+    for (;;) {
+        long total = mt_glossary_count(g);
+        int free_slot = -1, lru = -1;
+        for (int i = 0; i < CACHE_SLOTS; i++) {
+            cached *c = &gl->slot[i];
+            if (!c->g) {
+                if (free_slot < 0) free_slot = i;
+                continue;
+            }
+            total += mt_glossary_count(c->g);
+            if (!c->refs && (lru < 0 || c->used < gl->slot[lru].used)) lru = i;
+        }
+        if (free_slot >= 0 && total <= CACHE_ENTRIES) {
+            cached *c = &gl->slot[free_slot];
+            snprintf(c->id, sizeof c->id, "%s", id);
+            snprintf(c->owner, sizeof c->owner, "%s", owner);
+            c->g = g;
+            c->refs = 1;
+            c->used = ++gl->tick;
+            pthread_mutex_unlock(&gl->mu);
+            return 0;
+        }
+        if (lru < 0) break; /* everything in use: not kept */
+        mt_glossary_free(gl->slot[lru].g);
+        memset(&gl->slot[lru], 0, sizeof gl->slot[lru]);
+    }
+    pthread_mutex_unlock(&gl->mu);
+    return -1;
+}
+
+void srv_deepl_glossary_release(mt_server *s, mt_glossary *g)
+{
+    if (!g) return;
+    struct srv_glossaries *gl = s->glossaries;
+    pthread_mutex_lock(&gl->mu);
+    int kept = 0;
+    for (int i = 0; i < CACHE_SLOTS && !kept; i++)
+        if (gl->slot[i].g == g) gl->slot[i].refs--, kept = 1;
+    pthread_mutex_unlock(&gl->mu);
+    if (!kept) mt_glossary_free(g);
+}
+
+/* A deleted glossary's copy goes (once idle; a translation that holds it finishes). */
+static void cache_drop(struct srv_glossaries *gl, const char *id)
+{
+    pthread_mutex_lock(&gl->mu);
+    for (int i = 0; i < CACHE_SLOTS; i++) {
+        cached *c = &gl->slot[i];
+        if (c->g && !c->refs && !strcasecmp(c->id, id)) {
+            mt_glossary_free(c->g);
+            memset(c, 0, sizeof *c);
+        }
+    }
+    pthread_mutex_unlock(&gl->mu);
 }
 
 /* DeepL's glossary code of a DeepL or route code: the language alone, lower case ("EN-GB",
@@ -164,7 +278,7 @@ static int make(mt_server *s, const char *key, const char *name, const char *sou
     int count = mt_glossary_count(g);
     mt_glossary_free(g);
     if (!tsv) return snprintf(msg, cap, "out of memory"), 500;
-    int rc = mt_glossaries_create(s->glossaries, key, name, gs, gt, tsv, count, out, msg, cap);
+    int rc = mt_glossaries_create(s->glossaries->store, key, name, gs, gt, tsv, count, out, msg, cap);
     free(tsv);
     return rc == MT_STORE_OK ? 0 : rc == MT_GLOSSARIES_TOO_LARGE ? 413 : rc == MT_GLOSSARIES_TOO_MANY ? 456
          : rc == MT_STORE_DOWN ? 503 : 500;
@@ -204,7 +318,8 @@ static enum MHD_Result one(mt_server *s, req_ctx *c, const char *key)
     if (del && entries) return srv_deepl_error(c, 405, "Method not allowed: DELETE /v2/glossaries/ID");
     char why[256];
     if (del) {
-        int rc = mt_glossaries_delete(s->glossaries, key, id, why, sizeof why);
+        int rc = mt_glossaries_delete(s->glossaries->store, key, id, why, sizeof why);
+        cache_drop(s->glossaries, id);
         if (rc < 0) return store_error(c, rc, why);
         if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
         return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
@@ -213,7 +328,7 @@ static enum MHD_Result one(mt_server *s, req_ctx *c, const char *key)
         return srv_deepl_error(c, 415, "Unsupported Media Type: glossary entries are sent as text/tab-separated-values");
     mt_glossary_info info;
     char *tsv = NULL;
-    int rc = mt_glossaries_get(s->glossaries, key, id, &info, entries ? &tsv : NULL, why, sizeof why);
+    int rc = mt_glossaries_get(s->glossaries->store, key, id, &info, entries ? &tsv : NULL, why, sizeof why);
     if (rc < 0) return store_error(c, rc, why);
     if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
     if (!entries) return srv_send_json(c, 200, info_json(&info), NULL, NULL);
@@ -282,7 +397,8 @@ static enum MHD_Result v3_one(mt_server *s, req_ctx *c, const json_t *obj, const
         return srv_deepl_error(c, 400, "This server keeps one dictionary per glossary: delete the glossary "
                                "(DELETE /v3/glossaries/ID) or create another.");
     if (del) {
-        int rc = mt_glossaries_delete(s->glossaries, key, id, why, sizeof why);
+        int rc = mt_glossaries_delete(s->glossaries->store, key, id, why, sizeof why);
+        cache_drop(s->glossaries, id);
         if (rc < 0) return store_error(c, rc, why);
         if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
         return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
@@ -290,7 +406,7 @@ static enum MHD_Result v3_one(mt_server *s, req_ctx *c, const json_t *obj, const
     mt_glossary_info info;
     char *tsv = NULL;
     int entries = *sub != '\0';
-    int rc = mt_glossaries_get(s->glossaries, key, id, &info, entries ? &tsv : NULL, why, sizeof why);
+    int rc = mt_glossaries_get(s->glossaries->store, key, id, &info, entries ? &tsv : NULL, why, sizeof why);
     if (rc < 0) return store_error(c, rc, why);
     if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
     if (!entries) return srv_send_json(c, 200, v3_json(&info), NULL, NULL);
@@ -314,7 +430,7 @@ static enum MHD_Result v3(mt_server *s, req_ctx *c, const json_t *obj, const cha
     if (strcmp(c->method, "POST") == 0) return v3_create(s, c, obj, key);
     char err[256];
     json_t *arr = json_array();
-    int rc = arr ? mt_glossaries_list(s->glossaries, key, add_v3, arr, err, sizeof err) : MT_STORE_ERROR;
+    int rc = arr ? mt_glossaries_list(s->glossaries->store, key, add_v3, arr, err, sizeof err) : MT_STORE_ERROR;
     if (rc < 0) {
         json_decref(arr);
         return store_error(c, rc, arr ? err : "out of memory");
@@ -341,7 +457,7 @@ enum MHD_Result srv_ep_deepl_glossary(mt_server *s, req_ctx *c)
         r = create(s, c, obj, key);
     } else if (strcmp(c->path, "/v2/glossaries") == 0) {
         json_t *arr = json_array();
-        int rc = arr ? mt_glossaries_list(s->glossaries, key, add_info, arr, err, sizeof err) : MT_STORE_ERROR;
+        int rc = arr ? mt_glossaries_list(s->glossaries->store, key, add_info, arr, err, sizeof err) : MT_STORE_ERROR;
         if (rc < 0) {
             json_decref(arr);
             r = store_error(c, rc, arr ? err : "out of memory");
@@ -360,19 +476,23 @@ int srv_deepl_glossary_load(mt_server *s, const char *key, const char *id, const
 {
     *out = NULL;
     mt_glossary_info info;
-    char *tsv = NULL;
-    int rc = mt_glossaries_get(s->glossaries, key, id, &info, &tsv, err, errlen);
+    int rc = mt_glossaries_get(s->glossaries->store, key, id, &info, NULL, err, errlen);
     if (rc < 0) return rc == MT_STORE_DOWN ? 503 : 500;
     if (rc == 0) return snprintf(err, errlen, "Glossary not found."), 404;
     char src[40], tgt[40];
     base_code(source_lang, src, sizeof src);
     base_code(target_lang, tgt, sizeof tgt);
-    if (strcmp(src, info.source) != 0 || strcmp(tgt, info.target) != 0) {
-        free(tsv);
+    if (strcmp(src, info.source) != 0 || strcmp(tgt, info.target) != 0)
         return snprintf(err, errlen, "Language pair of the glossary (%s-%s) does not match the translation's (%s-%s).",
                         info.source, info.target, src, tgt), 400;
-    }
+    if ((*out = cache_take(s->glossaries, key, info.id))) return 0;
+    char *tsv = NULL;
+    rc = mt_glossaries_get(s->glossaries->store, key, id, &info, &tsv, err, errlen);
+    if (rc < 0) return rc == MT_STORE_DOWN ? 503 : 500;
+    if (rc == 0) return snprintf(err, errlen, "Glossary not found."), 404; /* deleted meanwhile */
     rc = mt_glossary_parse(tsv, strlen(tsv), MT_GLOSSARY_TSV, NULL, NULL, out, err, errlen);
     free(tsv);
-    return rc ? 500 : 0;
+    if (rc) return 500;
+    cache_put(s->glossaries, key, info.id, *out); /* not kept: released (freed) by the caller */
+    return 0;
 }

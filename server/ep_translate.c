@@ -158,7 +158,7 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     int st = read_request(s, c, key, sizeof key, err, sizeof err);
     if (st) return srv_send_error(c, st, err);
     enum MHD_Result r = srv_submit_translation(s, c, key, srv_rate_check, srv_send_error);
-    mt_glossary_free(c->req.glossary); /* submitted: the service holds what it needs */
+    srv_deepl_glossary_release(s, c->req.glossary); /* submitted: the service holds what it needs */
     c->req.glossary = NULL;
     return r;
 }

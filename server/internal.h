@@ -83,7 +83,7 @@ struct mt_server {
     srv_conn *conns;
     int n_conns, n_refused;
     struct srv_deepl *deepl;  /* DeepL's documents: ids to keys (ep_deepl_doc.c) */
-    struct mt_glossaries *glossaries; /* DeepL's glossaries per key (ep_deepl_glossary.c) */
+    struct srv_glossaries *glossaries; /* DeepL's glossaries per key and parsed copies (ep_deepl_glossary.c) */
     struct srv_jobs *jobs;    /* file jobs in the shared queue (ep_jobs.c); NULL: in the spool */
     srv_cidr *proxies;        /* server.trusted_proxies */
     int n_proxies;

@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import unittest
 import urllib.parse
 import uuid
@@ -316,6 +317,30 @@ class TestEnforcement(unittest.TestCase):
                              ({"q": "x", "source": "en", "target": "de", "glossary_id": self.gid, "api_key": K2}, 404)):
             st, _, b = SRV.request("POST", "/translate", json.dumps(body), {"Content-Type": "application/json"})
             self.assertEqual(st, status, b)
+
+    def test_concurrent_and_deleted(self):
+        """Translations at once with one glossary (the server keeps one parsed copy), then the
+        glossary deleted: the next translation with it is 404, not served from the copy."""
+        gid = create(name="shared copy", entries="button\tSchaltfläche\n")["glossary_id"]
+        out, errors = [], []
+
+        def worker():
+            for _ in range(4):
+                st, _, b = call("POST", "/v2/translate", fields={"text": "Press the button.", "source_lang": "EN",
+                                                                 "target_lang": "DE", "glossary_id": gid})
+                (out if st == 200 else errors).append(b)
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(errors, [])
+        self.assertEqual(len(out), 16)
+        self.assertTrue(all("Schaltfläche" in b["translations"][0]["text"] for b in out), out)
+        self.assertEqual(call("DELETE", "/v2/glossaries/" + gid)[0], 204)
+        st, _, b = call("POST", "/v2/translate", fields={"text": "Press the button.", "source_lang": "EN",
+                                                         "target_lang": "DE", "glossary_id": gid})
+        self.assertEqual((st, b), (404, {"message": "Glossary not found."}))
 
     def test_requirements(self):
         b = self.translate({"text": "Click.", "target_lang": "DE", "glossary_id": self.gid}, 400)
