@@ -1,5 +1,6 @@
 /* mt-models: search, install, list and remove MarianMT (OPUS-MT) models from a Hugging
- * Face hub. The environment is read here and only here, and handed to hub/ as options. */
+ * Face hub, and install argos-translate packages (LibreTranslate's models). The
+ * environment is read here and only here, and handed to hub/ as options. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <signal.h>
@@ -22,6 +23,8 @@ static int usage(FILE *f, int rc)
 {
     fputs("usage: mt-models search [QUERY] [--limit N]\n"
           "       mt-models install REPO_ID [--revision REV] [--dir DIR] [--compute-type int8]\n"
+          "       mt-models install PACKAGE [--dir DIR]   (argos-translate: FILE.argosmodel, its https URL, or an\n"
+          "                                                unpacked package directory with metadata.json)\n"
           "       mt-models list\n"
           "       mt-models remove NAME\n"
           "       mt-models convert DIR [--compute-type int8]   (pytorch_model.bin -> model.safetensors)\n"
@@ -144,7 +147,10 @@ int main(int argc, char **argv)
     } else if (!strcmp(cmd, "install")) {
         if (!pos)
             return usage_error("%s needs a repository id such as Helsinki-NLP/opus-mt-en-de", "install");
-        rc = mh_install(&o, pos, revision, dir, int8, where, sizeof where, err, sizeof err);
+        if (mh_is_argos_source(pos))
+            rc = mh_install_argos(&o, pos, dir, where, sizeof where, err, sizeof err);
+        else
+            rc = mh_install(&o, pos, revision, dir, int8, where, sizeof where, err, sizeof err);
     } else if (!strcmp(cmd, "list")) {
         rc = mh_list(&o, stdout, err, sizeof err);
     } else if (!strcmp(cmd, "remove")) {

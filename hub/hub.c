@@ -463,6 +463,15 @@ static void sweep_stale(const char *dir)
     closedir(d);
 }
 
+int mh_remove_tree(const char *path) { return remove_tree(path); }
+int mh_mkdirs(const char *path) { return mkdirs(path); }
+void mh_sweep_stale(const char *dir) { sweep_stale(dir); }
+int mh_download_url(const mh_options *o, const char *url, const char *path, const char *label, char *err,
+                    size_t errlen)
+{
+    return download(o, url, path, label, -1, NULL, err, errlen);
+}
+
 typedef struct {
     const char *name;
     long long size;
@@ -694,6 +703,11 @@ static void stored_type(const char *dir, char *out, size_t len)
 {
     char p[4200];
     snprintf(out, len, "?");
+    if (access(mt_strfmt(p, sizeof p, "%s/model.safetensors", dir), F_OK) &&
+        !access(mt_strfmt(p, sizeof p, "%s/model.bin", dir), F_OK)) {
+        snprintf(out, len, "ct2"); /* a CTranslate2 model (argos-translate) */
+        return;
+    }
     FILE *f = fopen(mt_strfmt(p, sizeof p, "%s/model.safetensors", dir), "rb");
     unsigned char l8[8];
     if (!f)

@@ -44,6 +44,19 @@ int mh_search(const mh_options *o, const char *query, int limit, FILE *out, char
 int mh_install(const mh_options *o, const char *repo, const char *revision, const char *dest, int int8,
                char *installed, size_t installed_len, char *err, size_t errlen);
 
+/* 1 when source names an argos-translate package: an http(s) URL, a FILE.argosmodel, or
+ * a directory with metadata.json (an unpacked package). */
+int mh_is_argos_source(const char *source);
+
+/* Installs an argos-translate package (LibreTranslate's models: a CTranslate2 model with
+ * a SentencePiece model, its language pair in metadata.json's from_code / to_code) into
+ * dest (NULL: models_dir/argos-FROM-TO) as a directory the engine loads: the CTranslate2
+ * files, source.spm / target.spm, vocab.json and tokenizer_config.json. source: as
+ * mh_is_argos_source takes it (a URL is downloaded, resumed when cut). Atomic as
+ * mh_install. The directory installed is written into installed[installed_len]. */
+int mh_install_argos(const mh_options *o, const char *source, const char *dest, char *installed,
+                     size_t installed_len, char *err, size_t errlen);
+
 /* Prints the installed models: name, language pair, size, stored type, repository. */
 int mh_list(const mh_options *o, FILE *out, char *err, size_t errlen);
 

@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""argos-translate packages (hub/argos.c, `mt-models install PACKAGE`).
+
+A package is built here, without network, from models/en-de converted by the CTranslate2
+peer's hf_to_ct2.py (../shared/peers/ctranslate2; skipped without it): a .argosmodel zip
+holding ROOT/metadata.json (from_code en, to_code de), ROOT/sentencepiece.model (the model's
+SentencePiece model: the package's only one), ROOT/model/{model.bin, config.json,
+shared_vocabulary.json} and a stanza/ folder that is not read. Checked:
+- `mt-models install pkg.argosmodel` installs argos-en-de in MT_MODELS_DIR, and mt-translate
+  on it gives, with beam 4, the same ids and the same text as models/en-de (float32);
+- `mt-models list` shows it with its pair and the stored type ct2;
+- the same package from a URL (a local HTTP server) and as an unpacked package directory;
+- broken packages (no metadata.json, no to_code, no model.bin, not a zip) fail naming the
+  problem and leave nothing in the models directory; a zip entry that climbs out of the
+  package (model/../../x) is never written.
+"""
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import unittest
+import zipfile
+
+SOURCE_DIR = os.environ.get("MT_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BUILD_DIR = os.environ.get("MT_BUILD_DIR") or os.path.join(SOURCE_DIR, "build")
+SHARED_DIR = os.environ.get("MT_SHARED_DIR") or os.path.join(SOURCE_DIR, "..", "shared")
+PEER = os.path.join(SHARED_DIR, "peers", "ctranslate2")
+EN_DE = os.path.join(SOURCE_DIR, "models", "en-de")
+MT_TRANSLATE = os.path.join(BUILD_DIR, "cli", "mt-translate")
+MT_MODELS = os.path.join(BUILD_DIR, "cli", "mt-models")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import testmain  # noqa: E402
+
+LINES = ["A man is riding a bicycle down the street.", "Two dogs play in the snow.",
+         "The children are reading books in the library.", "A woman in a red dress is singing on a stage.",
+         "Where is the train station?", "I would like a cup of coffee, please.",
+         "The weather is nice today.", "A group of people stand in front of a building."]
+ROOT = "translate-en_de-1_0/"
+META = {"package_version": "1.0", "argos_version": "1.9", "from_code": "en", "from_name": "English",
+        "to_code": "de", "to_name": "German", "type": "translate"}
+
+
+def make_package(path, ct2_dir, meta=META, model_files=("model.bin", "config.json", "shared_vocabulary.json"),
+                 extra=()):
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        if meta is not None:
+            z.writestr(ROOT + "metadata.json", json.dumps(meta))
+        z.write(os.path.join(EN_DE, "source.spm"), ROOT + "sentencepiece.model")
+        z.writestr(ROOT + "README.md", "test package\n")
+        z.writestr(ROOT + "stanza/en/tokenize/gum.pt", b"not read")
+        for f in model_files:
+            z.write(os.path.join(ct2_dir, f), ROOT + "model/" + f)
+        for name, data in extra:
+            z.writestr(name, data)
+
+
+class TestArgos(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.isdir(os.path.join(PEER, "python", "ctranslate2")):
+            raise unittest.SkipTest("needs the CTranslate2 peer's converter in " + PEER)
+        if not os.path.exists(os.path.join(EN_DE, "model.safetensors")):
+            raise unittest.SkipTest("needs models/en-de")
+        for p in (MT_TRANSLATE, MT_MODELS):
+            if not os.path.exists(p):
+                raise unittest.SkipTest(p + " is not built")
+        cls.tmp = tempfile.mkdtemp(prefix="test-argos-")
+        cls.ct2 = os.path.join(cls.tmp, "ct2")
+        subprocess.run(["/usr/bin/python3", os.path.join(PEER, "hf_to_ct2.py"), EN_DE, cls.ct2], check=True,
+                       capture_output=True, timeout=300)
+        cls.pkg = os.path.join(cls.tmp, "translate-en_de-1_0.argosmodel")
+        make_package(cls.pkg, cls.ct2)
+        cls.ref_ids = cls.translate(EN_DE, "ids")
+        cls.ref_text = cls.translate(EN_DE, "text")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    @staticmethod
+    def translate(model, output):
+        r = subprocess.run([MT_TRANSLATE, "--model", model, "--beam", "4", "--compute-type", "float32", "--output",
+                            output], input="\n".join(LINES) + "\n", capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout.splitlines()
+
+    def models(self, name, *args, models_dir=None, ok=True):
+        env = dict(os.environ, MT_MODELS_DIR=models_dir or os.path.join(self.tmp, name))
+        env.pop("HF_HUB_OFFLINE", None)
+        r = subprocess.run([MT_MODELS, *args], capture_output=True, text=True, timeout=300, env=env)
+        if ok:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        else:
+            self.assertEqual(r.returncode, 1, "exit %d: %s" % (r.returncode, r.stderr))
+        self.assertNotIn("Sanitizer", r.stderr)
+        return r
+
+    def check_installed(self, d):
+        with open(os.path.join(d, "tokenizer_config.json")) as f:
+            tc = json.load(f)
+        self.assertEqual((tc["source_lang"], tc["target_lang"]), ("en", "de"))
+        self.assertEqual(self.translate(d, "ids"), self.ref_ids)
+        self.assertEqual(self.translate(d, "text"), self.ref_text)
+
+    def test_install_file(self):
+        models_dir = os.path.join(self.tmp, "m-file")
+        r = self.models("m-file", "install", self.pkg, models_dir=models_dir)
+        self.assertIn("installed the argos-translate package en -> de", r.stderr)
+        d = os.path.join(models_dir, "argos-en-de")
+        self.assertTrue(os.path.exists(os.path.join(d, "model.bin")))
+        self.assertFalse(os.path.exists(os.path.join(d, "stanza")))
+        self.check_installed(d)
+        out = self.models("m-file", "list", models_dir=models_dir).stdout
+        line = [x for x in out.splitlines() if x.startswith("argos-en-de")]
+        self.assertEqual(len(line), 1, out)
+        self.assertIn("en -> de", line[0])
+        self.assertIn("ct2", line[0])
+        again = self.models("m-file", "install", self.pkg, models_dir=models_dir)
+        self.assertIn("already installed", again.stderr)
+        self.models("m-file", "remove", "argos-en-de", models_dir=models_dir)
+        self.assertEqual(os.listdir(models_dir), [])
+
+    def test_install_url(self):
+        handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=self.tmp, **k)  # noqa: E731
+        http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        try:
+            url = "http://127.0.0.1:%d/%s" % (srv.server_address[1], os.path.basename(self.pkg))
+            dest = os.path.join(self.tmp, "m-url", "de-from-url")
+            self.models("m-url", "install", url, "--dir", dest)
+            self.check_installed(dest)
+            self.assertEqual(sorted(os.listdir(os.path.dirname(dest))), ["de-from-url"])
+            self.models("m-url", "install", url.replace(".argosmodel", "-missing.argosmodel"), "--dir",
+                        dest + "2", ok=False)
+        finally:
+            srv.shutdown()
+
+    def test_install_unpacked_directory(self):
+        unpacked = os.path.join(self.tmp, "packages")
+        with zipfile.ZipFile(self.pkg) as z:
+            z.extractall(unpacked)
+        models_dir = os.path.join(self.tmp, "m-dir")
+        self.models("m-dir", "install", os.path.join(unpacked, ROOT), models_dir=models_dir)
+        self.check_installed(os.path.join(models_dir, "argos-en-de"))
+
+    def broken(self, name, expect, **kw):
+        pkg = os.path.join(self.tmp, name + ".argosmodel")
+        make_package(pkg, self.ct2, **kw)
+        models_dir = os.path.join(self.tmp, "m-" + name)
+        r = self.models(name, "install", pkg, models_dir=models_dir, ok=False)
+        self.assertIn(expect, r.stderr)
+        self.assertEqual(os.listdir(models_dir) if os.path.isdir(models_dir) else [], [])
+
+    def test_broken_packages(self):
+        self.broken("no-meta", "no metadata.json", meta=None)
+        self.broken("no-to", "from_code and to_code", meta={"from_code": "en"})
+        self.broken("no-model", "no model/model.bin", model_files=("config.json", "shared_vocabulary.json"))
+        self.broken("no-vocab", "no shared_vocabulary", model_files=("model.bin", "config.json"))
+        not_zip = os.path.join(self.tmp, "plain.argosmodel")
+        with open(not_zip, "w") as f:
+            f.write("not a zip\n")
+        r = self.models("not-zip", "install", not_zip, ok=False)
+        self.assertIn("not a readable .argosmodel", r.stderr)
+
+    def test_entries_cannot_climb_out(self):
+        pkg = os.path.join(self.tmp, "climb.argosmodel")
+        make_package(pkg, self.ct2, extra=[(ROOT + "model/../../../climbed.txt", "x"),
+                                           (ROOT + "model/sub/inner.txt", "x")])
+        models_dir = os.path.join(self.tmp, "m-climb")
+        self.models("climb", "install", pkg, models_dir=models_dir)
+        for root, _, files in os.walk(self.tmp):
+            self.assertNotIn("climbed.txt", files, root)
+            self.assertNotIn("inner.txt", files, root)
+
+
+if __name__ == "__main__":
+    sys.exit(testmain.run(__name__))
