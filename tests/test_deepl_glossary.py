@@ -300,6 +300,18 @@ class TestEnforcement(unittest.TestCase):
         self.assertIn("Schaltfläche", t)
         self.assertIn("Verzeichnis", t)
 
+    def test_next_to_placeholders_and_tags(self):
+        """A term glued to a placeholder or inside Weblate's XML: both come back."""
+        st, _, b = call("POST", "/v2/translate", js={"text": ["Open %s file.", "Save the file {name} now.",
+                                                              'Delete the <x id="0"/> folder?'],
+                                                     "source_lang": "EN", "target_lang": "DE", "tag_handling": "xml",
+                                                     "ignore_tags": ["x"], "glossary_id": self.gid})
+        self.assertEqual(st, 200, b)
+        t = [x["text"] for x in b["translations"]]
+        self.assertTrue("%s" in t[0] and "Datei" in t[0], t[0])
+        self.assertTrue("{name}" in t[1] and "Datei" in t[1], t[1])
+        self.assertTrue('<x id="0"/>' in t[2] and "Verzeichnis" in t[2], t[2])
+
     def test_native_and_libretranslate_forms(self):
         """glossary_id in the native and LibreTranslate bodies: the presented key's glossary."""
         st, _, b = SRV.request("POST", "/translate", json.dumps({"text": "Press the button.", "source": "en",
