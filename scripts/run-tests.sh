@@ -5,7 +5,9 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build: the C unit tests and the CLI
 #      and server integration tests (the server's includes its 2,000-request load test);
 #   3. valgrind memcheck over the C unit tests;
-#   4. clang + libFuzzer build: every fuzz target for a bounded time.
+#   4. clang + libFuzzer build: every fuzz target, its seed corpus replayed, then a fixed
+#      number of inputs from a fixed seed (tests/meson.build: the same inputs in every run,
+#      so a finding fails the change that brings it); scripts/fuzz-long.sh fuzzes for long.
 # Ends with one summary line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +76,7 @@ fi
 if command -v clang >/dev/null; then
   if CC=clang CXX=clang++ build_step fuzz build-fuzz -Db_sanitize=address,undefined -Db_lundef=false \
       --buildtype=debugoptimized; then
+    # one target at a time (is_parallel false): each run's input count is fixed, not its time
     run_step fuzz meson test -C build-fuzz --no-rebuild --print-errorlogs --suite fuzz
   fi
 fi

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "formats.h"
+#include "fuzz_fixed_time.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "format_xml.h"
+#include "fuzz_fixed_time.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
