@@ -10,6 +10,7 @@ shared_vocabulary.json} and a stanza/ folder that is not read. Checked:
   on it gives, with beam 4, the same ids and the same text as models/en-de (float32);
 - `mt-models list` shows it with its pair and the stored type ct2;
 - the same package from a URL (a local HTTP server) and as an unpacked package directory;
+- docker/entrypoint.sh installs MT_INSTALL's packages and appends them to MT_MODELS;
 - broken packages (no metadata.json, no to_code, no model.bin, not a zip) fail naming the
   problem and leave nothing in the models directory; a zip entry that climbs out of the
   package (model/../../x) is never written.
@@ -176,6 +177,24 @@ class TestArgos(unittest.TestCase):
         for root, _, files in os.walk(self.tmp):
             self.assertNotIn("climbed.txt", files, root)
             self.assertNotIn("inner.txt", files, root)
+
+    def test_docker_entrypoint_installs_and_serves(self):
+        """docker/entrypoint.sh: MT_INSTALL's packages installed into MT_MODELS_DIR, then the
+        command runs with them appended to MT_MODELS (the image's mt-server reads it)."""
+        models_dir = os.path.join(self.tmp, "m-docker")
+        env = dict(os.environ, MT_INSTALL=" %s ," % self.pkg, MT_MODELS_DIR=models_dir,
+                   PATH=os.path.dirname(MT_MODELS) + os.pathsep + os.environ["PATH"])
+        env.pop("MT_MODELS", None)
+        r = subprocess.run(["sh", os.path.join(SOURCE_DIR, "docker", "entrypoint.sh"), "sh", "-c",
+                            'printf "%s" "$MT_MODELS"'], env=env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "/models/en-de,/models/de-en," + os.path.join(models_dir, "argos-en-de"))
+        self.check_installed(os.path.join(models_dir, "argos-en-de"))
+        env["MT_INSTALL"] = os.path.join(self.tmp, "missing.argosmodel")
+        r = subprocess.run(["sh", os.path.join(SOURCE_DIR, "docker", "entrypoint.sh"), "true"], env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("failed; not starting", r.stderr)
 
 
 if __name__ == "__main__":

@@ -247,7 +247,7 @@ class Dockerfile(unittest.TestCase):
 
     def test_runtime_packages_match_ldd(self):
         ts.require_server()
-        linked = ldd_packages([ts.SERVER, ts.CLI])
+        linked = ldd_packages([ts.SERVER, ts.CLI, os.path.join(BUILD, "cli", "mt-models")])
         needed = {p for p in linked if p not in BASE_IMAGE_PACKAGES and not SANITIZER_PACKAGE.match(p)}
         listed = []
         for run in self.ins(self.runtime, "RUN"):
