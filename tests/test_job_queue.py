@@ -41,7 +41,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import test_server as ts  # noqa: E402  (Server: mt-server on a port; make_model; cli_translate)
+import mtfixtures as ts  # noqa: E402  (Server: mt-server on a port; make_model; cli_translate)
 import test_shared_state as sst  # noqa: E402  (Postgres: a private PostgreSQL 15)
 import testmain  # noqa: E402
 
