@@ -126,6 +126,13 @@ static json_t *native_body(mt_server *s, req_ctx *c, int n_best, const mt_transl
                              "source", route->source, "target", route->target, "timing_ms", "queue",
                              round3(queue_ms), "translate", round3(translate_ms), "total",
                              round3((now - c->t_start) * 1e3));
+    if (body && route->hop1 >= 0) { /* through a pivot language: both steps' models */
+        const mt_route *a = mt_langs_get(mt_service_langs(s->svc), route->hop1);
+        const mt_route *b = mt_langs_get(mt_service_langs(s->svc), route->hop2);
+        json_object_set_new(body, "pivot", json_pack("{s:s, s:[s, s]}", "via", a->target, "models",
+                                                     mt_service_model_info(s->svc, a->model)->name,
+                                                     mt_service_model_info(s->svc, b->model)->name));
+    }
     if (body && n_best > 1) json_object_set_new(body, "n_best", p->nbest);
     else json_decref(p->nbest);
     if (body) add_extras(body, &c->req, res);

@@ -23,7 +23,8 @@ void mt_langs_free(mt_langs *l)
 int mt_langs_count(const mt_langs *l) { return l->n; }
 const mt_route *mt_langs_get(const mt_langs *l, int i) { return &l->routes[i]; }
 
-int mt_langs_add(mt_langs *l, const char *source, const char *target, int model, int by_token)
+static int add_route(mt_langs *l, const char *source, const char *target, int model, int by_token, int hop1,
+                     int hop2)
 {
     if (strlen(source) > 32 || strlen(target) > 32) return -1;
     for (int i = 0; i < l->n; i++)
@@ -43,7 +44,19 @@ int mt_langs_add(mt_langs *l, const char *source, const char *target, int model,
     snprintf(r->target, sizeof r->target, "%s", target);
     r->model = model;
     r->by_token = by_token;
+    r->hop1 = hop1;
+    r->hop2 = hop2;
     return 0;
+}
+
+int mt_langs_add(mt_langs *l, const char *source, const char *target, int model, int by_token)
+{
+    return add_route(l, source, target, model, by_token, -1, -1);
+}
+
+int mt_langs_add_pivot(mt_langs *l, const char *source, const char *target, int model, int hop1, int hop2)
+{
+    return add_route(l, source, target, model, 0, hop1, hop2);
 }
 
 /* "en-de, de-en" into buf. */
@@ -73,13 +86,15 @@ int mt_langs_resolve(const mt_langs *l, const char *source, const char *target, 
         return 0; /* a request that names no language: the first model listed, the default */
     int is_auto = !source || strcasecmp(source, "auto") == 0;
     int found = -1, count = 0;
-    for (int i = 0; i < l->n; i++) {
-        const mt_route *r = &l->routes[i];
-        if (target && strcasecmp(r->target, target) != 0) continue;
-        if (!is_auto && strcasecmp(r->source, source) != 0) continue;
-        if (found < 0) found = i;
-        count++;
-    }
+    for (int pivot = 0; pivot < 2 && count == 0; pivot++) /* direct routes first */
+        for (int i = 0; i < l->n; i++) {
+            const mt_route *r = &l->routes[i];
+            if ((r->hop1 >= 0) != pivot) continue;
+            if (target && strcasecmp(r->target, target) != 0) continue;
+            if (!is_auto && strcasecmp(r->source, source) != 0) continue;
+            if (found < 0) found = i;
+            count++;
+        }
     if (count == 1) {
         *detected = is_auto && source != NULL;
         return found;

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "internal.h"
+#include "pivot.h"
 #include "status.h"
 #include "service_impl.h"
 
@@ -145,6 +146,17 @@ static mt_service *start(mt_service *svc, const mt_service_spec *specs, const do
             mt_service_free(svc);
             return NULL;
         }
+    }
+    int pivots = mt_pivot_add_routes(svc->langs, "en"); /* after the direct routes: they win */
+    if (pivots < 0) {
+        mt_error(-1, err, errlen, "out of memory");
+        mt_service_free(svc);
+        return NULL;
+    }
+    if (pivots > 0) {
+        char count[16];
+        snprintf(count, sizeof count, "%d", pivots);
+        note(svc, 0, "pivot", "routes=%s via=en%s", count, "");
     }
     if (cfg->detect && start_detector(svc, err, errlen)) {
         mt_service_free(svc);

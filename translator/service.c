@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "pivot.h"
 #include "service_impl.h"
 
 _Static_assert((int)MT_SERVICE_CLIENT_GONE == (int)MT_JOB_CLIENT_GONE &&
@@ -414,6 +415,8 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
 
 int mt_service_run(mt_service *svc, mt_service_job *j, void (*done)(mt_service_job *, void *), void *user)
 {
+    if (j->pivot)
+        return mt_pivot_run(j, done, user);
     j->done = done;
     j->user = user;
     j->job.on_done = mt_service_job_finished;
@@ -426,8 +429,14 @@ int mt_service_run(mt_service *svc, mt_service_job *j, void (*done)(mt_service_j
 }
 
 void mt_service_arriving(mt_service *svc, int delta) { mt_batcher_arriving(svc->batcher, delta); }
-int mt_service_job_cancel(mt_service_job *j, int reason) { return mt_job_cancel(&j->job, reason); }
-int mt_service_job_expire(mt_service_job *j, double now) { return mt_job_expire(&j->job, now); }
+int mt_service_job_cancel(mt_service_job *j, int reason)
+{
+    return j->pivot ? mt_pivot_cancel(j, reason) : mt_job_cancel(&j->job, reason);
+}
+int mt_service_job_expire(mt_service_job *j, double now)
+{
+    return j->pivot ? mt_pivot_expire(j, now) : mt_job_expire(&j->job, now);
+}
 void mt_service_purge(mt_service *svc) { mt_batcher_purge(svc->batcher); }
 void mt_service_abort(mt_service *svc, int reason) { mt_batcher_abort(svc->batcher, reason); }
 
@@ -442,6 +451,10 @@ const mt_translation *mt_service_job_results(const mt_service_job *j) { return j
 
 void mt_service_job_stats(const mt_service_job *j, mt_service_stats *st)
 {
+    if (j->pivot) {
+        mt_pivot_stats(j, st);
+        return;
+    }
     memset(st, 0, sizeof *st);
     st->texts = j->n_texts;
     st->sentences = j->n_sents;
@@ -457,6 +470,10 @@ void mt_service_job_free(mt_service_job *j)
 {
     if (!j)
         return;
+    if (j->pivot) {
+        mt_pivot_free(j);
+        return;
+    }
     mt_job_clear_results(&j->job);
     for (int i = 0; i < j->n_sents; i++) {
         if (j->ids)

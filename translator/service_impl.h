@@ -50,6 +50,7 @@ struct mt_service_job {
     long target_tokens;
     void (*done)(mt_service_job *, void *);
     void *user;
+    struct mt_pivot *pivot;    /* a two-step job through a pivot language (pivot.c), else NULL */
 };
 
 /* rejoin.c: the batcher finished j (worker thread, or purge/abort): outcome, results,

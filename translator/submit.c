@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "pivot.h"
 #include "status.h"
 #include "service_impl.h"
 
@@ -353,8 +354,11 @@ static int prepare_part(mt_service_task *t, int p, const mt_service_request *rq,
     sub.target_prefix = rq->target_prefix ? prefix : NULL;
     mt_service_options opts;
     if ((rc = mt_service_resolve_options(t->svc, pt->route, &sub, &opts, err, errlen))) goto out;
-    rc = mt_service_prepare(t->svc, mt_langs_get(t->svc->langs, pt->route)->model, &opts, pt->n, texts, lens,
-                            &pt->job, err, errlen);
+    if (mt_langs_get(t->svc->langs, pt->route)->hop1 >= 0) /* through a pivot language */
+        rc = mt_pivot_prepare(t->svc, pt->route, &opts, pt->n, texts, lens, &pt->job, err, errlen);
+    else
+        rc = mt_service_prepare(t->svc, mt_langs_get(t->svc->langs, pt->route)->model, &opts, pt->n, texts, lens,
+                                &pt->job, err, errlen);
 out:
     free(texts), free(prefix), free(lens);
     return rc;

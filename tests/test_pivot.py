@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""Pivoting through English (translator/pivot.c): mt-server with models/de-en, models/en-de
+and an en->fr model (models/en-fr, else training/en-fr; skipped without one) serves de->fr
+in two steps. Checked over LibreTranslate's API:
+- GET /languages lists fr among German's targets;
+- de->fr of several texts is exactly what de->en, then en->fr of those translations give
+  by hand (plain text and HTML with inline markup), and the alternatives are the second
+  step's n-best on the first step's best translations;
+- source "auto" reaches the pivot route (detected German); direct pairs stay direct;
+- the native answer names both models ("pivot": {"via": "en", "models": [de-en, en-fr]}).
+"""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import test_scripts as ts  # noqa: E402
+import testmain  # noqa: E402
+
+SOURCE = ts.SOURCE
+TEXTS = ["Ein Mann fährt mit dem Fahrrad die Straße hinunter.", "Zwei Hunde spielen im Schnee.",
+         "Die Kinder lesen Bücher in der Bibliothek.", "Wo ist der Bahnhof?"]
+HTML = ["<p>Zwei <b>Hunde</b> spielen im Schnee.</p>", "<p>Ein Mann mit einem <i>roten</i> Hut.</p>"]
+
+
+class TestPivot(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        de_en, en_de = os.path.join(SOURCE, "models", "de-en"), os.path.join(SOURCE, "models", "en-de")
+        en_fr = [d for d in (os.path.join(SOURCE, "models", "en-fr"), os.path.join(SOURCE, "training", "en-fr"))
+                 if os.path.exists(os.path.join(d, "config.json"))]
+        if not os.path.exists(os.path.join(de_en, "config.json")) or not en_fr:
+            raise unittest.SkipTest("needs models/de-en and an en->fr model (models/en-fr or training/en-fr)")
+        cls.tmp = tempfile.mkdtemp(prefix="test-pivot-")
+        cls.log = os.path.join(cls.tmp, "server.log")
+        port = ts.free_port()
+        cls.url = "http://127.0.0.1:%d" % port
+        cls.proc = ts.start_server(de_en, port, cls.log, extra=["--model", en_fr[0], "--model", en_de])
+
+    @classmethod
+    def tearDownClass(cls):
+        ts.stop(cls.proc)
+
+    def translate(self, q, source, target, **kw):
+        status, _, body = ts.http_request("POST", self.url + "/translate",
+                                          dict(q=q, source=source, target=target, **kw))
+        self.assertEqual(status, 200, body)
+        return json.loads(body)
+
+    def test_languages(self):
+        status, _, body = ts.http_request("GET", self.url + "/languages")
+        self.assertEqual(status, 200)
+        targets = {x["code"]: x["targets"] for x in json.loads(body)}
+        self.assertIn("fr", targets["de"])
+        self.assertIn("en", targets["de"])
+        self.assertIn("de", targets["en"])
+        with open(self.log, encoding="utf-8", errors="replace") as f:
+            self.assertIn("event=pivot routes=1 via=en", f.read())
+
+    def test_text_equals_two_steps_by_hand(self):
+        via = self.translate(TEXTS, "de", "en")["translatedText"]
+        by_hand = self.translate(via, "en", "fr")["translatedText"]
+        got = self.translate(TEXTS, "de", "fr")["translatedText"]
+        self.assertEqual(got, by_hand)
+        self.assertNotEqual(got, via)
+
+    def test_html_equals_two_steps_by_hand(self):
+        via = self.translate(HTML, "de", "en", format="html")["translatedText"]
+        by_hand = self.translate(via, "en", "fr", format="html")["translatedText"]
+        got = self.translate(HTML, "de", "fr", format="html")["translatedText"]
+        self.assertEqual(got, by_hand)
+        for g in got:
+            self.assertTrue(g.startswith("<p>") and g.endswith("</p>"), g)
+
+    def test_alternatives_are_the_second_steps(self):
+        via = self.translate(TEXTS, "de", "en")["translatedText"]
+        by_hand = self.translate(via, "en", "fr", alternatives=2)
+        got = self.translate(TEXTS, "de", "fr", alternatives=2)
+        self.assertEqual(got["translatedText"], by_hand["translatedText"])
+        self.assertEqual(got["alternatives"], by_hand["alternatives"])
+
+    def test_auto_source(self):
+        got = self.translate(TEXTS[1], "auto", "fr")
+        self.assertEqual(got["detectedLanguage"]["language"], "de")
+        via = self.translate(TEXTS[1], "de", "en")["translatedText"]
+        self.assertEqual(got["translatedText"], self.translate(via, "en", "fr")["translatedText"])
+
+    def test_native_answer_names_both_models(self):
+        status, _, body = ts.http_request("POST", self.url + "/translate",
+                                          {"text": TEXTS[0], "source": "de", "target": "fr"})
+        self.assertEqual(status, 200, body)
+        got = json.loads(body)
+        self.assertEqual(got["pivot"]["via"], "en")
+        self.assertEqual(got["pivot"]["models"][0], "de-en")
+        self.assertEqual(got["pivot"]["models"][1], "en-fr")
+        self.assertEqual((got["source"], got["target"]), ("de", "fr"))
+        status, _, body = ts.http_request("POST", self.url + "/translate",
+                                          {"text": TEXTS[0], "source": "de", "target": "en"})
+        self.assertNotIn("pivot", json.loads(body))
+
+    def test_direct_pairs_stay_direct(self):
+        """en->de is served by models/en-de, not by some pivot; de->en by models/de-en."""
+        one = self.translate("Two dogs play in the snow.", "en", "de")["translatedText"]
+        self.assertNotEqual(one, "Two dogs play in the snow.")
+        self.assertEqual(self.translate(TEXTS[1], "de", "en")["translatedText"],
+                         self.translate([TEXTS[1]], "de", "en")["translatedText"][0])
+
+
+if __name__ == "__main__":
+    sys.exit(testmain.run(__name__))
