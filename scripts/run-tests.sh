@@ -64,7 +64,7 @@ if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=fa
     run_step sanitizers meson test -C build-asan --no-rebuild --print-errorlogs \
       model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening markup protect \
       formats formats-replay zip-replay xml-replay documents \
-      service store deepl shared-state mt_models glossary glossary-replay torchzip-replay
+      service store deepl shared-state job-queue mt_models glossary glossary-replay torchzip-replay
 fi
 
 if [ -d build ]; then
