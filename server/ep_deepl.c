@@ -481,19 +481,10 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
                                      sizeof err);
     json_decref(obj);
     if (st) return srv_deepl_error(c, st, err);
-    enum MHD_Result r = srv_submit_translation(s, c, key, rate_check, srv_deepl_error);
-    srv_deepl_glossary_release(s, c->req.glossary); /* submitted: the service holds what it needs */
-    c->req.glossary = NULL;
-    return r;
+    return srv_submit_translation(s, c, key, rate_check, srv_deepl_error);
 }
 
-enum MHD_Result srv_ep_deepl_translate(mt_server *s, req_ctx *c)
-{
-    mt_service_arriving(s->svc, 1); /* batches being formed wait for it */
-    enum MHD_Result r = start_translate(s, c);
-    mt_service_arriving(s->svc, -1);
-    return r;
-}
+enum MHD_Result srv_ep_deepl_translate(mt_server *s, req_ctx *c) { return srv_while_arriving(s, c, start_translate); }
 
 json_t *srv_deepl_render(mt_server *s, req_ctx *c)
 {

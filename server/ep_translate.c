@@ -120,8 +120,7 @@ enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c)
     return MHD_YES;
 }
 
-enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key, srv_rate_fn rate,
-                                       srv_fail_fn fail)
+static enum MHD_Result submit(mt_server *s, req_ctx *c, const char *key, srv_rate_fn rate, srv_fail_fn fail)
 {
     char err[512];
     long chars = 0;
@@ -150,6 +149,23 @@ enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key
     return srv_queue_task(s, c);
 }
 
+enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key, srv_rate_fn rate,
+                                       srv_fail_fn fail)
+{
+    enum MHD_Result r = submit(s, c, key, rate, fail);
+    srv_deepl_glossary_release(s, c->req.glossary); /* submitted: the service holds what it needs */
+    c->req.glossary = NULL;
+    return r;
+}
+
+enum MHD_Result srv_while_arriving(mt_server *s, req_ctx *c, enum MHD_Result (*start)(mt_server *, req_ctx *))
+{
+    mt_service_arriving(s->svc, 1); /* batches being formed wait for it */
+    enum MHD_Result r = start(s, c);
+    mt_service_arriving(s->svc, -1);
+    return r;
+}
+
 /* The body is whole: decode, then rate-limit and submit; the connection waits suspended
  * for the task, or is answered now (an error, a limit). */
 static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
@@ -157,16 +173,7 @@ static enum MHD_Result start_translate(mt_server *s, req_ctx *c)
     char err[512], key[128];
     int st = read_request(s, c, key, sizeof key, err, sizeof err);
     if (st) return srv_send_error(c, st, err);
-    enum MHD_Result r = srv_submit_translation(s, c, key, srv_rate_check, srv_send_error);
-    srv_deepl_glossary_release(s, c->req.glossary); /* submitted: the service holds what it needs */
-    c->req.glossary = NULL;
-    return r;
+    return srv_submit_translation(s, c, key, srv_rate_check, srv_send_error);
 }
 
-enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c)
-{
-    mt_service_arriving(s->svc, 1); /* batches being formed wait for it */
-    enum MHD_Result r = start_translate(s, c);
-    mt_service_arriving(s->svc, -1);
-    return r;
-}
+enum MHD_Result srv_ep_translate(mt_server *s, req_ctx *c) { return srv_while_arriving(s, c, start_translate); }

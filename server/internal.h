@@ -213,9 +213,13 @@ typedef int (*srv_rate_fn)(mt_server *s, req_ctx *c, const char *key, long chars
 typedef enum MHD_Result (*srv_fail_fn)(req_ctx *c, int status, const char *msg);
 /* ep_translate.c: the decoded request c->req (its options as given: absent ones take the
  * service's defaults) is charged to key's rate limit, submitted to the service and queued
- * (srv_queue_task); errors answered by fail. POST /translate and DeepL's /v2/translate. */
+ * (srv_queue_task); errors answered by fail; its glossary released either way. POST
+ * /translate and DeepL's /v2/translate. */
 enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key, srv_rate_fn rate,
                                        srv_fail_fn fail);
+/* Runs start (decoding and submitting a translation) announced to the service as arriving:
+ * batches being formed wait for it. */
+enum MHD_Result srv_while_arriving(mt_server *s, req_ctx *c, enum MHD_Result (*start)(mt_server *, req_ctx *));
 /* ep_translate.c: queues the submitted task c->task with the connection suspended (it may
  * finish, and resume the connection, at once); a full queue resumes it to answer 503. */
 enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c);
@@ -289,6 +293,9 @@ int srv_jobs_submit_document(mt_server *s, const char *client, const char *name,
 int srv_jobs_find_document(mt_server *s, const char *doc_id, const char *doc_key, char *job_id, double *t_start,
                            long long *chars);
 void srv_jobs_note_chars(mt_server *s, const char *job_id, long long chars);
+/* text (malloc'd /metrics exposition) with the shared queue's gauge mt_file_jobs{state}
+ * appended (text as it is without a shared queue, or when the database does not answer). */
+char *srv_jobs_metrics(mt_server *s, char *text);
 /* GET /download_file/ID when the queue is shared. */
 enum MHD_Result srv_jobs_download(mt_server *s, req_ctx *c);
 /* A job as the spool describes it, wherever it is kept: 0, or -1 (unknown, expired, or
