@@ -12,6 +12,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "config_internal.h"
 #include "status.h"
 
@@ -67,6 +71,49 @@ static int model_item(void *user, const char *s, size_t n)
         return mt_error(MT_ERR_NOMEM, c->err, c->errlen, "out of memory");
     }
     return 0;
+}
+
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* --models-dir DIR: every model installed there (a subdirectory with config.json, as
+ * mt-models installs them), in name order; their languages come from their own files. */
+static int add_models_dir(mt_config *cfg, const char *dir, char *err, size_t errlen)
+{
+    DIR *d = opendir(dir);
+    if (!d) return mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s: %s", dir, strerror(errno));
+    char **names = NULL;
+    int n = 0, cap = 0, rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d))) {
+        char path[4096];
+        struct stat sb;
+        if (e->d_name[0] == '.' || (size_t)snprintf(path, sizeof path, "%s/%s/config.json", dir, e->d_name) >= sizeof path ||
+            stat(path, &sb) || !S_ISREG(sb.st_mode))
+            continue;
+        if (n == cap) {
+            cap = cap ? 2 * cap : 16;
+            char **more = realloc(names, sizeof *more * (size_t)cap);
+            if (!more) rc = -1;
+            else names = more;
+        }
+        if (!rc && !(names[n] = malloc(strlen(dir) + strlen(e->d_name) + 2))) rc = -1;
+        if (!rc) sprintf(names[n++], "%s/%s", dir, e->d_name);
+    }
+    closedir(d);
+    if (!rc && n == 0) rc = mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s: no model there (a directory "
+                                     "with config.json; mt-models install puts them there)", dir);
+    else if (rc) mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
+    if (!rc) qsort(names, (size_t)n, sizeof *names, cmp_name);
+    model_item_ctx c = {cfg, err, errlen, "--models-dir"};
+    for (int i = 0; i < n; i++) {
+        if (!rc && strchr(names[i], ':')) /* a ':' would read as DIR:SRC:TGT */
+            rc = mt_error(MT_ERR_INVALID, err, errlen, "--models-dir: %s has a ':' in its path; give it with --model",
+                          names[i]);
+        if (!rc && model_item(&c, names[i], strlen(names[i]))) rc = -1;
+        free(names[i]);
+    }
+    free(names);
+    return rc;
 }
 
 int mt_config_apply_env(mt_config *cfg, char *const *envp, char *err, size_t errlen)
@@ -148,6 +195,12 @@ int mt_config_apply_args(mt_config *cfg, int argc, char *const *argv, char *err,
             if (!models_given++) cfg_free_models(cfg);
             model_item_ctx c = {cfg, err, errlen, "--model"};
             if (model_item(&c, v, strlen(v))) return -1;
+            continue;
+        }
+        if ((m = cfg_match_flag("--models-dir", argc, argv, &i, &v))) {
+            if (m < 0) return mt_error(MT_ERR_INVALID, err, errlen, "--models-dir needs a value (DIR)");
+            if (!models_given++) cfg_free_models(cfg);
+            if (add_models_dir(cfg, v, err, errlen)) return -1;
             continue;
         }
         if (strcmp(a, "--no-access-log") == 0) { cfg->access_log = 0; continue; }

@@ -52,7 +52,9 @@ void mt_config_write_help(FILE *f, const char *prog)
             "\n"
             "  --config FILE            [MT_CONFIG] config file (TOML subset, see config/examples)\n"
             "  --model DIR[:SRC:TGT]    [MT_MODELS, comma-separated] [[models]] path/source/target;\n"
-            "                           repeatable; languages default to tokenizer_config.json\n",
+            "                           repeatable; languages default to tokenizer_config.json\n"
+            "  --models-dir DIR         every model installed in DIR (each subdirectory with a\n"
+            "                           config.json, as mt-models installs them), with any --model\n",
             prog);
     for (size_t i = 0; i < cfg_n_settings; i++) {
         const setting *s = &cfg_settings[i];

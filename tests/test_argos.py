@@ -10,6 +10,7 @@ shared_vocabulary.json} and a stanza/ folder that is not read. Checked:
   on it gives, with beam 4, the same ids and the same text as models/en-de (float32);
 - `mt-models list` shows it with its pair and the stored type ct2;
 - the same package from a URL (a local HTTP server) and as an unpacked package directory;
+- mt-server --models-dir serves every model installed in a directory;
 - docker/entrypoint.sh installs MT_INSTALL's packages and appends them to MT_MODELS;
 - broken packages (no metadata.json, no to_code, no model.bin, not a zip) fail naming the
   problem and leave nothing in the models directory; a zip entry that climbs out of the
@@ -177,6 +178,42 @@ class TestArgos(unittest.TestCase):
         for root, _, files in os.walk(self.tmp):
             self.assertNotIn("climbed.txt", files, root)
             self.assertNotIn("inner.txt", files, root)
+
+    def test_server_models_dir(self):
+        """mt-server --models-dir serves every model installed there: the package and a copy
+        of models/de-en; a directory without models is refused."""
+        import test_scripts as ts
+        models_dir = os.path.join(self.tmp, "m-serve")
+        self.models("m-serve", "install", self.pkg, models_dir=models_dir)
+        shutil.copytree(os.path.join(SOURCE_DIR, "models", "de-en"), os.path.join(models_dir, "de-en"))
+        os.makedirs(os.path.join(models_dir, "not-a-model"))
+        port = ts.free_port()
+        log = os.path.join(self.tmp, "serve.log")
+        server = os.path.join(BUILD_DIR, "server", "mt-server")
+        with open(log, "wb") as out:
+            proc = subprocess.Popen([server, "--models-dir", models_dir, "--host", "127.0.0.1", "--port", str(port),
+                                     "--workers", "1", "--beam-size", "4", "--compute-type", "float32"],
+                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            url = "http://127.0.0.1:%d" % port
+            ts.wait_health(url, proc, timeout=180, log=log)
+            status, _, body = ts.http_request("GET", url + "/languages")
+            targets = {x["code"]: x["targets"] for x in json.loads(body)}
+            self.assertEqual((targets["en"], targets["de"]), (["de"], ["en"]))
+            status, _, body = ts.http_request("POST", url + "/translate", {"q": LINES, "source": "en", "target": "de"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(json.loads(body)["translatedText"], self.ref_text)
+        finally:
+            ts.stop(proc)
+        with open(log, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        self.assertIn("argos-en-de", text)
+        self.assertIn(os.path.join(models_dir, "de-en"), text)
+        empty = os.path.join(self.tmp, "m-empty")
+        os.makedirs(empty)
+        r = subprocess.run([server, "--models-dir", empty, "--port", "0"], capture_output=True, text=True, timeout=60)
+        self.assertIn(r.returncode, (1, 2), r.stderr)
+        self.assertIn("no model there", r.stderr)
 
     def test_docker_entrypoint_installs_and_serves(self):
         """docker/entrypoint.sh: MT_INSTALL's packages installed into MT_MODELS_DIR, then the
