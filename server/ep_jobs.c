@@ -322,6 +322,26 @@ void srv_jobs_note_chars(mt_server *s, const char *job_id, long long chars)
     mt_jobs_annotate(s->jobs->q, job_id, json, err, sizeof err);
 }
 
+char *srv_jobs_metrics(mt_server *s, char *text)
+{
+    long n[4];
+    char err[300];
+    if (!s->jobs || !text || mt_jobs_counts(s->jobs->q, n, err, sizeof err)) return text;
+    char add[600];
+    int len = snprintf(add, sizeof add,
+                       "# HELP mt_file_jobs File jobs in the queue the replicas share, by state (the same on "
+                       "every replica; queued + running is the autoscaling signal).\n"
+                       "# TYPE mt_file_jobs gauge\n"
+                       "mt_file_jobs{state=\"queued\"} %ld\nmt_file_jobs{state=\"running\"} %ld\n"
+                       "mt_file_jobs{state=\"done\"} %ld\nmt_file_jobs{state=\"failed\"} %ld\n",
+                       n[MT_JOBS_QUEUED], n[MT_JOBS_RUNNING], n[MT_JOBS_DONE], n[MT_JOBS_FAILED]);
+    size_t have = strlen(text);
+    char *out = realloc(text, have + (size_t)len + 1);
+    if (!out) return text;
+    memcpy(out + have, add, (size_t)len + 1);
+    return out;
+}
+
 static void to_spool_entry(const mt_jobs_entry *j, mt_spool_entry *e)
 {
     memset(e, 0, sizeof *e);

@@ -16,7 +16,7 @@ enum MHD_Result srv_ep_metrics(mt_server *s, req_ctx *c)
     if (g.ready)
         g.cache_on = mt_service_cache_stats(s->svc, &g.cache_hits, &g.cache_misses, &g.cache_entries,
                                             &g.cache_bytes);
-    char *text = mt_metrics_render(s->metrics, &g);
+    char *text = srv_jobs_metrics(s, mt_metrics_render(s->metrics, &g));
     if (!text) return srv_send_error(c, 500, "out of memory");
     return srv_send_buffer(c, 200, text, strlen(text), "text/plain; version=0.0.4; charset=utf-8",
                        NULL, NULL);

@@ -139,5 +139,7 @@ int mt_jobs_release(mt_jobs *j, const mt_jobs_claimed *c);
 int mt_jobs_sweep(mt_jobs *j, char *err, size_t errlen);
 /* Jobs waiting to be claimed (all replicas), or negative: a queue-depth gauge. */
 long mt_jobs_depth(mt_jobs *j, char *err, size_t errlen);
+/* Jobs kept, all replicas, by state (indexed by mt_jobs_state): 0 or negative. */
+int mt_jobs_counts(mt_jobs *j, long counts[4], char *err, size_t errlen);
 
 #endif

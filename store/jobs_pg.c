@@ -885,6 +885,18 @@ int mt_jobs_sweep(mt_jobs *j, char *err, size_t errlen)
     return g < 0 ? g : n + g;
 }
 
+int mt_jobs_counts(mt_jobs *j, long counts[4], char *err, size_t errlen)
+{
+    for (int i = 0; i < 4; i++) counts[i] = 0;
+    int rc;
+    PGresult *r = jq(j, "SELECT state, count(*) FROM mt_jobs GROUP BY state", 0, NULL, NULL, NULL, 0,
+                     PGRES_TUPLES_OK, &rc, err, errlen);
+    if (!r) return rc;
+    for (int i = 0; i < PQntuples(r); i++) counts[state_of(PQgetvalue(r, i, 0))] = atol(PQgetvalue(r, i, 1));
+    PQclear(r);
+    return 0;
+}
+
 long mt_jobs_depth(mt_jobs *j, char *err, size_t errlen)
 {
     int rc;

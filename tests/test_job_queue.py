@@ -6,7 +6,8 @@ in a temporary directory, a private socket). SKIP (77) without it, or without ng
 - balancer: three replicas behind nginx round robin: 20 files uploaded through nginx, each
   polled and downloaded through nginx, all equal to mt-translate's output; each job,
   whatever replica took the upload, answers the same bytes on every replica directly; the
-  jobs were claimed by more than one replica; a file name with SQL-special text comes back.
+  jobs were claimed by more than one replica; a file name with SQL-special text comes back;
+  /metrics on every replica counts the queue's jobs by state (mt_file_jobs).
 - takeover: the replica holding the lease of a large job (the job's lease_owner in the
   database) is killed with SIGKILL mid-job: another replica claims it once the lease
   (server.job_lease_seconds 2) expires and finishes it; the download is correct. With
@@ -327,6 +328,11 @@ class TestBalancer(unittest.TestCase):
             self.assertGreater(sum(1 for v in claimed.values() if v), 1, claimed)
             st, _, _ = srv[0].request("GET", "/download_file/" + "0" * 32)
             self.assertEqual(st, 404)
+            # the queue's gauge, the same on every replica
+            for s in srv:
+                m = s.metrics()
+                self.assertIn('mt_file_jobs{state="done"} 20\n', m)
+                self.assertIn('mt_file_jobs{state="queued"} 0\n', m)
         finally:
             lb.close()
             stop_all(srv)
