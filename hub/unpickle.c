@@ -308,6 +308,16 @@ static val *persistent(unpickler *u, val *pid)
     return v;
 }
 
+/* A memo index of n little-endian bytes at the cursor (BINPUT/BINGET 1, LONG_ 4). */
+static int memo_index(unpickler *u, int n, uint64_t *idx)
+{
+    if (need(u, (size_t)n))
+        return -1;
+    *idx = le(u->p, n);
+    u->p += n;
+    return 0;
+}
+
 static int memo_put(unpickler *u, uint64_t idx)
 {
     if (!u->sp)
@@ -449,12 +459,8 @@ static val *run(unpickler *u)
             break;
         }
         case 'q': case 'r': { /* BINPUT, LONG_BINPUT */
-            int n = op == 'q' ? 1 : 4;
-            if (need(u, (size_t)n))
-                return NULL;
-            uint64_t idx = le(u->p, n);
-            u->p += n;
-            if (memo_put(u, idx))
+            uint64_t idx;
+            if (memo_index(u, op == 'q' ? 1 : 4, &idx) || memo_put(u, idx))
                 return NULL;
             break;
         }
@@ -463,12 +469,8 @@ static val *run(unpickler *u)
                 return NULL;
             break;
         case 'h': case 'j': { /* BINGET, LONG_BINGET */
-            int n = op == 'h' ? 1 : 4;
-            if (need(u, (size_t)n))
-                return NULL;
-            uint64_t idx = le(u->p, n);
-            u->p += n;
-            if (memo_get(u, idx))
+            uint64_t idx;
+            if (memo_index(u, op == 'h' ? 1 : 4, &idx) || memo_get(u, idx))
                 return NULL;
             break;
         }

@@ -305,6 +305,7 @@ static int by_bytes_then_place(const void *x, const void *y)
 
 char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)[2], int n_align)
 {
+    char *out = NULL;
     size_t tl = strlen(tr);
     int n_out = 0, pass = 0;
     for (size_t i = 0; i < tl; i++)
@@ -476,16 +477,8 @@ char *mt_protect_restore(const mt_protect *p, const char *tr, const int (*align)
     for (; m < n_miss; m++)
         if (put_span(&b, p, miss[m].span, b.n > 0 && !mt_span_is_space((unsigned char)b.s[b.n - 1]), 0))
             goto fail;
-    free(cp);
-    free(order);
-    free(span_bytes);
-    free(ws);
-    free(we);
-    free(found);
-    free(miss);
-    free(lo);
-    free(hi);
-    return b.s;
+    out = b.s; /* done: the buffer is the answer */
+    b.s = NULL;
 fail:
     free(cp);
     free(order);
@@ -497,5 +490,5 @@ fail:
     free(lo);
     free(hi);
     free(b.s);
-    return NULL;
+    return out;
 }
