@@ -193,16 +193,17 @@ enum MHD_Result srv_ep_deepl_document(mt_server *s, req_ctx *c)
     double wait = 0;
     char spool_id[MT_SPOOL_ID_LEN + 1], id[33], dkey[65];
     if (random_hex(id, 16) || random_hex(dkey, 32)) return fail(c, u.fields, 500, "no random bytes for the document key");
-    /* The table's lock is held until the document is in it: the job's thread reports the
-     * characters it extracted (srv_deepl_doc_chars) only then. */
-    pthread_mutex_lock(&s->deepl->mu);
-    if (s->jobs) /* in the shared queue, with its id and key: every replica finds it */
+    if (s->jobs) { /* in the shared queue, with its id and key: every replica finds it */
         st = srv_jobs_submit_document(s, client, name, u.file.data, u.file.len, fmt, route, id, dkey, spool_id, &wait,
                                       err, sizeof err);
-    else
+    } else {
+        /* The table's lock is held until the document is in it: the job's thread reports
+         * the characters it extracted (srv_deepl_doc_chars) only then. */
+        pthread_mutex_lock(&s->deepl->mu);
         st = srv_files_submit(s, client, name, u.file.data, u.file.len, fmt, route, spool_id, &wait, err, sizeof err);
-    if (!st && !s->jobs) doc_add_locked(s, spool_id, id, dkey);
-    pthread_mutex_unlock(&s->deepl->mu);
+        if (!st) doc_add_locked(s, spool_id, id, dkey);
+        pthread_mutex_unlock(&s->deepl->mu);
+    }
     json_decref(u.fields);
     if (st == 429 || st == 503) {
         char after[32];
