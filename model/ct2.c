@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,6 +230,8 @@ done:
 
 typedef struct {
     const mt_ct2_file *f;
+    const char *map;    /* model.bin's mapping (NULL: parsed memory), map_len bytes */
+    size_t map_len;
     char *used;         /* per variable: consumed */
     int stored_int8;
     char *err;
@@ -266,6 +269,20 @@ static int shape_error(ct2_loader *L, const mt_ct2_var *v, int64_t rows, int64_t
                     "dimensions imply [%lld]", v->name, got, (long long)rows);
 }
 
+/* Hands v's whole pages back to the page cache once copied, so that loading peaks at one
+ * copy of the weights, not two (a later read of v faults them in again). */
+static void release(const ct2_loader *L, const mt_ct2_var *v)
+{
+    if (!L->map)
+        return;
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t base = (uintptr_t)L->map, a = (uintptr_t)v->data, b = a + (size_t)v->numel * mt_ct2_type_size(v->dtype);
+    a = (a + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+    b &= ~((uintptr_t)page - 1);
+    if (a >= base && b <= base + L->map_len && b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 /* Copies variable `name` of shape (rows, cols) (cols 0: a vector) into dst as float32,
  * dequantized. optional: a missing variable gives zeros (biases). */
 static int put(ct2_loader *L, const char *name, int64_t rows, int64_t cols, float *dst, int optional)
@@ -284,6 +301,7 @@ static int put(ct2_loader *L, const char *name, int64_t rows, int64_t cols, floa
         return mt_error(MT_ERR_INVALID, L->err, L->errlen, "model.bin: variable '%s' is int32, not a weight type",
                         name);
     mt_ct2_to_f32(v, dst);
+    release(L, v);
     if (v->dtype != MT_CT2_I8 && v->dtype != MT_CT2_I16)
         return 0;
     char sname[300];
@@ -693,7 +711,7 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
     size_t len = 0;
     void *bytes = map_file(mt_strfmt(path, sizeof path, "%s/model.bin", dir), &len, err, errlen);
     mt_ct2_file *f = bytes ? mt_ct2_parse(bytes, len, err, errlen) : NULL;
-    ct2_loader L = {.f = f, .err = err, .errlen = errlen};
+    ct2_loader L = {.f = f, .map = bytes, .map_len = len, .err = err, .errlen = errlen};
     int rc = -1, zero_start = 0;
     if (!f || !(L.used = calloc((size_t)mt_ct2_count(f) + 1, 1)) || read_spec(m, &L, &zero_start))
         goto done;
