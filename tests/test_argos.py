@@ -9,6 +9,7 @@ shared_vocabulary.json} and a stanza/ folder that is not read. Checked:
 - `mt-models install pkg.argosmodel` installs argos-en-de in MT_MODELS_DIR, and mt-translate
   on it gives, with beam 4, the same ids and the same text as models/en-de (float32);
 - `mt-models list` shows it with its pair and the stored type ct2;
+- a package with separate source and target vocabularies (.json and .txt);
 - the same package from a URL (a local HTTP server) and as an unpacked package directory;
 - mt-server --models-dir serves every model installed in a directory;
 - docker/entrypoint.sh installs MT_INSTALL's packages and appends them to MT_MODELS;
@@ -157,6 +158,33 @@ class TestArgos(unittest.TestCase):
         r = self.models(name, "install", pkg, models_dir=models_dir, ok=False)
         self.assertIn(expect, r.stderr)
         self.assertEqual(os.listdir(models_dir) if os.path.isdir(models_dir) else [], [])
+
+    def test_separate_vocabularies(self):
+        """A package whose model has source_ and target_vocabulary (tests/fuzz/ct2/separate.bin:
+        10 source, 12 target tokens): vocab.json and target_vocab.json, separate_vocabs true."""
+        seeds = os.path.join(SOURCE_DIR, "tests", "fuzz", "ct2")
+        src = ["</s>", "<unk>", "<s>"] + ["t%d" % i for i in range(7)]
+        tgt = ["</s>", "<unk>", "<s>"] + ["u%d" % i for i in range(9)]
+        pkg = os.path.join(self.tmp, "separate.argosmodel")
+        with zipfile.ZipFile(pkg, "w") as z:
+            z.writestr("metadata.json", json.dumps(dict(META, from_code="xx", to_code="yy")))
+            z.write(os.path.join(EN_DE, "source.spm"), "sentencepiece.model")
+            z.write(os.path.join(seeds, "separate.bin"), "model/model.bin")
+            z.writestr("model/config.json", json.dumps({"add_source_eos": True, "decoder_start_token": "</s>",
+                                                        "eos_token": "</s>", "unk_token": "<unk>"}))
+            z.writestr("model/source_vocabulary.json", json.dumps(src))
+            z.writestr("model/target_vocabulary.txt", "\n".join(tgt) + "\n")
+        models_dir = os.path.join(self.tmp, "m-separate")
+        self.models("m-separate", "install", pkg, models_dir=models_dir)
+        d = os.path.join(models_dir, "argos-xx-yy")
+        with open(os.path.join(d, "tokenizer_config.json")) as f:
+            self.assertTrue(json.load(f)["separate_vocabs"])
+        with open(os.path.join(d, "target_vocab.json")) as f:
+            self.assertEqual(json.load(f), {t: i for i, t in enumerate(tgt)})
+        r = subprocess.run([MT_TRANSLATE, "--model", d, "--input", "ids", "--output", "ids", "--max-length", "8"],
+                           input="3 4 5\n", capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(all(0 <= int(t) < len(tgt) for t in r.stdout.split()), r.stdout)
 
     def test_broken_packages(self):
         self.broken("no-meta", "no metadata.json", meta=None)

@@ -3,7 +3,7 @@
 
 TestFiles (no peer needed): the tiny model.bin files of tests/fuzz/ct2 (written by
 CTranslate2's own spec classes: float32, float16, bfloat16, int8, int16, binary version 3)
-load and translate ids; broken ones (truncated, an unknown version, an unknown type id, a
+load and translate ids, as do separate source and target vocabularies; broken ones (truncated, an unknown version, an unknown type id, a
 byte count that does not match the shape, a pre-norm spec, an unexpected variable) fail
 with a message that names the problem, exit 1, never a signal. With the peer build, the
 float models' greedy and beam-4 ids equal CTranslate2's own on the same file.
@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import testmain  # noqa: E402
 
 TINY_TOKENS = ["</s>", "<unk>", "<s>"] + ["t%d" % i for i in range(7)]
+TINY_TARGET = ["</s>", "<unk>", "<s>"] + ["u%d" % i for i in range(9)]  # separate.bin's target side
 
 
 def peer_python():
@@ -64,12 +65,24 @@ def tiny_dir(root, seed, name=None):
     d = os.path.join(root, name or os.path.splitext(seed)[0])
     os.makedirs(d)
     shutil.copy(os.path.join(SEEDS, seed), os.path.join(d, "model.bin"))
-    with open(os.path.join(d, "shared_vocabulary.json"), "w") as f:
-        json.dump(TINY_TOKENS, f)
+    separate = seed == "separate.bin"
+    vocabs = {"source_vocabulary": TINY_TOKENS, "target_vocabulary": TINY_TARGET} if separate \
+        else {"shared_vocabulary": TINY_TOKENS}
+    for name, tokens in vocabs.items():
+        with open(os.path.join(d, name + ".json"), "w") as f:
+            json.dump(tokens, f)
     with open(os.path.join(d, "config.json"), "w") as f:
         json.dump({"add_source_bos": False, "add_source_eos": True, "bos_token": "<s>", "decoder_start_token": "</s>",
                    "eos_token": "</s>", "layer_norm_epsilon": None, "unk_token": "<unk>"}, f)
     write_tokenizer_files(d, TINY_TOKENS, spm_dir=SPM_FIXTURE)  # any SentencePiece model: ids in, ids out
+    if separate:
+        with open(os.path.join(d, "target_vocab.json"), "w") as f:
+            json.dump({t: i for i, t in enumerate(TINY_TARGET)}, f)
+        with open(os.path.join(d, "tokenizer_config.json")) as f:
+            tc = json.load(f)
+        tc["separate_vocabs"] = True
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+            json.dump(tc, f)
     return d
 
 
@@ -123,11 +136,12 @@ class TestFiles(unittest.TestCase):
 
     def test_every_stored_type_loads(self):
         for seed in ("post_float32.bin", "post_float16.bin", "post_bfloat16.bin", "post_int8.bin",
-                     "post_int16.bin", "v3.bin"):
+                     "post_int16.bin", "v3.bin", "separate.bin"):
             with self.subTest(seed=seed):
                 out = self.translate_ids(tiny_dir(self.tmp, seed))
+                n = len(TINY_TARGET if seed == "separate.bin" else TINY_TOKENS)
                 for line in out:
-                    self.assertTrue(all(0 <= int(t) < len(TINY_TOKENS) for t in line.split()), line)
+                    self.assertTrue(all(0 <= int(t) < n for t in line.split()), line)
 
     def test_version_3_equals_version_6(self):
         self.assertEqual(self.translate_ids(tiny_dir(self.tmp, "v3.bin", "v3-eq")),
@@ -201,7 +215,7 @@ class TestFiles(unittest.TestCase):
         py = peer_python()
         if not py:
             self.skipTest("needs the CTranslate2 peer in " + PEER)
-        for seed in ("post_float32.bin", "post_float16.bin", "post_bfloat16.bin"):
+        for seed in ("post_float32.bin", "post_float16.bin", "post_bfloat16.bin", "separate.bin"):
             d = tiny_dir(self.tmp, seed, "cmp-" + seed[:-4])
             for beam in ("1",):
                 with self.subTest(seed=seed, beam=beam):
@@ -217,9 +231,11 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 import ctranslate2
 a = json.load(sys.stdin)
-vocab = json.load(open(a["model"] + "/shared_vocabulary.json"))
+import os
+shared = os.path.exists(a["model"] + "/shared_vocabulary.json")
+vocab = json.load(open(a["model"] + ("/shared_vocabulary.json" if shared else "/source_vocabulary.json")))
 index = {}
-for i, t in enumerate(vocab):
+for i, t in enumerate(json.load(open(a["model"] + ("/shared_vocabulary.json" if shared else "/target_vocabulary.json")))):
     index.setdefault(t, i)
 tr = ctranslate2.Translator(a["model"], device="cpu", compute_type=a["compute_type"], intra_threads=1)
 res = tr.translate_batch([[vocab[i] for i in s] for s in a["sources"]], beam_size=a["beam"],

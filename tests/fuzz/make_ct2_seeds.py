@@ -7,7 +7,8 @@ CTranslate2's own spec classes (the peer build in ../shared/peers/ctranslate2).
 post_<type>.bin: a post-norm TransformerSpec (d 8, 2 heads, ffn 16, 1+1 layers, 10 tokens)
 stored as float32, float16, bfloat16, int8 and int16; pre_norm.bin: the pre-norm form;
 v3.bin: post_float32.bin rewritten in binary version 3 (item sizes, not type ids);
-truncated.bin: post_int8.bin cut in the middle of a variable.
+truncated.bin: post_int8.bin cut in the middle of a variable; separate.bin: separate
+vocabularies (10 source tokens t*, 12 target tokens u*).
 """
 import os
 import struct
@@ -21,7 +22,8 @@ sys.path.insert(0, os.path.join(PEER, "python"))
 from ctranslate2.specs import common_spec, transformer_spec  # noqa: E402
 
 
-def tiny_spec(pre_norm, rng, d=8, heads=2, ffn=16, vocab=10, layers=1):
+def tiny_spec(pre_norm, rng, d=8, heads=2, ffn=16, vocab=10, layers=1, tgt_vocab=None):
+    tgt_vocab = tgt_vocab or vocab
     spec = transformer_spec.TransformerSpec.from_config((layers, layers), heads, pre_norm=pre_norm,
                                                          activation=common_spec.Activation.RELU)
 
@@ -29,7 +31,8 @@ def tiny_spec(pre_norm, rng, d=8, heads=2, ffn=16, vocab=10, layers=1):
     for enc_dec in (spec.encoder, spec.decoder):
         enc_dec.scale_embeddings = float(np.sqrt(d))
         emb = enc_dec.embeddings[0] if isinstance(enc_dec.embeddings, list) else enc_dec.embeddings
-        emb.weight = 0.3 * rng.standard_normal((vocab, d)).astype(np.float32)  # positions matter too
+        rows = vocab if enc_dec is spec.encoder else tgt_vocab
+        emb.weight = 0.3 * rng.standard_normal((rows, d)).astype(np.float32)  # positions matter too
         enc_dec.position_encodings.encodings = positions
         if pre_norm:
             enc_dec.layer_norm.gamma = np.ones(d, np.float32)
@@ -53,13 +56,14 @@ def tiny_spec(pre_norm, rng, d=8, heads=2, ffn=16, vocab=10, layers=1):
             layer.ffn.linear_1.bias = rng.standard_normal(d).astype(np.float32)
             layer.ffn.layer_norm.gamma = np.ones(d, np.float32)
             layer.ffn.layer_norm.beta = np.zeros(d, np.float32)
-    spec.decoder.projection.weight = rng.standard_normal((vocab, d)).astype(np.float32)
-    spec.decoder.projection.bias = np.zeros(vocab, np.float32)
+    spec.decoder.projection.weight = rng.standard_normal((tgt_vocab, d)).astype(np.float32)
+    spec.decoder.projection.bias = np.zeros(tgt_vocab, np.float32)
     tokens = ["</s>", "<unk>", "<s>"] + ["t%d" % i for i in range(vocab - 3)]
+    tgt_tokens = ["</s>", "<unk>", "<s>"] + ["u%d" % i for i in range(tgt_vocab - 3)]
     spec.config.add_source_eos = True
     spec.config.decoder_start_token = "</s>"
     spec.register_source_vocabulary(tokens)
-    spec.register_target_vocabulary(tokens)
+    spec.register_target_vocabulary(tgt_tokens if tgt_vocab != vocab else tokens)
     return spec
 
 
@@ -118,6 +122,7 @@ def main():
             with open(os.path.join(out, "truncated.bin"), "wb") as f:
                 f.write(data[: len(data) // 2])
     save(tiny_spec(True, np.random.default_rng(2)), None, out, "pre_norm.bin")
+    save(tiny_spec(False, np.random.default_rng(3), tgt_vocab=12), None, out, "separate.bin")
     print("wrote", out)
 
 
