@@ -23,13 +23,14 @@ static int usage(FILE *f, int rc)
 {
     fputs("usage: mt-models search [QUERY] [--limit N]\n"
           "       mt-models install REPO_ID [--revision REV] [--dir DIR] [--compute-type int8]\n"
-          "       mt-models install PACKAGE [--dir DIR]   (argos-translate: FILE.argosmodel, its https URL, or an\n"
-          "                                                unpacked package directory with metadata.json)\n"
+          "       mt-models install PACKAGE [--dir DIR]   (argos-translate: argos:FROM-TO from the package index,\n"
+          "                                                FILE.argosmodel, its https URL, or an unpacked package)\n"
           "       mt-models list\n"
           "       mt-models remove NAME\n"
           "       mt-models convert DIR [--compute-type int8]   (pytorch_model.bin -> model.safetensors)\n"
           "Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co), HF_TOKEN (bearer token),\n"
           "HF_HUB_OFFLINE=1 (no network), HF_HUB_DOWNLOAD_TIMEOUT (seconds without progress, default 60),\n"
+          "ARGOS_PACKAGE_INDEX (argos-translate's index.json URL, for argos:FROM-TO),\n"
           "MT_MODELS_DIR (default $XDG_DATA_HOME/mt/models, else ~/.local/share/mt/models).\n"
           "Options: --limit N (search, default 50), --revision REV (a branch, tag or commit), --dir DIR (install\n"
           "there instead of MT_MODELS_DIR/NAME), --compute-type int8 (store int8 weights), -h/--help.\n"
@@ -123,6 +124,7 @@ int main(int argc, char **argv)
         o.endpoint = endpoint;
     }
     o.token = getenv("HF_TOKEN");
+    o.argos_index = getenv("ARGOS_PACKAGE_INDEX"); /* argos-translate's own name for it */
     o.offline = truthy(getenv("HF_HUB_OFFLINE"));
     if ((env = getenv("HF_HUB_DOWNLOAD_TIMEOUT")) && atol(env) > 0)
         o.stall_timeout_s = atol(env);

@@ -2,7 +2,8 @@
 # The image's entry point: installs the models MT_INSTALL names, then runs the command
 # (mt-server). MT_INSTALL is a comma-separated list of what `mt-models install` takes:
 # Hugging Face repository ids (Helsinki-NLP/opus-mt-en-fr) and argos-translate packages
-# (an https URL of a .argosmodel). They go to MT_MODELS_DIR (default /data/models, a
+# (argos:en-es from the package index, LibreTranslate's --load-only habit, or the https URL
+# of a .argosmodel). They go to MT_MODELS_DIR (default /data/models, a
 # volume: a model installed once is not fetched again at the next start), and every model
 # there is served beside the bundled ones (MT_MODELS, default /models/en-de,/models/de-en).
 # The server starts, and /health/ready turns true, only once every install has finished;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,7 +24,10 @@
 
 #include "hub.h"
 #include "hub_internal.h"
+#include "sha256.h"
 #include "status.h"
+
+#define ARGOS_INDEX "https://raw.githubusercontent.com/argosopentech/argospm-index/main/index.json"
 
 enum { ARGOS_MAX_FILE = 1 << 30 }; /* 1 GiB: no package file comes near it */
 
@@ -301,12 +305,73 @@ static int adapt(const char *tmp, json_t **meta, const char **from, const char *
     return rc;
 }
 
+/* "FROM-TO" (or FROM_TO) looked up in the package index: the first http(s) link of the
+ * entry translating from -> to into link, its sha256 (if the entry gives one) into sha. */
+static int resolve_index(const mh_options *o, const char *code, char *link, size_t link_len, char *sha, char *err,
+                         size_t errlen)
+{
+    char from[32], to[32];
+    size_t cut = strcspn(code, "-_");
+    if (!code[cut] || cut == 0 || cut >= sizeof from || strlen(code + cut + 1) >= sizeof to || !code[cut + 1])
+        return mt_error(MT_ERR_INVALID, err, errlen, "'argos:%s': give the pair as argos:FROM-TO (argos:en-de)", code);
+    snprintf(from, sizeof from, "%.*s", (int)cut, code);
+    snprintf(to, sizeof to, "%s", code + cut + 1);
+    const char *url = o->argos_index && *o->argos_index ? o->argos_index : ARGOS_INDEX;
+    if (o->log)
+        fprintf(o->log, "reading the argos-translate package index %s\n", url);
+    json_t *index = mh_get_json_url(o, url, "the argos-translate package index", err, errlen);
+    if (!index)
+        return -1;
+    int rc = -1;
+    char pairs[400] = "";
+    size_t i, used = 0;
+    json_t *e;
+    json_array_foreach(index, i, e) {
+        const char *f = json_string_value(json_object_get(e, "from_code"));
+        const char *t = json_string_value(json_object_get(e, "to_code"));
+        if (!f || !t)
+            continue;
+        if (used < sizeof pairs - 40)
+            used += (size_t)snprintf(pairs + used, sizeof pairs - used, "%s%s-%s", used ? ", " : "", f, t);
+        if (rc == 0 || strcasecmp(f, from) || strcasecmp(t, to))
+            continue;
+        size_t k;
+        json_t *l;
+        json_array_foreach(json_object_get(e, "links"), k, l) {
+            const char *s = json_string_value(l);
+            if (s && (!strncmp(s, "https://", 8) || !strncmp(s, "http://", 7)) && strlen(s) < link_len) {
+                snprintf(link, link_len, "%s", s);
+                rc = 0;
+                break;
+            }
+        }
+        const char *digest = json_string_value(json_object_get(e, "sha256"));
+        if (!digest)
+            digest = json_string_value(json_object_get(e, "checksum"));
+        if (rc == 0 && digest) {
+            if (strlen(digest) != 64 || strspn(digest, "0123456789abcdefABCDEF") != 64) {
+                rc = mt_error(MT_ERR_INVALID, err, errlen, "the package index's checksum of %s-%s is not a sha256 "
+                              "(64 hex digits)", from, to);
+                break;
+            }
+            snprintf(sha, 65, "%s", digest);
+        }
+    }
+    if (!json_is_array(index))
+        rc = mt_error(MT_ERR_INVALID, err, errlen, "%s: the package index is not a JSON list", url);
+    else if (rc && !err[0])
+        mt_error(MT_ERR_INVALID, err, errlen, "the argos-translate package index has no package %s -> %s%s%s", from,
+                 to, used ? "; it has " : "", pairs);
+    json_decref(index);
+    return rc;
+}
+
 int mh_is_argos_source(const char *s)
 {
     size_t n = strlen(s);
     struct stat sb;
     char p[4400];
-    if (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8))
+    if (!strncmp(s, "http://", 7) || !strncmp(s, "https://", 8) || !strncmp(s, "argos:", 6))
         return 1;
     if (n > 11 && !strcmp(s + n - 11, ".argosmodel"))
         return 1;
@@ -319,7 +384,7 @@ int mh_install_argos(const mh_options *o, const char *source, const char *dest, 
     if (!o->models_dir && !dest)
         return mt_error(MT_ERR_INVALID, err, errlen, "no models directory");
     const char *models = o->models_dir ? o->models_dir : ".";
-    int is_url = strstr(source, "://") != NULL;
+    int is_index = !strncmp(source, "argos:", 6), is_url = is_index || strstr(source, "://") != NULL;
     if (is_url && o->offline)
         return mt_error(MT_ERR_INVALID, err, errlen, "HF_HUB_OFFLINE is set: not downloading %s", source);
     struct stat sb;
@@ -348,13 +413,25 @@ int mh_install_argos(const mh_options *o, const char *source, const char *dest, 
     int rc = 0;
     const char *zip_file = source;
     if (is_url) {
+        char link[2048], sha[65] = "", hex[65];
+        const char *url = source;
+        err[0] = 0;
+        if (is_index && (rc = resolve_index(o, source + 6, link, sizeof link, sha, err, errlen)))
+            goto done;
+        if (is_index)
+            url = link;
         mt_strfmt(zip_tmp, sizeof zip_tmp, "%s/.install-argos-zip.%ld", parent, (long)getpid());
         unlink(zip_tmp);
-        const char *base = strrchr(source, '/') + 1;
+        const char *base = strrchr(url, '/') + 1;
         if (o->log)
-            fprintf(o->log, "downloading %s\n", source);
-        if ((rc = mh_download_url(o, source, zip_tmp, *base ? base : source, err, errlen)))
+            fprintf(o->log, "downloading %s\n", url);
+        if ((rc = mh_download_url(o, url, zip_tmp, *base ? base : url, err, errlen)))
             goto done;
+        if (sha[0] && (mh_sha256_file(zip_tmp, hex) || strcasecmp(hex, sha))) {
+            rc = mt_error(MT_ERR_INVALID, err, errlen, "%s: sha256 %s, the package index lists %s: the download is "
+                          "corrupt or was altered", base, hex, sha);
+            goto done;
+        }
         zip_file = zip_tmp;
     }
     if (!is_url && S_ISDIR(sb.st_mode))
@@ -370,7 +447,7 @@ int mh_install_argos(const mh_options *o, const char *source, const char *dest, 
     if (installed)
         snprintf(installed, installed_len, "%s", target);
     const char *version = json_string_value(json_object_get(meta, "package_version"));
-    json_t *man = json_pack("{s:s,s:s,s:s,s:I}", "repo", is_url ? source : "argos-translate package",
+    json_t *man = json_pack("{s:s,s:s,s:s,s:I}", "repo", is_url ? source : "argos-translate package file",
                             "argos_package", version ? version : "?", "stored", "as published",
                             "installed_unix", (json_int_t)time(NULL));
     char path[4400];

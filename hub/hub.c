@@ -466,10 +466,20 @@ static void sweep_stale(const char *dir)
 int mh_remove_tree(const char *path) { return remove_tree(path); }
 int mh_mkdirs(const char *path) { return mkdirs(path); }
 void mh_sweep_stale(const char *dir) { sweep_stale(dir); }
+/* Another host than the hub's: the hub's token is not sent there. */
 int mh_download_url(const mh_options *o, const char *url, const char *path, const char *label, char *err,
                     size_t errlen)
 {
-    return download(o, url, path, label, -1, NULL, err, errlen);
+    mh_options plain = *o;
+    plain.token = NULL;
+    return download(&plain, url, path, label, -1, NULL, err, errlen);
+}
+
+json_t *mh_get_json_url(const mh_options *o, const char *url, const char *what, char *err, size_t errlen)
+{
+    mh_options plain = *o;
+    plain.token = NULL;
+    return get_json(&plain, url, what, err, errlen);
 }
 
 typedef struct {

@@ -11,12 +11,14 @@
 int mh_check_marian_config(const json_t *cfg, char *err, size_t errlen);
 
 /* hub.c's install helpers, for argos.c: a whole tree removed; a path's directories made;
- * temporary directories of dead installs in dir removed; url downloaded to path (resumed
- * when cut, as the hub's files are; no size or digest to check). */
+ * temporary directories of dead installs in dir removed; url (not the hub's) downloaded
+ * to path (resumed when cut, as the hub's files are; no size or digest to check). */
 int mh_remove_tree(const char *path);
 int mh_mkdirs(const char *path);
 void mh_sweep_stale(const char *dir);
 int mh_download_url(const mh_options *o, const char *url, const char *path, const char *label, char *err,
                     size_t errlen);
+/* GET url as JSON (retried as the hub's listings are). Neither sends the hub's token. */
+json_t *mh_get_json_url(const mh_options *o, const char *url, const char *what, char *err, size_t errlen);
 
 #endif

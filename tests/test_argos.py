@@ -10,7 +10,9 @@ shared_vocabulary.json} and a stanza/ folder that is not read. Checked:
   on it gives, with beam 4, the same ids and the same text as models/en-de (float32);
 - `mt-models list` shows it with its pair and the stored type ct2;
 - a package with separate source and target vocabularies (.json and .txt);
-- the same package from a URL (a local HTTP server) and as an unpacked package directory;
+- the same package from a URL (a local HTTP server, which never sees HF_TOKEN), from a
+  package index entry (argos:en-de; its sha256 checked, a wrong one refused) and as an
+  unpacked package directory;
 - mt-server --models-dir serves every model installed in a directory;
 - docker/entrypoint.sh installs MT_INSTALL's packages and appends them to MT_MODELS;
 - broken packages (no metadata.json, no to_code, no model.bin, not a zip) fail naming the
@@ -127,21 +129,67 @@ class TestArgos(unittest.TestCase):
         self.models("m-file", "remove", "argos-en-de", models_dir=models_dir)
         self.assertEqual(os.listdir(models_dir), [])
 
-    def test_install_url(self):
-        handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=self.tmp, **k)  # noqa: E731
-        http.server.SimpleHTTPRequestHandler.log_message = lambda *a: None
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def serve(self):
+        """A local HTTP server over self.tmp that records each request's Authorization header."""
+        seen = self.auth_seen = []
+        tmp = self.tmp
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def __init__(self, *a, **k):
+                super().__init__(*a, directory=tmp, **k)
+
+            def log_message(self, *a):
+                pass
+
+            def do_GET(self):
+                seen.append(self.headers.get("Authorization"))
+                super().do_GET()
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=srv.serve_forever, daemon=True).start()
+        self.addCleanup(srv.shutdown)
+        return "http://127.0.0.1:%d/" % srv.server_address[1]
+
+    def test_install_url(self):
+        url = self.serve() + os.path.basename(self.pkg)
+        dest = os.path.join(self.tmp, "m-url", "de-from-url")
+        os.environ["HF_TOKEN"] = "hf_secret_never_sent"  # the hub's token is not for other hosts
         try:
-            url = "http://127.0.0.1:%d/%s" % (srv.server_address[1], os.path.basename(self.pkg))
-            dest = os.path.join(self.tmp, "m-url", "de-from-url")
             self.models("m-url", "install", url, "--dir", dest)
-            self.check_installed(dest)
-            self.assertEqual(sorted(os.listdir(os.path.dirname(dest))), ["de-from-url"])
-            self.models("m-url", "install", url.replace(".argosmodel", "-missing.argosmodel"), "--dir",
-                        dest + "2", ok=False)
         finally:
-            srv.shutdown()
+            del os.environ["HF_TOKEN"]
+        self.assertTrue(self.auth_seen)
+        self.assertEqual(set(self.auth_seen), {None})
+        self.check_installed(dest)
+        self.assertEqual(sorted(os.listdir(os.path.dirname(dest))), ["de-from-url"])
+        self.models("m-url", "install", url.replace(".argosmodel", "-missing.argosmodel"), "--dir",
+                    dest + "2", ok=False)
+
+    def test_install_from_index(self):
+        """argos:FROM-TO from a package index (argos-translate's index.json): the entry's first
+        link, its sha256 checked; a wrong digest and a pair the index lacks are refused."""
+        import hashlib
+        base = self.serve()
+        with open(self.pkg, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        index = [{"package_version": "1.0", "from_code": "en", "to_code": "de", "type": "translate",
+                  "links": ["ftp://not.used/x", base + os.path.basename(self.pkg)], "sha256": digest},
+                 {"from_code": "en", "to_code": "fr", "links": [base + os.path.basename(self.pkg)],
+                  "sha256": "0" * 64}]
+        with open(os.path.join(self.tmp, "index.json"), "w") as f:
+            json.dump(index, f)
+        os.environ["ARGOS_PACKAGE_INDEX"] = base + "index.json"
+        try:
+            models_dir = os.path.join(self.tmp, "m-index")
+            r = self.models("m-index", "install", "argos:en-de", models_dir=models_dir)
+            self.assertIn("package index", r.stderr)
+            self.check_installed(os.path.join(models_dir, "argos-en-de"))
+            r = self.models("m-index", "install", "argos:en-fr", models_dir=models_dir, ok=False)
+            self.assertIn("the package index lists " + "0" * 64, r.stderr)
+            r = self.models("m-index", "install", "argos:xx-yy", models_dir=models_dir, ok=False)
+            self.assertIn("has no package xx -> yy; it has en-de, en-fr", r.stderr)
+            self.assertEqual(os.listdir(models_dir), ["argos-en-de"])
+        finally:
+            del os.environ["ARGOS_PACKAGE_INDEX"]
 
     def test_install_unpacked_directory(self):
         unpacked = os.path.join(self.tmp, "packages")

@@ -30,6 +30,8 @@ typedef struct {
     FILE *progress;             /* progress bars go here (a terminal), or NULL for none */
     FILE *log;                  /* one line per step, or NULL */
     volatile sig_atomic_t *cancel; /* when it becomes non-zero the install stops and cleans up */
+    const char *argos_index;    /* argos-translate's package index (index.json URL) for
+                                 * "argos:FROM-TO", default argospm-index's on GitHub */
 } mh_options;
 
 void mh_options_default(mh_options *o);
@@ -44,8 +46,9 @@ int mh_search(const mh_options *o, const char *query, int limit, FILE *out, char
 int mh_install(const mh_options *o, const char *repo, const char *revision, const char *dest, int int8,
                char *installed, size_t installed_len, char *err, size_t errlen);
 
-/* 1 when source names an argos-translate package: an http(s) URL, a FILE.argosmodel, or
- * a directory with metadata.json (an unpacked package). */
+/* 1 when source names an argos-translate package: "argos:FROM-TO" (an entry of the
+ * package index: its first link, its sha256 checked when the entry has one), an http(s)
+ * URL, a FILE.argosmodel, or a directory with metadata.json (an unpacked package). */
 int mh_is_argos_source(const char *source);
 
 /* Installs an argos-translate package (LibreTranslate's models: a CTranslate2 model with
