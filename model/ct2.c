@@ -367,11 +367,12 @@ static int put_norm(ct2_loader *L, float **at, const char *scope, int64_t d, mt_
 }
 
 /* Floats the arena needs, padded as take() pads. */
-static size_t arena_floats(const mt_model_info *in, int own_lm_head)
+static size_t arena_floats(const mt_model_info *in, int own_enc, int own_lm_head)
 {
     size_t d = (size_t)in->d_model, total = 0;
 #define T(n) (total += ((size_t)(n) + 15) & ~(size_t)15)
-    T((size_t)in->src_vocab_size * d);
+    if (own_enc)
+        T((size_t)in->src_vocab_size * d);
     T((size_t)in->tgt_vocab_size * d);
     if (own_lm_head)
         T((size_t)in->tgt_vocab_size * d);
@@ -578,17 +579,22 @@ static int put_positions(ct2_loader *L, mt_model *m, float *pos)
     return 0;
 }
 
-static int put_weights(mt_model *m, ct2_loader *L, float *arena, int own_lm_head)
+static int put_weights(mt_model *m, ct2_loader *L, float *arena, int own_enc, int own_lm_head)
 {
     const mt_model_info *in = &m->info;
     int64_t d = in->d_model, vt = in->tgt_vocab_size - 1;
     float *at = arena;
     const mt_ct2_var *ee = mt_ct2_find(L->f, "encoder/embeddings_0/weight");
-    float *enc = take(&at, (size_t)(in->src_vocab_size * d));
+    float *enc = own_enc ? take(&at, (size_t)(in->src_vocab_size * d)) : NULL;
     float *dec = take(&at, (size_t)((vt + 1) * d));
-    if (put(L, ee ? "encoder/embeddings_0/weight" : "encoder/embeddings/weight", in->src_vocab_size, d, enc, 0) ||
+    const char *enc_name = ee ? "encoder/embeddings_0/weight" : "encoder/embeddings/weight";
+    if ((own_enc && put(L, enc_name, in->src_vocab_size, d, enc, 0)) ||
         put(L, "decoder/embeddings/weight", vt, d, dec, 0))
         return -1;
+    if (!own_enc) { /* one table (an alias): the decoder's, whose extra row the encoder never reads */
+        get(L, enc_name);
+        enc = dec;
+    }
     memset(dec + vt * d, 0, sizeof(float) * (size_t)d);
     float *head = dec;
     if (own_lm_head) {
@@ -746,13 +752,17 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
         goto done;
     }
     int own_head = proj != mt_ct2_find(f, "decoder/embeddings/weight");
+    const mt_ct2_var *enc_var = mt_ct2_find(f, "encoder/embeddings_0/weight");
+    if (!enc_var)
+        enc_var = mt_ct2_find(f, "encoder/embeddings/weight");
+    int own_enc = enc_var != mt_ct2_find(f, "decoder/embeddings/weight") || in->src_vocab_size != in->tgt_vocab_size - 1;
     m->enc = calloc((size_t)in->encoder_layers, sizeof *m->enc);
     m->dec = calloc((size_t)in->decoder_layers, sizeof *m->dec);
     if (!m->enc || !m->dec) {
         mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
         goto done;
     }
-    m->arena_bytes = arena_floats(in, own_head) * sizeof(float);
+    m->arena_bytes = arena_floats(in, own_enc, own_head) * sizeof(float);
     m->arena = mmap(NULL, m->arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m->arena == MAP_FAILED) {
         m->arena = NULL;
@@ -760,7 +770,7 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
                  strerror(errno));
         goto done;
     }
-    if (put_weights(m, &L, m->arena, own_head))
+    if (put_weights(m, &L, m->arena, own_enc, own_head))
         goto done;
     if (mprotect(m->arena, m->arena_bytes, PROT_READ) != 0) {
         mt_error(MT_ERR_INVALID, err, errlen, "mprotect: %s", strerror(errno));
