@@ -6,9 +6,11 @@
  * thousands of times) is refused as soon as the declaration is read, as are parts
  * deeper than opt->max_depth, attributes longer than opt->max_attr_bytes, elements with more
  * than opt->max_attributes attributes (found by a linear scan of the bytes before libxml2,
- * whose duplicate check is quadratic in them, sees the part) and parts that
+ * whose duplicate check is quadratic in them, sees the part), more than that many xmlns
+ * declarations in scope (libxml2 looks prefixes up through them one by one) and parts that
  * would take the file past its node budget (a node costs libxml2 over 100 bytes, so the
- * budget bounds memory where the byte limits cannot: 16 MiB of "<a/>" is 4 million).
+ * budget bounds memory where the byte limits cannot: 16 MiB of "<a/>" is 4 million;
+ * attributes count as 2 nodes each, plus 1 per 128 bytes of their names and values).
  *
  * Paragraphs: .docx w:p, whose text is in its w:t elements (a w:t holding an element is
  * refused: text runs hold text); .odt text:p and text:h, whose text is in their text

@@ -23,7 +23,7 @@ mt_format_options mt_format_options_default(void)
         .max_ratio = 100,
         .max_nodes = 1000000,
         .max_depth = 128,
-        .max_attributes = 512,
+        .max_attributes = 128,
         .max_attr_bytes = 1u << 20,
         .max_units = 100000,
         .batch_units = 32,

@@ -81,11 +81,14 @@ typedef struct {
     size_t max_total_uncompressed; /* sum of a zip's declared entry sizes (zip bombs) */
     long max_entries;              /* entries in a zip */
     int max_ratio;                 /* uncompressed:compressed ratio of a part over 1 MiB */
-    long max_nodes;                /* XML nodes (elements, texts, comments) of one file */
+    long max_nodes;                /* XML nodes (elements, texts, comments; an attribute
+                                    * 2 and 1 per 128 bytes of it, an xmlns declaration 1)
+                                    * of one file */
     int max_depth;                 /* element nesting depth in an XML part */
     int max_attributes;            /* attributes (xmlns declarations included) of one XML
                                     * element: libxml2 checks each against all earlier ones
-                                    * (quadratic), so more are refused before it parses */
+                                    * (quadratic), so more are refused before it parses;
+                                    * also the xmlns declarations in scope at once */
     size_t max_attr_bytes;         /* longest XML attribute value */
     long max_units;                /* units (lines, cues, paragraphs) in one file */
     int batch_units;               /* units per translate call */
@@ -98,8 +101,9 @@ typedef struct {
 } mt_format_options;
 
 /* Defaults: 10 MiB files, 32 MiB of XML parts, 256 MiB unpacked, 10000 entries, ratio
- * 100, 1000000 nodes, depth 128, 512 attributes per element (Word and ODF elements have
- * a handful, a root element a few dozen namespace declarations), 1 MiB attribute values,
+ * 100, 1000000 nodes, depth 128, 128 attributes per element and xmlns declarations in
+ * scope (Word and ODF elements have a handful, a root element a few dozen namespace
+ * declarations: 33 at most in the documents of tests/ and Debian's), 1 MiB attribute values,
  * 100000 units, 32 units per call,
  * no extracted callback; a reader process of 30 s CPU, 1 GiB, 60 s. */
 mt_format_options mt_format_options_default(void);

@@ -725,7 +725,8 @@ START_TEST(test_xml_bombs)
     mt_format_options o = mt_format_options_default();
     o.max_nodes = 10000;
     expect_code(MT_FILE_DOCX, z, len, &o, MT_FORMAT_TOO_LARGE,
-                "line 1: more than 10000 XML nodes (elements, texts, comments) in the document");
+                "line 1: more than 10000 XML nodes (elements, attributes, texts, comments) in the "
+                "document");
     free(z);
     /* 200 nested elements, deeper than 128. */
     p = doc + sprintf(doc, "<?xml version=\"1.0\"?><w:document " W ">");
@@ -950,7 +951,7 @@ START_TEST(test_isolated_same_results)
 END_TEST
 
 /* Attributes of one element: libxml2 checks each against all earlier ones (60,000 cost
- * seconds of CPU), so a scan of the bytes refuses more than 512 before libxml2 parses.
+ * seconds of CPU), so a scan of the bytes refuses more than 128 before libxml2 parses.
  * Quoted values holding '>' and '=', and comments, CDATA and processing instructions
  * holding tag-like text, must not change the count. */
 static char *attrs_doc(const char *before, int n, const char *value)
@@ -988,16 +989,16 @@ static void expect_attrs(char *doc, const mt_format_options *o, int code, const 
 START_TEST(test_many_attributes)
 {
     expect_attrs(attrs_doc("", 60000, "''"), NULL, MT_FORMAT_TOO_LARGE,
-                 "word/document.xml: line 3: an element with more than 512 attributes", 0);
-    expect_attrs(attrs_doc("", 513, "\"\""), NULL, MT_FORMAT_TOO_LARGE,
-                 "line 3: an element with more than 512 attributes (refused)", 0);
-    expect_attrs(attrs_doc("", 512, "''"), NULL, 0, NULL, 1);
-    /* 300 values of 2 '=' and a '>' each: 300 attributes, not 900, nor a tag ended early. */
-    expect_attrs(attrs_doc("", 300, "'a=b>c=d'"), NULL, 0, NULL, 1);
-    expect_attrs(attrs_doc("", 300, "\"x='>'=\""), NULL, 0, NULL, 1);
+                 "word/document.xml: line 3: an element with more than 128 attributes", 0);
+    expect_attrs(attrs_doc("", 129, "\"\""), NULL, MT_FORMAT_TOO_LARGE,
+                 "line 3: an element with more than 128 attributes (refused)", 0);
+    expect_attrs(attrs_doc("", 128, "''"), NULL, 0, NULL, 1);
+    /* 100 values of 2 '=' and a '>' each: 100 attributes, not 300, nor a tag ended early. */
+    expect_attrs(attrs_doc("", 100, "'a=b>c=d'"), NULL, 0, NULL, 1);
+    expect_attrs(attrs_doc("", 100, "\"x='>'=\""), NULL, 0, NULL, 1);
     /* A '>' in every value must not end the count: all 600 are seen. */
     expect_attrs(attrs_doc("", 600, "'>'"), NULL, MT_FORMAT_TOO_LARGE,
-                 "line 3: an element with more than 512 attributes", 0);
+                 "line 3: an element with more than 128 attributes", 0);
     /* Tag-like text with 600 attributes in a comment, a processing instruction and a
      * CDATA section: no element, accepted. */
     char tag[600 * 12 + 20], *q = tag;
@@ -1028,6 +1029,66 @@ START_TEST(test_many_attributes)
     ck_assert_msg(strstr(err, "line 3: an element with more than 4 attributes"), "%s", err);
     free(z);
     free(doc);
+}
+END_TEST
+
+/* A document of n_el elements at depth `depth` below the body, each with n_attr
+ * attributes whose values are val_bytes long, and depth levels each declaring n_ns
+ * namespaces with prefixes of their own. */
+static char *attr_heavy_doc(int depth, int n_ns, int n_el, int n_attr, size_t val_bytes)
+{
+    size_t cap = 400 + (size_t)depth * ((size_t)n_ns * 40 + 20) +
+                 (size_t)n_el * ((size_t)n_attr * (val_bytes + 16) + 40);
+    char *doc = malloc(cap), *p = doc;
+    ck_assert(doc != NULL);
+    p += sprintf(p, "<?xml version=\"1.0\"?><w:document " W "><w:body>"
+                    "<w:p><w:r><w:t>Hi</w:t></w:r></w:p>");
+    for (int d = 0; d < depth; d++) {
+        p += sprintf(p, "<w:r");
+        for (int k = 0; k < n_ns; k++) p += sprintf(p, " xmlns:p%d_%d='u%d_%d'", d, k, d, k);
+        p += sprintf(p, ">");
+    }
+    for (int e = 0; e < n_el; e++) {
+        p += sprintf(p, "<w:x");
+        for (int i = 0; i < n_attr; i++) {
+            p += sprintf(p, " a%d='", i);
+            memset(p, 'v', val_bytes), p += val_bytes;
+            *p++ = '\'';
+        }
+        p += sprintf(p, "/>");
+    }
+    for (int d = 0; d < depth; d++) p += sprintf(p, "</w:r>");
+    sprintf(p, "</w:body></w:document>");
+    return doc;
+}
+
+/* Attributes are nodes too: a 9 MiB part of elements with 128 short attributes each built
+ * a tree of 400 MB within a budget that counted their elements only, so each attribute
+ * costs 2 nodes and its bytes 1 per 128. Namespace declarations in scope are bounded:
+ * libxml2 looks each prefix up through all of them (120 levels of 127: 57 s of CPU). */
+START_TEST(test_attributes_in_budget)
+{
+    mt_format_options o = mt_format_options_default();
+    o.max_nodes = 5000;
+    /* 10 elements of 100 attributes: about 2,000 nodes, accepted. */
+    expect_attrs(attr_heavy_doc(0, 0, 10, 100, 0), &o, 0, NULL, 1);
+    /* 40 of them: 8,000, refused where the budget runs out, before libxml2 builds them. */
+    expect_attrs(attr_heavy_doc(0, 0, 40, 100, 0), &o, MT_FORMAT_TOO_LARGE,
+                 "word/document.xml: line 1: attributes past the document's budget of 5000 "
+                 "XML nodes (an attribute counts 2, and 1 per 128 bytes) (refused)", 0);
+    /* One element whose 10 values of 64 KiB make 5,000 nodes of bytes. */
+    expect_attrs(attr_heavy_doc(0, 0, 1, 10, 64 << 10), &o, MT_FORMAT_TOO_LARGE,
+                 "attributes past the document's budget of 5000 XML nodes", 0);
+    expect_attrs(attr_heavy_doc(0, 0, 1, 10, 32 << 10), &o, 0, NULL, 1);
+    /* Namespaces: 5 levels of 20 declarations in scope pass, 10 levels do not. */
+    expect_attrs(attr_heavy_doc(5, 20, 3, 3, 1), NULL, 0, NULL, 1);
+    expect_attrs(attr_heavy_doc(10, 20, 3, 3, 1), NULL, MT_FORMAT_TOO_LARGE,
+                 "line 1: more than 128 namespace declarations (xmlns) in scope (refused)", 0);
+    o = mt_format_options_default();
+    o.max_attributes = 16; /* w and 15 more */
+    expect_attrs(attr_heavy_doc(1, 15, 1, 1, 1), &o, 0, NULL, 1);
+    expect_attrs(attr_heavy_doc(2, 10, 1, 1, 1), &o, MT_FORMAT_TOO_LARGE,
+                 "more than 16 namespace declarations (xmlns) in scope", 0);
 }
 END_TEST
 
@@ -1157,6 +1218,7 @@ int main(void)
     tcase_add_test(tc, test_entities);
     tcase_add_test(tc, test_xml_bombs);
     tcase_add_test(tc, test_many_attributes);
+    tcase_add_test(tc, test_attributes_in_budget);
     tcase_add_test(tc, test_hostile_zips);
     tcase_add_test(tc, test_extracted_count);
     tcase_add_test(tc, test_isolated_same_results);
