@@ -1041,24 +1041,26 @@ static char *attr_heavy_doc(int depth, int n_ns, int n_el, int n_attr, size_t va
                  (size_t)n_el * ((size_t)n_attr * (val_bytes + 16) + 40);
     char *doc = malloc(cap), *p = doc;
     ck_assert(doc != NULL);
-    p += sprintf(p, "<?xml version=\"1.0\"?><w:document " W "><w:body>"
-                    "<w:p><w:r><w:t>Hi</w:t></w:r></w:p>");
+    char *end = doc + cap; /* snprintf: gcc -O2 with ASan sees a null sprintf target */
+    p += snprintf(p, (size_t)(end - p), "<?xml version=\"1.0\"?><w:document " W "><w:body>"
+                  "<w:p><w:r><w:t>Hi</w:t></w:r></w:p>");
     for (int d = 0; d < depth; d++) {
-        p += sprintf(p, "<w:r");
-        for (int k = 0; k < n_ns; k++) p += sprintf(p, " xmlns:p%d_%d='u%d_%d'", d, k, d, k);
-        p += sprintf(p, ">");
+        p += snprintf(p, (size_t)(end - p), "<w:r");
+        for (int k = 0; k < n_ns; k++)
+            p += snprintf(p, (size_t)(end - p), " xmlns:p%d_%d='u%d_%d'", d, k, d, k);
+        p += snprintf(p, (size_t)(end - p), ">");
     }
     for (int e = 0; e < n_el; e++) {
-        p += sprintf(p, "<w:x");
+        p += snprintf(p, (size_t)(end - p), "<w:x");
         for (int i = 0; i < n_attr; i++) {
-            p += sprintf(p, " a%d='", i);
+            p += snprintf(p, (size_t)(end - p), " a%d='", i);
             memset(p, 'v', val_bytes), p += val_bytes;
             *p++ = '\'';
         }
-        p += sprintf(p, "/>");
+        p += snprintf(p, (size_t)(end - p), "/>");
     }
-    for (int d = 0; d < depth; d++) p += sprintf(p, "</w:r>");
-    sprintf(p, "</w:body></w:document>");
+    for (int d = 0; d < depth; d++) p += snprintf(p, (size_t)(end - p), "</w:r>");
+    snprintf(p, (size_t)(end - p), "</w:body></w:document>");
     return doc;
 }
 
