@@ -708,21 +708,6 @@ mt_model *mt_model_load_ex(const char *dir, const mt_model_options *opts, char *
     return m;
 }
 
-void mt_model_free(mt_model *m)
-{
-    if (!m)
-        return;
-    if (m->arena)
-        munmap(m->arena, m->arena_bytes);
-    for (int i = 0; i < m->n_packs; i++)
-        mt_packed_free(m->packs[i]);
-    free(m->packs);
-    free(m->bad_ids);
-    free(m->enc);
-    free(m->dec);
-    free(m);
-}
-
 const mt_model_info *mt_model_get_info(const mt_model *m) { return &m->info; }
 
 void mt_search_options_default(const mt_model *m, mt_search_options *o)
