@@ -73,6 +73,8 @@ const setting cfg_settings[] = {
      "directory of the web page served at / and of openapi.json for /spec (default: web/)"},
     {"server", "suggestions_db", "--suggestions-db", NULL, "MT_SUGGESTIONS_DB", "FILE", K_STR,
      OFF(suggestions_db), 0, 0, "SQLite file POST /suggest stores suggestions in (unset: /suggest answers 403)"},
+    {"server", "glossary_db", "--glossary-db", NULL, "MT_GLOSSARY_DB", "FILE", K_STR, OFF(glossary_db), 0, 0,
+     "SQLite file the DeepL glossaries (POST /v2/glossaries) are kept in (unset: suggestions_db, else in memory until the server stops; with shared_state they are kept in that database instead)"},
     {"server", "shared_state", "--shared-state", NULL, "MT_SHARED_STATE", "URL", K_STR, OFF(shared_state), 0, 0,
      "postgresql:// URL of the database every replica shares: suggestions, API keys (mt-server keys), rate-limit counters (libpq's PG* variables and password file apply; unset: kept in this process, suggestions in suggestions_db)"},
     {"server", "file_workers", "--file-workers", NULL, "MT_FILE_WORKERS", "N", K_INT, OFF(file_workers), 1, 256,
@@ -120,6 +122,14 @@ const setting cfg_settings[] = {
      "seconds a translated file stays downloadable"},
     {"limits", "suggestions_per_minute", "--suggest-limit", NULL, "MT_SUGGEST_LIMIT", "N", K_INT,
      OFF(suggest_limit), 0, 100000000, "POST /suggest requests per minute per client (0: no limit); beyond: 429"},
+    {"limits", "glossary_max_entries", "--glossary-max-entries", NULL, "MT_GLOSSARY_MAX_ENTRIES", "N", K_INT,
+     OFF(glossary_max_entries), 1, 100000000, "entries of one glossary (POST /v2/glossaries); beyond: 413"},
+    {"limits", "glossary_max_bytes", "--glossary-max-bytes", NULL, "MT_GLOSSARY_MAX_BYTES", "N", K_LONG,
+     OFF(glossary_max_bytes), 1, 1073741824.0,
+     "bytes of one glossary's entries as sent (also bounded by max_body_bytes); beyond: 413"},
+    {"limits", "glossaries_per_key", "--glossaries-per-key", NULL, "MT_GLOSSARIES_PER_KEY", "N", K_INT,
+     OFF(glossaries_per_key), 1, 100000000,
+     "glossaries one API key may hold (without keys: the server in all); beyond: 456"},
     {"limits", "max_file_jobs_per_client", "--max-file-jobs-per-client", NULL, "MT_MAX_FILE_JOBS_PER_CLIENT", "N",
      K_INT, OFF(max_file_jobs_per_client), 0, 100000,
      "translated files one client (API key, else address) may hold at once (0: no limit below max_file_jobs); beyond: 429"},
@@ -185,6 +195,9 @@ void mt_config_init(mt_config *cfg)
     cfg->file_reader_cpu_seconds = 30;
     cfg->file_reader_memory_mb = 1024;
     cfg->suggest_limit = 30;
+    cfg->glossary_max_entries = 100000; /* as mt_glossaries_limits_default */
+    cfg->glossary_max_bytes = 10L << 20;
+    cfg->glossaries_per_key = 1000;
     cfg->file_workers = 2;
     cfg->job_lease_seconds = 30;
     cfg->job_max_attempts = 3;

@@ -60,6 +60,7 @@ typedef struct {
 
 struct srv_glossaries {
     mt_glossaries *store;
+    mt_glossaries_limits lim; /* the configured ones, also checked before parsing */
     pthread_mutex_t mu;
     cached slot[CACHE_SLOTS];
     unsigned long tick;
@@ -70,7 +71,12 @@ int srv_glossaries_init(mt_server *s, char *err, size_t errlen)
     struct srv_glossaries *gl = calloc(1, sizeof *gl);
     if (!gl) return snprintf(err, errlen, "glossaries: out of memory"), -1;
     mt_store *shared = mt_store_shared(s->store) ? s->store : NULL;
-    if (!(gl->store = mt_glossaries_open(shared, s->cfg->suggestions_db, NULL, err, errlen))) {
+    const char *file = s->cfg->glossary_db[0] ? s->cfg->glossary_db : s->cfg->suggestions_db;
+    gl->lim = mt_glossaries_limits_default();
+    if (s->cfg->glossary_max_entries > 0) gl->lim.max_entries = s->cfg->glossary_max_entries;
+    if (s->cfg->glossary_max_bytes > 0) gl->lim.max_bytes = (size_t)s->cfg->glossary_max_bytes;
+    if (s->cfg->glossaries_per_key > 0) gl->lim.max_per_owner = s->cfg->glossaries_per_key;
+    if (!(gl->store = mt_glossaries_open(shared, file, &gl->lim, err, errlen))) {
         free(gl);
         return -1;
     }
@@ -252,7 +258,7 @@ static int make(mt_server *s, const char *key, const char *name, const char *sou
     if (fmt && *fmt && strcasecmp(fmt, "tsv") != 0 && strcasecmp(fmt, "csv") != 0)
         return snprintf(msg, cap, "Value for 'entries_format' not supported."), 400;
     /* the limits before the work: lines bound the entries from above (TSV exactly) */
-    mt_glossaries_limits lim = mt_glossaries_limits_default();
+    mt_glossaries_limits lim = s->glossaries->lim;
     long lines = entries_len > 0;
     for (size_t i = 0; i + 1 < entries_len; i++) lines += entries[i] == '\n';
     if (lines > lim.max_entries || entries_len > lim.max_bytes)

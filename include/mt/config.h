@@ -52,6 +52,8 @@ typedef struct {
     char metrics_key[256];  /* also accepted for GET /metrics (empty: none) */
     int metrics_public;     /* 1: GET /metrics needs no key even when API keys are set */
     char suggestions_db[256]; /* SQLite file of POST /suggest; empty: suggestions disabled (403) */
+    char glossary_db[256];  /* SQLite file of the DeepL glossaries; empty: suggestions_db, else
+                             * in memory (shared_state, when set, keeps them instead) */
     char shared_state[256]; /* PostgreSQL URL of the state replicas share (suggestions, API keys,
                              * rate counters); empty: in process and suggestions_db */
     char spool_dir[256];    /* translated files of /translate_file; empty: a private dir under $TMPDIR */
@@ -62,6 +64,9 @@ typedef struct {
     int file_reader_cpu_seconds; /* CPU time of the process reading one file (RLIMIT_CPU) */
     int file_reader_memory_mb;   /* address space it may add, in MiB (RLIMIT_AS) */
     int suggest_limit;      /* POST /suggest per minute per client; 0: no limit (429 beyond) */
+    int glossary_max_entries; /* entries of one glossary; beyond: 413 */
+    long glossary_max_bytes;  /* bytes of one glossary's entries; beyond: 413 */
+    int glossaries_per_key;   /* glossaries one API key may hold; beyond: 456 */
     int file_workers;       /* with shared_state: threads claiming file jobs from the shared queue */
     double job_lease_seconds; /* with shared_state: a claimed file job's lease (renewed while worked) */
     int job_max_attempts;   /* with shared_state: claims of one file job before it fails */
