@@ -2,10 +2,12 @@
  * into the same read-only float32 arena and layer tables model.c builds from a MarianMT
  * directory, so everything after the load (compute types, packing, search) is shared.
  *
- * What is accepted: CTranslate2's TransformerSpec in its post-norm form, as CTranslate2's
- * Marian converter (and ours, ../shared/peers/ctranslate2/hf_to_ct2.py) writes it; every
- * other option (pre-norm, relative positions, ALiBi, multi-query attention, factors, a
- * layer norm after the embeddings, ...) is refused by the variable or flag that shows it.
+ * What is accepted: CTranslate2's TransformerSpec, post-norm as CTranslate2's Marian
+ * converter (and ours, ../shared/peers/ctranslate2/hf_to_ct2.py) writes it, or pre-norm
+ * with its final layer norms (OpenNMT's, which argos-translate packages carry), with or
+ * without eos at the end of the source; every other option (relative positions, ALiBi,
+ * multi-query attention, factors, a layer norm after the embeddings, ...) is refused by the
+ * variable or flag that shows it.
  *
  * The mapping: self_attention/linear_0 is our fused q,k,v (3d, d) and linear_1 its output;
  * attention/linear_0 the cross-attention query, linear_1 the fused k,v (2d, d) that goes
@@ -214,10 +216,9 @@ static int load_config(const char *dir, ct2_config *c, char *err, size_t errlen)
                  "it as a target prefix): not supported");
         goto done;
     }
-    if (c->add_source_bos || !c->add_source_eos) {
-        mt_error(MT_ERR_INVALID, err, errlen, "config.json: add_source_bos %s, add_source_eos %s: this engine "
-                 "appends only </s> to the source (add_source_bos false, add_source_eos true)",
-                 c->add_source_bos ? "true" : "false", c->add_source_eos ? "true" : "false");
+    if (c->add_source_bos) {
+        mt_error(MT_ERR_INVALID, err, errlen, "config.json: add_source_bos true is not supported (the source gets "
+                 "no start token here)");
         goto done;
     }
     rc = 0;
@@ -367,10 +368,12 @@ static int put_norm(ct2_loader *L, float **at, const char *scope, int64_t d, mt_
 }
 
 /* Floats the arena needs, padded as take() pads. */
-static size_t arena_floats(const mt_model_info *in, int own_enc, int own_lm_head)
+static size_t arena_floats(const mt_model_info *in, int own_enc, int own_lm_head, int pre_norm)
 {
     size_t d = (size_t)in->d_model, total = 0;
 #define T(n) (total += ((size_t)(n) + 15) & ~(size_t)15)
+    if (pre_norm)
+        T(d), T(d), T(d), T(d);
     if (own_enc)
         T((size_t)in->src_vocab_size * d);
     T((size_t)in->tgt_vocab_size * d);
@@ -428,13 +431,10 @@ static int read_spec(mt_model *m, ct2_loader *L, int *zero_start)
     int act[2];
     double scale[2];
     char name[128];
+    double pre[2];
     for (int s = 0; s < 2; s++) {
-        if (scalar(L, mt_strfmt(name, sizeof name, "%s/pre_norm", sides[s]), 1, &v))
+        if (scalar(L, mt_strfmt(name, sizeof name, "%s/pre_norm", sides[s]), 1, &pre[s]))
             return -1;
-        if (v != 0)
-            return mt_error(MT_ERR_INVALID, L->err, L->errlen, "model.bin: the %s is pre-norm (%s); this engine "
-                            "runs post-norm Transformers (CTranslate2's Marian / OPUS-MT conversions)", sides[s],
-                            mt_ct2_find(f, name) ? "pre_norm is set" : "CTranslate2's default: no pre_norm flag");
         if (scalar(L, mt_strfmt(name, sizeof name, "%s/activation", sides[s]), 0, &v))
             return -1;
         act[s] = (int)v;
@@ -458,6 +458,10 @@ static int read_spec(mt_model *m, ct2_loader *L, int *zero_start)
             scale[s] = sc->dtype == MT_CT2_I8 ? (v ? -1 : 1) : v;
         }
     }
+    if ((pre[0] != 0) != (pre[1] != 0))
+        return mt_error(MT_ERR_INVALID, L->err, L->errlen, "model.bin: the encoder is %s-norm, the decoder %s-norm: "
+                        "supported are both one or the other", pre[0] ? "pre" : "post", pre[1] ? "pre" : "post");
+    m->pre_norm = pre[0] != 0; /* CTranslate2's default when no flag says otherwise */
     /* ignored: they only steer CTranslate2's alignment output and factor merging */
     get(L, "decoder/alignment_layer");
     get(L, "decoder/alignment_heads");
@@ -584,6 +588,9 @@ static int put_weights(mt_model *m, ct2_loader *L, float *arena, int own_enc, in
     const mt_model_info *in = &m->info;
     int64_t d = in->d_model, vt = in->tgt_vocab_size - 1;
     float *at = arena;
+    if (m->pre_norm && (put_norm(L, &at, "encoder/layer_norm", d, &m->enc_final_norm) ||
+                        put_norm(L, &at, "decoder/layer_norm", d, &m->dec_final_norm)))
+        return -1;
     const mt_ct2_var *ee = mt_ct2_find(L->f, "encoder/embeddings_0/weight");
     float *enc = own_enc ? take(&at, (size_t)(in->src_vocab_size * d)) : NULL;
     float *dec = take(&at, (size_t)((vt + 1) * d));
@@ -762,7 +769,8 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
         mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
         goto done;
     }
-    m->arena_bytes = arena_floats(in, own_enc, own_head) * sizeof(float);
+    m->arena_bytes = arena_floats(in, own_enc, own_head, m->pre_norm) * sizeof(float);
+    m->drop_source_eos = !cfg.add_source_eos;
     m->arena = mmap(NULL, m->arena_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m->arena == MAP_FAILED) {
         m->arena = NULL;

@@ -97,6 +97,30 @@ static void add_norm(const mt_state *st, float *x, const float *delta, int rows,
     st->model->kern->add_norm(x, delta, rows, d, norm->weight, norm->bias);
 }
 
+/* Pre-norm pieces: dst = LayerNorm(src) row by row (dst may be src), and x += delta. */
+static void norm_rows(float *dst, const float *src, int rows, int d, const mt_norm *n)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *s = src + (size_t)r * (size_t)d;
+        float *o = dst + (size_t)r * (size_t)d;
+        double mean = 0, var = 0;
+        for (int j = 0; j < d; j++)
+            mean += s[j];
+        mean /= d;
+        for (int j = 0; j < d; j++)
+            var += (s[j] - mean) * (s[j] - mean);
+        float inv = (float)(1.0 / sqrt(var / d + 1e-5)), mu = (float)mean;
+        for (int j = 0; j < d; j++)
+            o[j] = (s[j] - mu) * inv * n->weight[j] + n->bias[j];
+    }
+}
+
+static void add_rows(float *x, const float *delta, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] += delta[i];
+}
+
 static void softmax_inplace(const mt_kernels *kern, float *x, int n)
 {
     kern->scale(x, n, 1.0f / kern->exp_store_sum(x, n, kern->max(x, n)));
@@ -178,7 +202,21 @@ int mt_encode_batch(mt_state *st, int n, const int32_t *const *src, const int *l
 
     enc_attn_job aj = {.model = m, .qkv = qkv, .ctx = ctx, .scores = scores, .off = off, .len = lens,
                        .n = n, .heads = in->encoder_heads, .hd = m->head_dim_enc, .max_len = max_len};
-    for (int l = 0; l < in->encoder_layers; l++) {
+    for (int l = 0; l < in->encoder_layers && m->pre_norm; l++) { /* pre-norm: x + f(LN(x)) */
+        const mt_encoder_layer *L = &m->enc[l];
+        norm_rows(tmp, x, total, d, &L->attn_norm);
+        linear(st, tmp, total, d, &L->qkv, 3 * d, qkv, 0);
+        mt_pool_run(st->pool, enc_attn_task, &aj, threads);
+        linear(st, ctx, total, d, &L->out, d, tmp, 0);
+        add_rows(x, tmp, T * (size_t)d);
+        norm_rows(tmp, x, total, d, &L->ffn_norm);
+        linear(st, tmp, total, d, &L->fc1, ffn, f, m->activation + 1);
+        linear(st, f, total, ffn, &L->fc2, d, tmp, 0);
+        add_rows(x, tmp, T * (size_t)d);
+    }
+    if (m->pre_norm)
+        norm_rows(x, x, total, d, &m->enc_final_norm);
+    for (int l = 0; l < in->encoder_layers && !m->pre_norm; l++) {
         const mt_encoder_layer *L = &m->enc[l];
         linear(st, x, total, d, &L->qkv, 3 * d, qkv, 0);
         mt_pool_run(st->pool, enc_attn_task, &aj, threads);
@@ -323,9 +361,12 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
     for (int l = 0; l < L; l++) {
         const mt_decoder_layer *Ly = &m->dec[l];
         j.layer = l;
+        const int pre = m->pre_norm; /* pre-norm: each sublayer reads LN(x) from tmp, adds to x */
+        if (pre)
+            norm_rows(tmp, x, rows, d, &Ly->self_norm);
         /* self-attention: this step's k,v go to the cache first, then every row attends
          * over its own ancestry (which ends with the slot just written) */
-        linear(st, x, rows, d, &Ly->qkv, 3 * d, qkv, 0);
+        linear(st, pre ? tmp : x, rows, d, &Ly->qkv, 3 * d, qkv, 0);
         for (int r = 0; r < rows; r++) {
             size_t at = ((in->slot_base + (size_t)r) * (size_t)L + (size_t)l) * (size_t)d;
             memcpy(ck + at, qkv + (size_t)r * 3 * (size_t)d + (size_t)d, sizeof(float) * (size_t)d);
@@ -336,19 +377,34 @@ int mt_decoder_step(mt_state *st, const mt_decoder_input *in, float **logits_out
         j.ldq = 3 * d;
         mt_pool_run(st->pool, self_attn_task, &j, threads);
         linear(st, ctx, rows, d, &Ly->out, d, tmp, 0);
-        add_norm(st, x, tmp, rows, d, &Ly->self_norm);
+        if (pre) {
+            add_rows(x, tmp, R * (size_t)d);
+            norm_rows(tmp, x, rows, d, &Ly->cross_norm);
+        } else {
+            add_norm(st, x, tmp, rows, d, &Ly->self_norm);
+        }
         /* cross-attention over the (precomputed) encoder keys and values */
-        linear(st, x, rows, d, &Ly->cross_q, d, qkv, 0);
+        linear(st, pre ? tmp : x, rows, d, &Ly->cross_q, d, qkv, 0);
         scale_rows(m->kern, qkv, rows, d, d, scale);
         j.ldq = d;
         mt_pool_run(st->pool, cross_attn_task, &j, threads);
         linear(st, ctx, rows, d, &Ly->cross_out, d, tmp, 0);
-        add_norm(st, x, tmp, rows, d, &Ly->cross_norm);
+        if (pre) {
+            add_rows(x, tmp, R * (size_t)d);
+            norm_rows(tmp, x, rows, d, &Ly->ffn_norm);
+        } else {
+            add_norm(st, x, tmp, rows, d, &Ly->cross_norm);
+        }
         /* feed-forward */
-        linear(st, x, rows, d, &Ly->fc1, ffn, f, m->activation + 1);
+        linear(st, pre ? tmp : x, rows, d, &Ly->fc1, ffn, f, m->activation + 1);
         linear(st, f, rows, ffn, &Ly->fc2, d, tmp, 0);
-        add_norm(st, x, tmp, rows, d, &Ly->ffn_norm);
+        if (pre)
+            add_rows(x, tmp, R * (size_t)d);
+        else
+            add_norm(st, x, tmp, rows, d, &Ly->ffn_norm);
     }
+    if (m->pre_norm)
+        norm_rows(x, x, rows, d, &m->dec_final_norm);
     mt_linear_w head = {.w = m->lm_head, .b = m->logits_bias, .packed = m->lm_head_packed};
     linear(st, x, rows, d, &head, info->tgt_vocab_size, logits, 0);
     *logits_out = logits;

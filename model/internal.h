@@ -71,6 +71,12 @@ struct mt_model {
     const float *logits_bias;   /* (tgt_vocab) */
     const float *positions;     /* (max_positions, d) sinusoidal table */
     mt_linear_w cross_kv;       /* all decoder layers' cross k,v: w (layers*2d, d) */
+    int pre_norm;               /* 1: x + f(LayerNorm(x)) per sublayer and a final LayerNorm on
+                                 * each side (CTranslate2's pre-norm TransformerSpec); 0: Marian's
+                                 * post-norm LayerNorm(x + f(x)) */
+    mt_norm enc_final_norm, dec_final_norm; /* pre_norm only */
+    int drop_source_eos;        /* 1: the model was trained without eos at the end of the source
+                                 * (CTranslate2's add_source_eos false): a final eos is dropped */
     mt_encoder_layer *enc;      /* encoder_layers */
     mt_decoder_layer *dec;      /* decoder_layers */
 };

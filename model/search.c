@@ -616,10 +616,18 @@ int mt_translate_ids(mt_state *st, const mt_search_options *o, int n, const int3
     int rc = check_sources(st, n, src, lens);
     if (rc || n == 0)
         return rc;
+    int *kept = NULL;
+    if (st->model->drop_source_eos) { /* a model trained without eos on the source side */
+        if (!(kept = malloc(sizeof *kept * (size_t)n)))
+            return fail(st, MT_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < n; i++)
+            kept[i] = lens[i] > 1 && src[i][lens[i] - 1] == st->model->info.eos_id ? lens[i] - 1 : lens[i];
+        lens = kept;
+    }
     int parts = split_parts(st, n);
-    if (parts > 1)
-        return search_split(st, o, n, src, lens, results, parts);
-    return search_batch(st, o, n, src, lens, results);
+    rc = parts > 1 ? search_split(st, o, n, src, lens, results, parts) : search_batch(st, o, n, src, lens, results);
+    free(kept);
+    return rc;
 }
 
 int mt_encode_one(mt_state *st, const int32_t *src, int src_len, float *out)

@@ -4,9 +4,10 @@
 TestFiles (no peer needed): the tiny model.bin files of tests/fuzz/ct2 (written by
 CTranslate2's own spec classes: float32, float16, bfloat16, int8, int16, binary version 3)
 load and translate ids, as do separate source and target vocabularies; broken ones (truncated, an unknown version, an unknown type id, a
-byte count that does not match the shape, a pre-norm spec, an unexpected variable) fail
-with a message that names the problem, exit 1, never a signal. With the peer build, the
-float models' greedy and beam-4 ids equal CTranslate2's own on the same file.
+byte count that does not match the shape, a model shape against its dimensions, a source
+start token) fail with a message that names the problem, exit 1, never a signal. With the
+peer build, greedy ids equal CTranslate2's own on the same file for the float models,
+separate vocabularies, a pre-norm model and a model trained without eos on the source.
 
 TestEnDe (needs ../shared/peers/ctranslate2 and ../shared/data/multi30k): models/en-de
 converted by the peer's hf_to_ct2.py (float32 and int8) translates 100 Multi30k lines with
@@ -136,7 +137,7 @@ class TestFiles(unittest.TestCase):
 
     def test_every_stored_type_loads(self):
         for seed in ("post_float32.bin", "post_float16.bin", "post_bfloat16.bin", "post_int8.bin",
-                     "post_int16.bin", "v3.bin", "separate.bin"):
+                     "post_int16.bin", "v3.bin", "separate.bin", "pre_norm.bin"):
             with self.subTest(seed=seed):
                 out = self.translate_ids(tiny_dir(self.tmp, seed))
                 n = len(TINY_TARGET if seed == "separate.bin" else TINY_TOKENS)
@@ -190,22 +191,16 @@ class TestFiles(unittest.TestCase):
         self.broken("shape2", mutate, "'encoder/layer_0/ffn/linear_1/weight' has shape [16, 8], the model's "
                     "dimensions imply [8, 16]")
 
-    def test_pre_norm_refused(self):
-        d = tiny_dir(self.tmp, "pre_norm.bin")
-        r = run_translate(d, self.IDS, "--output", "ids", input_kind="ids")
-        self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("is pre-norm", r.stderr)
-
-    def test_source_without_eos_refused(self):
-        d = tiny_dir(self.tmp, "post_float32.bin", "no-eos")
+    def test_add_source_bos_refused(self):
+        d = tiny_dir(self.tmp, "post_float32.bin", "bos")
         with open(os.path.join(d, "config.json")) as f:
             cfg = json.load(f)
-        cfg["add_source_eos"] = False
+        cfg["add_source_bos"] = True
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg, f)
         r = run_translate(d, self.IDS, "--output", "ids", input_kind="ids")
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("add_source_eos false", r.stderr)
+        self.assertIn("add_source_bos true is not supported", r.stderr)
 
     def test_against_ctranslate2(self):
         """Random models written by CTranslate2's spec classes: the same greedy ids as CTranslate2.
@@ -215,13 +210,23 @@ class TestFiles(unittest.TestCase):
         py = peer_python()
         if not py:
             self.skipTest("needs the CTranslate2 peer in " + PEER)
-        for seed in ("post_float32.bin", "post_float16.bin", "post_bfloat16.bin", "separate.bin"):
-            d = tiny_dir(self.tmp, seed, "cmp-" + seed[:-4])
+        for seed in ("post_float32.bin", "post_float16.bin", "post_bfloat16.bin", "separate.bin", "pre_norm.bin",
+                     "no-eos"):
+            d = tiny_dir(self.tmp, "post_float32.bin" if seed == "no-eos" else seed, "cmp-" + seed.split(".")[0])
+            if seed == "no-eos":  # trained without eos on the source: CTranslate2 adds none, we drop ours
+                with open(os.path.join(d, "config.json")) as f:
+                    cfg = json.load(f)
+                cfg["add_source_eos"] = False
+                with open(os.path.join(d, "config.json"), "w") as f:
+                    json.dump(cfg, f)
             for beam in ("1",):
                 with self.subTest(seed=seed, beam=beam):
                     ours = self.translate_ids(d, "--beam", beam)
                     ref = ct2_ids(py, d, [[int(t) for t in line.split()] for line in self.IDS], int(beam), 11)
                     self.assertEqual(ours, ref)
+        # and the source eos matters: the same model with and without it translates differently
+        self.assertNotEqual(self.translate_ids(os.path.join(self.tmp, "cmp-no-eos")),
+                            self.translate_ids(os.path.join(self.tmp, "cmp-post_float32")))
 
 
 def ct2_ids(py, model, sources, beam, max_decoding_length, compute_type="float32"):
