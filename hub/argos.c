@@ -265,9 +265,16 @@ static int adapt(const char *tmp, json_t **meta, const char **from, const char *
                         "codes (letters, digits, '-', '_')");
     if (access(mt_strfmt(path, sizeof path, "%s/model.bin", tmp), F_OK))
         return mt_error(MT_ERR_INVALID, err, errlen, "the package has no model/model.bin (a CTranslate2 model)");
-    if (access(mt_strfmt(path, sizeof path, "%s/config.json", tmp), F_OK))
-        return mt_error(MT_ERR_INVALID, err, errlen, "the package's model/ has no config.json (written by "
-                        "CTranslate2 3.0 and later; older models are not supported)");
+    if (access(mt_strfmt(path, sizeof path, "%s/config.json", tmp), F_OK)) {
+        /* CTranslate2 before 3.0 wrote none: its defaults then, said out loud (and the
+         * file marks the directory as a model for mt-models list and remove) */
+        json_t *d = json_pack("{s:b,s:b,s:s,s:s,s:s,s:s}", "add_source_bos", 0, "add_source_eos", 0, "bos_token",
+                              "<s>", "decoder_start_token", "<s>", "eos_token", "</s>", "unk_token", "<unk>");
+        int bad = !d || json_dump_file(d, path, JSON_INDENT(2));
+        json_decref(d);
+        if (bad)
+            return mt_error(MT_ERR_INVALID, err, errlen, "cannot write %s: %s", path, strerror(errno));
+    }
     /* one SentencePiece model for both sides, unless the model directory brings its own */
     if (access(mt_strfmt(path, sizeof path, "%s/source.spm", tmp), F_OK)) {
         mt_strfmt(other, sizeof other, "%s/sentencepiece.model", tmp);

@@ -234,6 +234,35 @@ class TestArgos(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertTrue(all(0 <= int(t) < len(tgt) for t in r.stdout.split()), r.stdout)
 
+    def test_package_without_config(self):
+        """A package from CTranslate2 before 3.0: no config.json (its defaults are written: no
+        source eos, start token <s>), shared_vocabulary.txt, a pre-norm model
+        (tests/fuzz/ct2/pre_norm.bin): installed, and greedy ids equal CTranslate2's."""
+        seeds = os.path.join(SOURCE_DIR, "tests", "fuzz", "ct2")
+        tokens = ["</s>", "<unk>", "<s>"] + ["t%d" % i for i in range(7)]
+        pkg = os.path.join(self.tmp, "old.argosmodel")
+        with zipfile.ZipFile(pkg, "w") as z:
+            z.writestr("translate-xx_yy-1_0/metadata.json", json.dumps(dict(META, from_code="xx", to_code="yy")))
+            z.write(os.path.join(EN_DE, "source.spm"), "translate-xx_yy-1_0/sentencepiece.model")
+            z.write(os.path.join(seeds, "pre_norm.bin"), "translate-xx_yy-1_0/model/model.bin")
+            z.writestr("translate-xx_yy-1_0/model/shared_vocabulary.txt", "\n".join(tokens) + "\n")
+        models_dir = os.path.join(self.tmp, "m-old")
+        self.models("m-old", "install", pkg, models_dir=models_dir)
+        d = os.path.join(models_dir, "argos-xx-yy")
+        with open(os.path.join(d, "config.json")) as f:
+            cfg = json.load(f)
+        self.assertEqual((cfg["add_source_eos"], cfg["decoder_start_token"]), (False, "<s>"))
+        sources = ["3 4 5", "9 8 7 6 5", "4", "5 5 6 7 8 9 3"]
+        r = subprocess.run([MT_TRANSLATE, "--model", d, "--input", "ids", "--output", "ids", "--max-length", "12",
+                            "--beam", "1"], input="\n".join(sources) + "\n", capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        import test_ct2
+        with open(os.path.join(d, "shared_vocabulary.json"), "w") as f:  # ct2_ids reads the .json form
+            json.dump(tokens, f)
+        ref = test_ct2.ct2_ids("/usr/bin/python3", d, [[int(t) for t in s.split()] for s in sources], 1, 11)
+        self.assertEqual(r.stdout.splitlines(), ref)
+
     def test_broken_packages(self):
         self.broken("no-meta", "no metadata.json", meta=None)
         self.broken("no-to", "from_code and to_code", meta={"from_code": "en"})
