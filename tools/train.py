@@ -313,8 +313,13 @@ def finish(args, model, sp_path, sp, valid, history):
 
 
 def load_model_dir_weights(model, model_dir):
-    """Load a shipped model directory's safetensors weights (F16 or F32) into `model`."""
+    """Load a shipped model directory's safetensors weights (F16 or F32, or a directory
+    stored int8: I8 rows with float "<name>_scale" vectors, read back as q * scale, as
+    the engine does) into `model`."""
     got = safetensors_io.read(os.path.join(model_dir, "model.safetensors"))
+    for name in [k for k in got if k + "_scale" in got]:
+        q = got[name].astype(np.float32)
+        got[name] = q * got.pop(name + "_scale").astype(np.float32)[:, None]
     sd = model.state_dict()
     if set(got) != set(sd):
         sys.exit(f"{model_dir}: weights do not match the model settings "
