@@ -1,8 +1,8 @@
 /* test_service.c: the service's request layer (translator/submit.c, registry.c) and the
  * decoding options table (translator/options.c), on tiny random models that use the real
  * OPUS-MT tokenizer files from tests/fixtures: routing, "auto" fan-out with results and
- * stats merged over the parts, options merged over the service's defaults, the policy
- * between them, and the table's checks. */
+ * stats merged over the parts, a glossary's masked copies run only where needed, options
+ * merged over the service's defaults, the policy between them, and the table's checks. */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -164,6 +164,64 @@ START_TEST(auto_fans_out_and_merges_results_and_stats)
 }
 END_TEST
 
+/* A glossary: the masked copy of a text is translated only where the plain translation
+ * lacks a target term. Here "man" asks for a word the plain translation of EN already
+ * holds and "dogs" for one no translation holds: the service translates both texts, then
+ * EN2's masked copy alone (before, every copy ran beside its text). */
+START_TEST(glossary_masks_only_texts_that_lack_a_term)
+{
+    counts seen = {{0, 0}, 0};
+    mt_service *svc = load(1, NULL, &seen);
+    const char *texts[2] = {EN, EN2}, *second[1] = {EN2};
+    mt_translation plain[2], alone[1];
+    translate(svc, "en", 2, texts, plain);
+    long both = seen.sentences[0];
+    translate(svc, "en", 1, second, alone);
+    long masked = seen.sentences[0] - both;
+    char word[128], tsv[300];
+    const char *p = plain[0].texts[0];
+    size_t n = strcspn(p, " ");
+    ck_assert(n > 0 && n < sizeof word);
+    memcpy(word, p, n), word[n] = 0;
+    snprintf(tsv, sizeof tsv, "man\t%s\ndogs\tXyzzyq\n", word);
+    mt_glossary *g = NULL;
+    char err[512];
+    ck_assert_msg(mt_glossary_parse(tsv, strlen(tsv), MT_GLOSSARY_TSV, "en", "pt", &g, err, sizeof err) == 0, "%s",
+                  err);
+    size_t lens[2] = {strlen(EN), strlen(EN2)};
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.source = "en";
+    rq.target = "pt";
+    rq.n = 2;
+    rq.texts = texts;
+    rq.lens = lens;
+    rq.glossary = g;
+    mt_service_task *task;
+    ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    long before = seen.sentences[0];
+    ck_assert_int_eq(mt_service_task_start(task, wake, &w), MT_SERVICE_OK);
+    pthread_mutex_lock(&w.mu);
+    while (!w.done) pthread_cond_wait(&w.cond, &w.mu);
+    pthread_mutex_unlock(&w.mu);
+    ck_assert_int_eq(mt_service_task_outcome(task, NULL), MT_SERVICE_OK);
+    const mt_translation *res = mt_service_task_results(task);
+    ck_assert_str_eq(res[0].texts[0], plain[0].texts[0]);
+    ck_assert_msg(strstr(res[1].texts[0], "Xyzzyq") != NULL, "%s", res[1].texts[0]);
+    mt_service_stats st;
+    mt_service_task_stats(task, &st);
+    ck_assert_int_eq(st.texts, 2);
+    ck_assert_int_eq(seen.sentences[0] - before, both + masked);
+    ck_assert_int_eq(st.sentences, both + masked);
+    mt_service_task_free(task);
+    for (int i = 0; i < 2; i++) mt_translation_clear(&plain[i]);
+    mt_translation_clear(&alone[0]);
+    mt_glossary_free(g);
+    mt_service_free(svc);
+}
+END_TEST
+
 START_TEST(routing_errors_name_the_pairs)
 {
     mt_service *svc = load(2, NULL, NULL);
@@ -297,6 +355,7 @@ int main(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, auto_fans_out_and_merges_results_and_stats);
     tcase_add_test(tc, routing_errors_name_the_pairs);
+    tcase_add_test(tc, glossary_masks_only_texts_that_lack_a_term);
     tcase_add_test(tc, options_merge_defaults_and_policy);
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("options");
