@@ -10,6 +10,7 @@
  * of its own, beside the store's (store_pg.c), so the two evolve apart. */
 #include "jobs.h"
 #include "store.h"
+#include "store_pg.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -43,31 +44,22 @@ static const char *const JOB_MIGRATIONS[] = {
     "CREATE INDEX mt_jobs_owner ON mt_jobs (owner_hash);"
     "CREATE INDEX mt_jobs_finished ON mt_jobs (finished) WHERE finished IS NOT NULL;",
 };
-enum { N_JOB_MIGRATIONS = sizeof JOB_MIGRATIONS / sizeof JOB_MIGRATIONS[0] };
-
-typedef struct {
-    PGconn *conn;
-    int busy;
-} jslot;
+static const store_pg_schema JOBS_SCHEMA = {"mt_jobs_schema", JOBS_SCHEMA_LOCK, "jobs schema", JOB_MIGRATIONS,
+                                             sizeof JOB_MIGRATIONS / sizeof JOB_MIGRATIONS[0]};
 
 struct mt_jobs {
     mt_jobs_options o;
-    char *url;
+    store_pg *pg;         /* the connection pool for calls (store_pg.c) */
     char token[160];     /* lease_owner of the jobs held through this mt_jobs */
-    char stmt_opt[64], conn_timeout[16];
     char lease[32], ttl[32], max_attempts[16];
     pthread_mutex_t mu;
-    pthread_cond_t cond;  /* a slot freed; wakeups of claims (gen) */
-    jslot *slots;
-    int n_slots;
-    double last_attempt;  /* the last failed connection attempt (CLOCK_MONOTONIC) */
-    int down;
-    char reason[256];
+    pthread_cond_t cond;  /* wakeups of claims (gen) */
     unsigned long gen;    /* counts notifications and wakes */
     int stop;
     int wake_pipe[2];     /* wakes the background thread's poll at close */
     pthread_t bg;
     int bg_started;
+    int sync_init;        /* mu and cond made */
 };
 
 static double now_s(void)
@@ -77,184 +69,21 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void first_line(const char *msg, char *out, size_t cap)
-{
-    if (!msg || !*msg) msg = "unknown error";
-    size_t n = strcspn(msg, "\n");
-    if (n >= cap) n = cap - 1;
-    memcpy(out, msg, n);
-    out[n] = 0;
-}
-
-static void quiet(void *arg, const char *msg)
-{
-    (void)arg, (void)msg;
-}
-
 mt_jobs_options mt_jobs_options_default(void)
 {
     return (mt_jobs_options){.statement_timeout_ms = 5000, .connect_timeout_s = 3, .pool_size = 4,
                              .lease_s = 30, .max_attempts = 3, .ttl = 3600, .poll_s = 5};
 }
 
-/* A new connection under our timeouts (the URL, last, may set its own). */
-static PGconn *connect_one(mt_jobs *j, char *err, size_t errlen)
-{
-    const char *keys[] = {"connect_timeout", "options", "application_name", "keepalives",
-                          "keepalives_idle", "keepalives_interval", "keepalives_count",
-                          "tcp_user_timeout", "dbname", NULL};
-    const char *vals[] = {j->conn_timeout, j->stmt_opt, "mt-server-jobs", "1", "5", "2", "3",
-                          "10000", j->url, NULL};
-    PGconn *c = PQconnectdbParams(keys, vals, 1);
-    if (!c || PQstatus(c) != CONNECTION_OK) {
-        char r[256];
-        first_line(c ? PQerrorMessage(c) : "out of memory", r, sizeof r);
-        snprintf(err, errlen, "database: %s", r);
-        PQfinish(c);
-        return NULL;
-    }
-    PQsetNoticeProcessor(c, quiet, NULL);
-    return c;
-}
-
-/* Sends sql with its parameters (formats: NULL all text, else 1 for binary ones) and
- * waits for the result until the statement timeout plus a second: the result when its
- * status is `want`, else NULL with *down set when the connection is to be dropped. */
-static PGresult *exec_on(PGconn *c, const char *sql, int n, const char *const *vals, const int *lens,
-                         const int *formats, int binary_result, ExecStatusType want, int timeout_ms,
-                         int *down, char *err, size_t errlen)
-{
-    *down = 0;
-    double until = now_s() + timeout_ms / 1000.0 + 1.0;
-    if (!PQsendQueryParams(c, sql, n, NULL, vals, lens, formats, binary_result)) {
-        char r[256];
-        first_line(PQerrorMessage(c), r, sizeof r);
-        snprintf(err, errlen, "database: %s", r);
-        *down = 1;
-        return NULL;
-    }
-    PGresult *r = NULL, *x;
-    for (;;) {
-        while (PQisBusy(c)) {
-            double left = until - now_s();
-            struct pollfd p = {PQsocket(c), POLLIN, 0};
-            if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) == 0) {
-                PQclear(r);
-                snprintf(err, errlen, "database: no answer within %d ms", timeout_ms + 1000);
-                *down = 1;
-                return NULL;
-            }
-            if (!PQconsumeInput(c)) break;
-        }
-        if (!(x = PQgetResult(c))) break;
-        if (!r) r = x;
-        else PQclear(x);
-        if (PQstatus(c) != CONNECTION_OK) break;
-    }
-    if (r && PQresultStatus(r) == want) return r;
-    char reason[256];
-    first_line(r ? PQresultErrorMessage(r) : PQerrorMessage(c), reason, sizeof reason);
-    if (!*reason) first_line(PQerrorMessage(c), reason, sizeof reason);
-    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    /* no SQLSTATE: the connection failed; 57xxx: timeout or shutdown; 08xxx: connection */
-    *down = !st || !strncmp(st, "57", 2) || !strncmp(st, "08", 2) || PQstatus(c) != CONNECTION_OK;
-    snprintf(err, errlen, "database: %s", reason);
-    PQclear(r);
-    return NULL;
-}
-
-/* A free slot with a live connection, or NULL (the database is down: err says why). */
-static jslot *acquire(mt_jobs *j, char *err, size_t errlen)
-{
-    pthread_mutex_lock(&j->mu);
-    jslot *s = NULL;
-    double until = now_s() + 5.0;
-    for (;;) {
-        for (int i = 0; i < j->n_slots && !s; i++)
-            if (!j->slots[i].busy) s = &j->slots[i];
-        if (s || now_s() >= until || j->stop) break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 50000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
-        pthread_cond_timedwait(&j->cond, &j->mu, &ts);
-    }
-    if (!s) {
-        pthread_mutex_unlock(&j->mu);
-        snprintf(err, errlen, "database: every connection busy for 5 s");
-        return NULL;
-    }
-    s->busy = 1;
-    if (s->conn && PQstatus(s->conn) == CONNECTION_OK) {
-        pthread_mutex_unlock(&j->mu);
-        return s;
-    }
-    if (j->down && now_s() - j->last_attempt < 1.0) {
-        snprintf(err, errlen, "%s", j->reason);
-        s->busy = 0;
-        pthread_cond_broadcast(&j->cond);
-        pthread_mutex_unlock(&j->mu);
-        return NULL;
-    }
-    j->last_attempt = now_s();
-    pthread_mutex_unlock(&j->mu);
-    PQfinish(s->conn);
-    char why[256];
-    s->conn = connect_one(j, why, sizeof why);
-    pthread_mutex_lock(&j->mu);
-    j->down = !s->conn;
-    if (!s->conn) {
-        snprintf(j->reason, sizeof j->reason, "%s", why);
-        snprintf(err, errlen, "%s", why);
-        s->busy = 0;
-        pthread_cond_broadcast(&j->cond);
-    }
-    pthread_mutex_unlock(&j->mu);
-    return s->conn ? s : NULL;
-}
-
-static void release_slot(mt_jobs *j, jslot *s)
-{
-    pthread_mutex_lock(&j->mu);
-    s->busy = 0;
-    pthread_cond_broadcast(&j->cond);
-    pthread_mutex_unlock(&j->mu);
-}
-
-/* One statement on a pooled connection: the result, or NULL with *rc MT_STORE_DOWN or
- * MT_STORE_ERROR. A pooled connection that broke since its last use (a database restart)
- * is made again once at once. */
+/* One statement on the pool (store_pg_query_params: lens and formats NULL for text, a
+ * broken connection made again once at once): the result, or NULL with *rc MT_STORE_DOWN
+ * or MT_STORE_ERROR. */
 static PGresult *jq(mt_jobs *j, const char *sql, int n, const char *const *vals, const int *lens,
                     const int *formats, int binary_result, ExecStatusType want, int *rc, char *err,
                     size_t errlen)
 {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        jslot *s = acquire(j, err, errlen);
-        if (!s) {
-            *rc = MT_STORE_DOWN;
-            return NULL;
-        }
-        int down;
-        PGresult *r = exec_on(s->conn, sql, n, vals, lens, formats, binary_result, want,
-                              j->o.statement_timeout_ms, &down, err, errlen);
-        if (r) {
-            release_slot(j, s);
-            *rc = MT_STORE_OK;
-            return r;
-        }
-        int timed_out = strstr(err, "no answer within") || strstr(err, "statement timeout");
-        if (down) {
-            PQfinish(s->conn);
-            s->conn = NULL;
-            pthread_mutex_lock(&j->mu);
-            snprintf(j->reason, sizeof j->reason, "%s", err);
-            pthread_mutex_unlock(&j->mu);
-        }
-        release_slot(j, s);
-        *rc = down ? MT_STORE_DOWN : MT_STORE_ERROR;
-        if (!down || timed_out) return NULL;
-    }
-    return NULL;
+    return store_pg_query_params(j->pg, sql, n, vals, lens, formats, binary_result, want == PGRES_TUPLES_OK, rc,
+                                 err, errlen);
 }
 
 static int is_id(const char *s)
@@ -281,58 +110,6 @@ static void sha256_hex(const char *s, char out[2 * SHA256_DIGEST_SIZE + 1])
     sha256_update(&ctx, strlen(s), (const uint8_t *)s);
     sha256_digest(&ctx, sizeof d, d);
     for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
-/* ---------------------------------------------------------------- schema */
-
-static PGresult *simple(PGconn *c, const char *sql, ExecStatusType want, char *err, size_t errlen)
-{
-    int down;
-    return exec_on(c, sql, 0, NULL, NULL, NULL, 0, want, 60000, &down, err, errlen);
-}
-
-static int migrate(PGconn *c, char *err, size_t errlen)
-{
-    char lock[80];
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%lld)", JOBS_SCHEMA_LOCK);
-    PGresult *r = simple(c, lock, PGRES_TUPLES_OK, err, errlen);
-    if (!r) return -1;
-    PQclear(r);
-    int rc = -1;
-    r = simple(c, "CREATE TABLE IF NOT EXISTS mt_jobs_schema (version integer NOT NULL)", PGRES_COMMAND_OK, err,
-               errlen);
-    if (!r) goto unlock;
-    PQclear(r);
-    if (!(r = simple(c, "SELECT coalesce(max(version), 0) FROM mt_jobs_schema", PGRES_TUPLES_OK, err, errlen)))
-        goto unlock;
-    int version = atoi(PQgetvalue(r, 0, 0));
-    PQclear(r);
-    if (version > N_JOB_MIGRATIONS) {
-        snprintf(err, errlen, "database: jobs schema version %d is newer than this server's %d", version,
-                 N_JOB_MIGRATIONS);
-        goto unlock;
-    }
-    for (int v = version; v < N_JOB_MIGRATIONS; v++) {
-        char sql[8192];
-        snprintf(sql, sizeof sql,
-                 "BEGIN; %s DELETE FROM mt_jobs_schema; INSERT INTO mt_jobs_schema VALUES (%d); COMMIT;",
-                 JOB_MIGRATIONS[v], v + 1);
-        r = PQexec(c, sql); /* several statements: the simple protocol */
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            char reason[256];
-            first_line(PQresultErrorMessage(r), reason, sizeof reason);
-            snprintf(err, errlen, "database: jobs schema version %d: %s", v + 1, reason);
-            PQclear(r);
-            PQclear(PQexec(c, "ROLLBACK"));
-            goto unlock;
-        }
-        PQclear(r);
-    }
-    rc = 0;
-unlock:
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_unlock(%lld)", JOBS_SCHEMA_LOCK);
-    PQclear(PQexec(c, lock));
-    return rc;
 }
 
 /* ---------------------------------------------------------------- background thread */
@@ -380,16 +157,7 @@ static void *bg_main(void *arg)
         if (!lc && t - last_connect >= 1.0) {
             char err[300];
             last_connect = t;
-            lc = connect_one(j, err, sizeof err);
-            int down;
-            PGresult *r = lc ? exec_on(lc, "LISTEN " CHANNEL, 0, NULL, NULL, NULL, 0, PGRES_COMMAND_OK,
-                                       j->o.statement_timeout_ms, &down, err, sizeof err)
-                             : NULL;
-            if (!r) {
-                PQfinish(lc);
-                lc = NULL;
-            }
-            PQclear(r);
+            lc = store_pg_listen(j->pg, CHANNEL, err, sizeof err);
             bump(j); /* a notification may have been missed meanwhile */
         }
         if (t >= next_renew) {
@@ -457,11 +225,8 @@ mt_jobs *mt_jobs_open(const mt_jobs_options *o, char *err, size_t errlen)
     if (j->o.ttl <= 0) j->o.ttl = d.ttl;
     if (j->o.poll_s <= 0) j->o.poll_s = d.poll_s;
     j->wake_pipe[0] = j->wake_pipe[1] = -1;
-    j->url = strdup(o->url);
-    j->n_slots = j->o.pool_size;
-    j->slots = calloc((size_t)j->n_slots, sizeof *j->slots);
     char rnd[17];
-    if (!j->url || !j->slots || random_hex(rnd, 8) || pipe(j->wake_pipe)) {
+    if (random_hex(rnd, 8) || pipe(j->wake_pipe)) {
         snprintf(err, errlen, "jobs: cannot start: %s", strerror(errno ? errno : ENOMEM));
         mt_jobs_close(j);
         return NULL;
@@ -469,8 +234,6 @@ mt_jobs *mt_jobs_open(const mt_jobs_options *o, char *err, size_t errlen)
     /* the random part: a restarted replica of the same name (pid 1 in every container)
      * must not renew the leases of the one that died */
     snprintf(j->token, sizeof j->token, "%.120s/%s", o->worker && *o->worker ? o->worker : "worker", rnd);
-    snprintf(j->stmt_opt, sizeof j->stmt_opt, "-c statement_timeout=%d", j->o.statement_timeout_ms);
-    snprintf(j->conn_timeout, sizeof j->conn_timeout, "%d", j->o.connect_timeout_s);
     snprintf(j->lease, sizeof j->lease, "%.3f", j->o.lease_s);
     snprintf(j->ttl, sizeof j->ttl, "%.3f", j->o.ttl);
     snprintf(j->max_attempts, sizeof j->max_attempts, "%d", j->o.max_attempts);
@@ -480,13 +243,15 @@ mt_jobs *mt_jobs_open(const mt_jobs_options *o, char *err, size_t errlen)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&j->cond, &ca);
     pthread_condattr_destroy(&ca);
-    PGconn *c = connect_one(j, err, errlen);
-    if (!c || migrate(c, err, errlen)) {
-        PQfinish(c);
+    j->sync_init = 1;
+    mt_store_options so = {.url = j->o.url,
+                           .statement_timeout_ms = j->o.statement_timeout_ms,
+                           .connect_timeout_s = j->o.connect_timeout_s,
+                           .pool_size = j->o.pool_size};
+    if (!(j->pg = store_pg_open_schema(&so, "mt-server-jobs", &JOBS_SCHEMA, err, errlen))) {
         mt_jobs_close(j);
         return NULL;
     }
-    j->slots[0].conn = c;
     if (pthread_create(&j->bg, NULL, bg_main, j)) {
         snprintf(err, errlen, "jobs: cannot start a thread");
         mt_jobs_close(j);
@@ -499,7 +264,7 @@ mt_jobs *mt_jobs_open(const mt_jobs_options *o, char *err, size_t errlen)
 void mt_jobs_close(mt_jobs *j)
 {
     if (!j) return;
-    if (j->slots) {
+    if (j->sync_init) {
         pthread_mutex_lock(&j->mu);
         j->stop = 1;
         j->gen++;
@@ -511,14 +276,12 @@ void mt_jobs_close(mt_jobs *j)
         (void)w;
     }
     if (j->bg_started) pthread_join(j->bg, NULL);
-    for (int i = 0; j->slots && i < j->n_slots; i++) PQfinish(j->slots[i].conn);
-    if (j->slots) {
+    store_pg_close(j->pg);
+    if (j->sync_init) {
         pthread_mutex_destroy(&j->mu);
         pthread_cond_destroy(&j->cond);
     }
     if (j->wake_pipe[0] >= 0) close(j->wake_pipe[0]), close(j->wake_pipe[1]);
-    free(j->slots);
-    free(j->url);
     free(j);
 }
 

@@ -42,6 +42,7 @@ static void slot_drop(pg_slot *s)
 
 struct store_pg {
     char *url;
+    char app_name[64];   /* application_name of its connections */
     char stmt_opt[64], conn_timeout[16];
     int timeout_ms;      /* statement_timeout */
     atomic_uint charges; /* rate charges so far: every 1024th also drops drained buckets */
@@ -74,7 +75,8 @@ static const char *const MIGRATIONS[] = {
     " entry_count integer NOT NULL CHECK (entry_count > 0), created timestamptz NOT NULL DEFAULT now());"
     "CREATE INDEX mt_glossaries_owner ON mt_glossaries (owner_hash, created);",
 };
-enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof MIGRATIONS[0] };
+static const store_pg_schema STORE_SCHEMA = {"mt_schema", SCHEMA_LOCK, "schema", MIGRATIONS,
+                                              sizeof MIGRATIONS / sizeof MIGRATIONS[0]};
 
 static double now_s(void)
 {
@@ -112,7 +114,7 @@ static PGconn *connect_one(store_pg *pg, char *err, size_t errlen)
     const char *keys[] = {"connect_timeout", "options", "application_name", "keepalives",
                           "keepalives_idle", "keepalives_interval", "keepalives_count",
                           "tcp_user_timeout", "dbname", NULL};
-    const char *vals[] = {pg->conn_timeout, pg->stmt_opt, "mt-server", "1", "5", "2", "3",
+    const char *vals[] = {pg->conn_timeout, pg->stmt_opt, pg->app_name, "1", "5", "2", "3",
                           "10000", pg->url, NULL};
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
@@ -162,12 +164,22 @@ static PGresult *wait_result(PGconn *c, double until, int timeout_ms, char sqlst
     return NULL;
 }
 
+/* One statement's parameters as PQexecParams takes them: lens and formats NULL when
+ * every value is text; binary_result 1 reads every column in the binary format. */
+typedef struct {
+    int n;
+    const char *const *vals;
+    const int *lens, *formats;
+    int binary_result;
+} pg_params;
+
 /* Runs sql on c, waiting at most timeout_ms: the result when its status is `want`, else
  * NULL with the reason and SQLSTATE (wait_result). With a slot, the statement is prepared
  * on its connection the first time (parsed and planned once, not on every request). */
-static PGresult *run(PGconn *c, pg_slot *slot, const char *sql, int n, const char *const *vals,
-                     ExecStatusType want, int timeout_ms, char sqlstate[6], char *err, size_t errlen)
+static PGresult *run(PGconn *c, pg_slot *slot, const char *sql, const pg_params *p, ExecStatusType want,
+                     int timeout_ms, char sqlstate[6], char *err, size_t errlen)
 {
+    int n = p ? p->n : 0;
     double until = now_s() + timeout_ms / 1000.0;
     char name[16] = "";
     int sent;
@@ -185,8 +197,11 @@ static PGresult *run(PGconn *c, pg_slot *slot, const char *sql, int n, const cha
             }
         }
     }
-    sent = name[0] ? PQsendQueryPrepared(c, name, n, vals, NULL, NULL, 0)
-                   : PQsendQueryParams(c, sql, n, NULL, vals, NULL, NULL, 0);
+    const char *const *vals = p ? p->vals : NULL;
+    const int *lens = p ? p->lens : NULL, *formats = p ? p->formats : NULL;
+    int binary = p ? p->binary_result : 0;
+    sent = name[0] ? PQsendQueryPrepared(c, name, n, vals, lens, formats, binary)
+                   : PQsendQueryParams(c, sql, n, NULL, vals, lens, formats, binary);
     if (!sent) goto send_failed;
     PGresult *r = wait_result(c, until, timeout_ms, sqlstate, err, errlen);
     if (!r || PQresultStatus(r) == want) return r;
@@ -205,41 +220,39 @@ send_failed:
 static PGresult *run_once(PGconn *c, const char *sql, ExecStatusType want, char *err, size_t errlen)
 {
     char state[6];
-    return run(c, NULL, sql, 0, NULL, want, 60000, state, err, errlen);
+    return run(c, NULL, sql, NULL, want, 60000, state, err, errlen);
 }
 
-/* Migrates the schema on c to the last version, under the advisory lock. */
-static int migrate(PGconn *c, char *err, size_t errlen)
+/* Migrates the schema on c to the last version, under its advisory lock. */
+static int migrate(PGconn *c, const store_pg_schema *sc, char *err, size_t errlen)
 {
-    char lock[64];
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%lld)", SCHEMA_LOCK);
+    char lock[64], sql[8192];
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_lock(%lld)", sc->lock);
     PGresult *r = run_once(c, lock, PGRES_TUPLES_OK, err, errlen);
     if (!r) return -1;
     PQclear(r);
     int rc = -1, version = 0;
-    r = run_once(c, "CREATE TABLE IF NOT EXISTS mt_schema (version integer NOT NULL)", PGRES_COMMAND_OK, err,
-                 errlen);
-    if (!r) goto unlock;
+    snprintf(sql, sizeof sql, "CREATE TABLE IF NOT EXISTS %s (version integer NOT NULL)", sc->table);
+    if (!(r = run_once(c, sql, PGRES_COMMAND_OK, err, errlen))) goto unlock;
     PQclear(r);
-    if (!(r = run_once(c, "SELECT coalesce(max(version), 0) FROM mt_schema", PGRES_TUPLES_OK, err, errlen)))
-        goto unlock;
+    snprintf(sql, sizeof sql, "SELECT coalesce(max(version), 0) FROM %s", sc->table);
+    if (!(r = run_once(c, sql, PGRES_TUPLES_OK, err, errlen))) goto unlock;
     version = atoi(PQgetvalue(r, 0, 0));
     PQclear(r);
-    if (version > N_MIGRATIONS) {
-        snprintf(err, errlen, "database: schema version %d is newer than this server's %d", version,
-                 N_MIGRATIONS);
+    if (version > sc->n_steps) {
+        snprintf(err, errlen, "database: %s version %d is newer than this server's %d", sc->label, version,
+                 sc->n_steps);
         goto unlock;
     }
-    for (int v = version; v < N_MIGRATIONS; v++) {
-        char sql[8192];
-        snprintf(sql, sizeof sql, "BEGIN; %s DELETE FROM mt_schema; INSERT INTO mt_schema VALUES (%d); COMMIT;",
-                 MIGRATIONS[v], v + 1);
+    for (int v = version; v < sc->n_steps; v++) {
+        snprintf(sql, sizeof sql, "BEGIN; %s DELETE FROM %s; INSERT INTO %s VALUES (%d); COMMIT;", sc->steps[v],
+                 sc->table, sc->table, v + 1);
         /* several statements: PQexec (the simple protocol) runs them in one string */
         r = PQexec(c, sql);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             char reason[256];
             pq_reason(PQresultErrorMessage(r), reason, sizeof reason);
-            snprintf(err, errlen, "database: schema version %d: %s", v + 1, reason);
+            snprintf(err, errlen, "database: %s version %d: %s", sc->label, v + 1, reason);
             PQclear(r);
             PQclear(PQexec(c, "ROLLBACK"));
             goto unlock;
@@ -248,12 +261,18 @@ static int migrate(PGconn *c, char *err, size_t errlen)
     }
     rc = 0;
 unlock:
-    snprintf(lock, sizeof lock, "SELECT pg_advisory_unlock(%lld)", SCHEMA_LOCK);
+    snprintf(lock, sizeof lock, "SELECT pg_advisory_unlock(%lld)", sc->lock);
     PQclear(PQexec(c, lock));
     return rc;
 }
 
 store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen)
+{
+    return store_pg_open_schema(o, "mt-server", &STORE_SCHEMA, err, errlen);
+}
+
+store_pg *store_pg_open_schema(const mt_store_options *o, const char *app_name, const store_pg_schema *schema,
+                               char *err, size_t errlen)
 {
     store_pg *pg = calloc(1, sizeof *pg);
     int n = o->pool_size > 0 ? o->pool_size : 4;
@@ -264,6 +283,7 @@ store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen)
         return NULL;
     }
     pg->n_slots = n;
+    snprintf(pg->app_name, sizeof pg->app_name, "%s", app_name);
     pg->timeout_ms = o->statement_timeout_ms > 0 ? o->statement_timeout_ms : 5000;
     snprintf(pg->stmt_opt, sizeof pg->stmt_opt, "-c statement_timeout=%d", pg->timeout_ms);
     snprintf(pg->conn_timeout, sizeof pg->conn_timeout, "%d", o->connect_timeout_s > 0 ? o->connect_timeout_s : 3);
@@ -276,7 +296,7 @@ store_pg *store_pg_open(const mt_store_options *o, char *err, size_t errlen)
     /* one connection at start: a database that cannot be reached or migrated is an error
      * the operator sees at once */
     PGconn *c = connect_one(pg, err, errlen);
-    if (!c || migrate(c, err, errlen)) {
+    if (!c || migrate(c, schema, err, errlen)) {
         PQfinish(c);
         store_pg_close(pg);
         return NULL;
@@ -358,8 +378,8 @@ static void release(store_pg *pg, pg_slot *s)
  * MT_STORE_DOWN (no connection, a broken one, a timeout) or MT_STORE_ERROR. A connection
  * that broke since its last use is made again once at once: after a database restart
  * the first call must not fail for an old socket. */
-static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *vals, ExecStatusType want,
-                       int *rc, char *err, size_t errlen)
+static PGresult *query_params(store_pg *pg, const char *sql, const pg_params *p, ExecStatusType want,
+                              int *rc, char *err, size_t errlen)
 {
     for (int attempt = 0; attempt < 2; attempt++) {
         pg_slot *s = acquire(pg, err, errlen);
@@ -369,7 +389,7 @@ static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *
         }
         int was_used = s->used;
         char state[6];
-        PGresult *r = run(s->conn, s, sql, n, vals, want, pg->timeout_ms + 1000, state, err, errlen);
+        PGresult *r = run(s->conn, s, sql, p, want, pg->timeout_ms + 1000, state, err, errlen);
         s->used = 1;
         if (r) {
             release(pg, s);
@@ -396,10 +416,41 @@ static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *
     return NULL;
 }
 
+/* query_params() with text parameters and results. */
+static PGresult *query(store_pg *pg, const char *sql, int n, const char *const *vals, ExecStatusType want,
+                       int *rc, char *err, size_t errlen)
+{
+    pg_params p = {n, vals, NULL, NULL, 0};
+    return query_params(pg, sql, &p, want, rc, err, errlen);
+}
+
 PGresult *store_pg_query(store_pg *pg, const char *sql, int n, const char *const *vals, int tuples, int *rc,
                          char *err, size_t errlen)
 {
     return query(pg, sql, n, vals, tuples ? PGRES_TUPLES_OK : PGRES_COMMAND_OK, rc, err, errlen);
+}
+
+PGresult *store_pg_query_params(store_pg *pg, const char *sql, int n, const char *const *vals, const int *lens,
+                                const int *formats, int binary_result, int tuples, int *rc, char *err,
+                                size_t errlen)
+{
+    pg_params p = {n, vals, lens, formats, binary_result};
+    return query_params(pg, sql, &p, tuples ? PGRES_TUPLES_OK : PGRES_COMMAND_OK, rc, err, errlen);
+}
+
+PGconn *store_pg_listen(store_pg *pg, const char *channel, char *err, size_t errlen)
+{
+    PGconn *c = connect_one(pg, err, errlen);
+    if (!c) return NULL;
+    char sql[128], state[6];
+    snprintf(sql, sizeof sql, "LISTEN %s", channel);
+    PGresult *r = run(c, NULL, sql, NULL, PGRES_COMMAND_OK, pg->timeout_ms + 1000, state, err, errlen);
+    if (!r) {
+        PQfinish(c);
+        return NULL;
+    }
+    PQclear(r);
+    return c;
 }
 
 int store_pg_ping(store_pg *pg, char *err, size_t errlen)
