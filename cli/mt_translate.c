@@ -6,6 +6,7 @@
  * loads the model, resolves the options and runs the pipeline, batching the sentences of
  * a chunk of lines by length across --workers threads, so both always agree. */
 #include <errno.h>
+#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: mt-translate --model DIR[:SRC:TGT] [options] < input > output\n"
             "       mt-translate --model DIR[:SRC:TGT] [options] FILE [--output-file OUT]\n"
+            "       mt-translate --models-dir DIR --source-lang L --target-lang L [options] ...\n"
             "Exit status: 0 done, 1 failed (model, file, translation), 2 wrong command line.\n"
             "  FILE                    a .txt, .html, .srt, .docx or .odt file, translated into OUT\n"
             "                          (default: next to it, the target code before the extension:\n"
@@ -55,6 +57,9 @@ static void usage(FILE *f)
             "  -m, --model DIR[:SRC:TGT]  model directory (Hugging Face MarianMT / OPUS-MT layout:\n"
             "                          models/en-de, or one from `mt-models list`); :SRC:TGT as\n"
             "                          --source-lang/--target-lang, as mt-server's --model takes it\n"
+            "  --models-dir DIR        instead of --model: the model for --source-lang/--target-lang\n"
+            "                          among those installed in DIR (each subdirectory with a\n"
+            "                          config.json, as mt-server --models-dir; `mt-models list`)\n"
             "  -t, --threads N, --threads-per-worker N\n"
             "                          compute threads of each worker (default 1)\n"
             "  --workers N             translation worker threads, each running batches (default 0:\n"
@@ -75,7 +80,8 @@ static void usage(FILE *f)
             "                          out as its target term\n"
             "  --no-protect            translate URLs, e-mails, @mentions, #hashtags and\n"
             "                          placeholders too (default: kept byte for byte)\n"
-            "  --source-lang L, --target-lang L   override tokenizer_config.json's pair\n"
+            "  --source-lang L, --target-lang L   override tokenizer_config.json's pair (with\n"
+            "                          --models-dir: pick the model); also --source L, --target L\n"
             "  --compute-type T        float32 (exact), bfloat16, int8 or auto (the fastest measured at\n"
             "                          load on this CPU); default: MT_COMPUTE_TYPE, else what the model\n"
             "                          directory stores (float32; int8 for a quantized directory)\n"
@@ -102,7 +108,7 @@ static int parse_int(const char *name, const char *v, int min, int *out)
 }
 
 typedef struct {
-    const char *model, *source_lang, *target_lang, *file, *output_file, *compute_type;
+    const char *model, *models_dir, *source_lang, *target_lang, *file, *output_file, *compute_type;
     int threads, workers, batch, input_ids, input_html, output_ids, output_json, verbose, cache_mb, no_protect;
     mt_decoding decoding; /* the decoding options given (options.h) */
     const char *prefix, *prefix_ids;
@@ -136,6 +142,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         {"workers", 1, 0, 'w'},        {"version", 0, 0, 'V'},        {"output-file", 1, 0, 'O'},
         {"target-prefix", 1, 0, 1007}, {"target-prefix-ids", 1, 0, 1008}, {"no-protect", 0, 0, 1013},
         {"sentence-cache-mb", 1, 0, 1014}, {"compute-type", 1, 0, 'C'}, {"glossary", 1, 0, 1015},
+        {"models-dir", 1, 0, 1016},    {"source", 1, 0, 'S'},         {"target", 1, 0, 'T'},
         /* mt-server's names for the same settings */
         {"threads-per-worker", 1, 0, 't'}, {"batch-max-sentences", 1, 0, 's'}};
     enum { N_FIXED = sizeof fixed / sizeof fixed[0] };
@@ -171,6 +178,7 @@ static int parse_args(int argc, char **argv, cli_args *a)
         at = -1;
         switch (c) {
         case 'm': a->model = optarg; break;
+        case 1016: a->models_dir = optarg; break;
         case 't': rc = parse_int("--threads", optarg, 1, &a->threads); break;
         case 'w': rc = parse_int("--workers", optarg, 0, &a->workers); break;
         case 's': rc = parse_int("--batch-size", optarg, 1, &a->batch); break;
@@ -252,12 +260,92 @@ static int parse_args(int argc, char **argv, cli_args *a)
                         "nor --output ids|json\n");
         return -1;
     }
+    if (a->model && a->models_dir) {
+        fprintf(stderr, "mt-translate: give --model or --models-dir, not both\n");
+        return -1;
+    }
+    if (a->models_dir) return 0; /* the model is picked in main: a missing one is a runtime error */
     if (!a->model) {
         fprintf(stderr, "mt-translate: --model DIR is required (e.g. --model models/en-de; try: mt-translate "
                         "--help)\n");
         return -1;
     }
     return split_model_spec(a);
+}
+
+static int cmp_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* --models-dir DIR: the first model installed there (name order, as mt-server reads the
+ * directory) whose pair, from its tokenizer_config.json, matches the languages given
+ * (either may be left out; with neither, DIR must hold one model). Sets a->model, 0; -1
+ * after a one-line message naming the pairs there. */
+static int pick_model(cli_args *a)
+{
+    static char chosen[4096]; /* lives as long as the arguments */
+    DIR *d = opendir(a->models_dir);
+    if (!d) {
+        fprintf(stderr, "mt-translate: --models-dir %s: %s\n", a->models_dir, strerror(errno));
+        return -1;
+    }
+    char **names = NULL;
+    int n = 0, cap = 0, nomem = 0;
+    struct dirent *e;
+    while (!nomem && (e = readdir(d))) {
+        char path[4096];
+        struct stat sb;
+        if (e->d_name[0] == '.' ||
+            (size_t)snprintf(path, sizeof path, "%s/%s/config.json", a->models_dir, e->d_name) >= sizeof path ||
+            stat(path, &sb) || !S_ISREG(sb.st_mode))
+            continue;
+        if (n == cap) {
+            char **more = realloc(names, sizeof *more * (size_t)(cap = cap ? 2 * cap : 16));
+            if (!more) nomem = 1;
+            else names = more;
+        }
+        if (!nomem && !(names[n++] = strdup(e->d_name))) nomem = 1, n--;
+    }
+    closedir(d);
+    if (!nomem && n) qsort(names, (size_t)n, sizeof *names, cmp_name);
+    char pairs[1024] = "";
+    size_t used = 0;
+    int hit = -1;
+    for (int i = 0; i < n && !nomem; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s/tokenizer_config.json", a->models_dir, names[i]);
+        json_t *tc = json_load_file(path, 0, NULL);
+        const char *src = json_string_value(json_object_get(tc, "source_lang"));
+        const char *tgt = json_string_value(json_object_get(tc, "target_lang"));
+        int ok = (!a->source_lang || (src && !strcasecmp(src, a->source_lang))) &&
+                 (!a->target_lang || (tgt && !strcasecmp(tgt, a->target_lang)));
+        if (ok && hit < 0 && (a->source_lang || a->target_lang || n == 1)) hit = i;
+        if (used < sizeof pairs)
+            used += (size_t)snprintf(pairs + used, sizeof pairs - used, "%s%s (%s->%s)", i ? ", " : "", names[i],
+                                     src ? src : "?", tgt ? tgt : "?");
+        json_decref(tc);
+    }
+    int rc = 0;
+    if (nomem) {
+        fprintf(stderr, "mt-translate: out of memory\n");
+        rc = -1;
+    } else if (n == 0) {
+        fprintf(stderr, "mt-translate: --models-dir %s: no model there (a directory with config.json; mt-models "
+                        "install puts them there)\n", a->models_dir);
+        rc = -1;
+    } else if (hit < 0 && !a->source_lang && !a->target_lang) {
+        fprintf(stderr, "mt-translate: --models-dir %s holds %d models; pick one with --source-lang/--target-lang: "
+                        "%s\n", a->models_dir, n, pairs);
+        rc = -1;
+    } else if (hit < 0) {
+        fprintf(stderr, "mt-translate: --models-dir %s has no model for %s -> %s; installed: %s\n", a->models_dir,
+                a->source_lang ? a->source_lang : "any", a->target_lang ? a->target_lang : "any", pairs);
+        rc = -1;
+    } else {
+        snprintf(chosen, sizeof chosen, "%s/%s", a->models_dir, names[hit]);
+        a->model = chosen;
+    }
+    for (int i = 0; i < n; i++) free(names[i]);
+    free(names);
+    return rc;
 }
 
 /* --input html: translates all of stdin as one document. */
@@ -513,6 +601,10 @@ int main(int argc, char **argv)
     if (a.workers <= 0) { /* as mt-server: the CPUs this process may use (affinity, cgroup quota) */
         a.workers = mt_available_cpus() / a.threads;
         if (a.workers < 1) a.workers = 1;
+    }
+    if (a.models_dir && pick_model(&a)) {
+        mt_config_free(&engine);
+        return 1;
     }
     struct stat st;
     if (stat(a.model, &st) != 0) {

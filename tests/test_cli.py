@@ -414,6 +414,76 @@ class CommandLineTest(RandomModelCase):
         self.assertIn(f"{empty} is not a model directory", proc.stderr.decode())
 
 
+class ModelsDirTest(unittest.TestCase):
+    """mt-translate --models-dir DIR: the model for the pair asked among those installed in
+    DIR (models/en-de and models/de-en linked there, beside a directory without
+    config.json), as --model would run it; a pair none serves is one line naming the
+    pairs there."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(CLI):
+            raise unittest.SkipTest(f"{CLI} is not built")
+        cls.models = {}
+        for pair in ("en-de", "de-en"):
+            path = os.path.abspath(os.path.join(SOURCE, "models", pair))
+            if not os.path.exists(os.path.join(path, "config.json")):
+                raise unittest.SkipTest(f"{path} is not there")
+            cls.models[pair] = path
+        cls.tmp = tempfile.mkdtemp(prefix="mt-test-cli-models-dir-")
+        cls.dir = os.path.join(cls.tmp, "installed")
+        os.makedirs(os.path.join(cls.dir, "notes"))
+        for pair, path in cls.models.items():
+            os.symlink(path, os.path.join(cls.dir, pair))
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def one_line_error(self, args, code, needle):
+        proc = run(args, "Hello.\n", check=False)
+        err = proc.stderr.decode()
+        self.assertEqual(proc.returncode, code, err)
+        self.assertEqual(len(err.splitlines()), 1, f"{args}: not one line: {err!r}")
+        self.assertIn(needle, err, args)
+
+    def test_the_pair_picks_the_model(self):
+        for pair, text, flags in [("en-de", "The file could not be opened.\nHello world.\n",
+                                   ["--source-lang", "en", "--target-lang", "de"]),
+                                  ("de-en", "Die Datei wurde gespeichert.\n", ["--source", "DE", "--target", "en"]),
+                                  ("de-en", "Die Datei wurde gespeichert.\n", ["--target-lang", "en"])]:
+            with self.subTest(flags=flags):
+                want = run(["--model", self.models[pair]], text).stdout
+                got = run(["--models-dir", self.dir] + flags, text).stdout
+                self.assertEqual(got, want)
+                self.assertEqual(len(got.splitlines()), len(text.splitlines()))
+
+    def test_one_model_needs_no_pair(self):
+        one = os.path.join(self.tmp, "one")
+        os.makedirs(one, exist_ok=True)
+        if not os.path.exists(os.path.join(one, "en-de")):
+            os.symlink(self.models["en-de"], os.path.join(one, "en-de"))
+        text = "Hello world.\n"
+        self.assertEqual(run(["--models-dir", one], text).stdout, run(["--model", self.models["en-de"]], text).stdout)
+
+    def test_errors_name_the_pairs_installed(self):
+        pairs = "de-en (de->en), en-de (en->de)"
+        empty = os.path.join(self.tmp, "empty")
+        os.makedirs(empty, exist_ok=True)
+        for args, code, needle in [
+            (["--source-lang", "en", "--target-lang", "fr"], 1,
+             f"--models-dir {self.dir} has no model for en -> fr; installed: {pairs}"),
+            (["--source-lang", "fr"], 1, f"has no model for fr -> any; installed: {pairs}"),
+            ([], 1, f"--models-dir {self.dir} holds 2 models; pick one with --source-lang/--target-lang: {pairs}"),
+            (["--model", self.models["en-de"]], 2, "give --model or --models-dir, not both"),
+        ]:
+            with self.subTest(args=args):
+                self.one_line_error([CLI, "--models-dir", self.dir] + args, code, needle)
+        self.one_line_error([CLI, "--models-dir", empty], 1, f"--models-dir {empty}: no model there")
+        self.one_line_error([CLI, "--models-dir", os.path.join(self.tmp, "absent")], 1,
+                            f"--models-dir {os.path.join(self.tmp, 'absent')}: No such file or directory")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import testmain
