@@ -12,7 +12,6 @@
 #include "internal.h"
 
 #include <errno.h>
-#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -265,22 +264,12 @@ int srv_jobs_submit(mt_server *s, const char *client, const char *name, const ch
 
 /* A DeepL document's id and its key's SHA-256 travel in the job's options, so that any
  * replica can answer for it; the key itself is never stored. */
-static void sha256_hex(const char *s, char out[2 * SHA256_DIGEST_SIZE + 1])
-{
-    struct sha256_ctx ctx;
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, strlen(s), (const uint8_t *)s);
-    sha256_digest(&ctx, sizeof d, d);
-    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
-
 int srv_jobs_submit_document(mt_server *s, const char *client, const char *name, const char *data, size_t len,
                              int fmt, int route, const char *doc_id, const char *doc_key, char *id, double *retry,
                              char *err, size_t errlen)
 {
-    char h[2 * SHA256_DIGEST_SIZE + 1];
-    sha256_hex(doc_key, h);
+    char h[MT_STORE_SHA256_HEX];
+    mt_store_sha256_hex(doc_key, h);
     json_t *o = json_pack("{s:s, s:s}", "deepl_id", doc_id, "deepl_key", h);
     char *opts = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
@@ -305,8 +294,8 @@ int srv_jobs_find_document(mt_server *s, const char *doc_id, const char *doc_key
         return -1;
     json_t *o = json_loads(opts, 0, NULL);
     const char *stored = json_string_value(json_object_get(o, "deepl_key"));
-    char h[2 * SHA256_DIGEST_SIZE + 1];
-    sha256_hex(doc_key, h);
+    char h[MT_STORE_SHA256_HEX];
+    mt_store_sha256_hex(doc_key, h);
     int ok = stored && srv_key_equal(stored, h); /* in constant time */
     json_t *c = json_object_get(o, "chars");
     *chars = json_is_integer(c) ? (long long)json_integer_value(c) : -1;

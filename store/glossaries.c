@@ -3,7 +3,6 @@
 #include "glossaries.h"
 
 #include <libpq-fe.h>
-#include <nettle/sha2.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,17 +67,6 @@ void mt_glossaries_close(mt_glossaries *gs)
 }
 
 int mt_glossaries_shared(const mt_glossaries *gs) { return gs && gs->pg; }
-
-/* The SHA-256 of owner in hex: no key is stored. */
-static void owner_hash(const char *owner, char out[2 * SHA256_DIGEST_SIZE + 1])
-{
-    struct sha256_ctx ctx;
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, strlen(owner ? owner : ""), (const uint8_t *)(owner ? owner : ""));
-    sha256_digest(&ctx, sizeof d, d);
-    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
-}
 
 /* A random (version 4) UUID; -1 when the kernel gives no randomness. */
 static int new_uuid(char out[37])
@@ -150,8 +138,8 @@ int mt_glossaries_create(mt_glossaries *gs, const char *owner, const char *name,
                  entry_count, bytes, gs->lim.max_entries, gs->lim.max_bytes);
         return MT_GLOSSARIES_TOO_LARGE;
     }
-    char h[2 * SHA256_DIGEST_SIZE + 1], id[37], n[16], lim[16];
-    owner_hash(owner, h);
+    char h[MT_STORE_SHA256_HEX], id[37], n[16], lim[16];
+    mt_store_sha256_hex(owner, h); /* no key is stored */
     if (new_uuid(id)) {
         snprintf(err, errlen, "glossaries: no random bytes for an id");
         return MT_STORE_ERROR;
@@ -219,8 +207,8 @@ static void sqlite_row(sqlite3_stmt *st, mt_glossary_info *g)
 int mt_glossaries_list(mt_glossaries *gs, const char *owner, int (*fn)(void *user, const mt_glossary_info *g),
                        void *user, char *err, size_t errlen)
 {
-    char h[2 * SHA256_DIGEST_SIZE + 1], sql[300];
-    owner_hash(owner, h);
+    char h[MT_STORE_SHA256_HEX], sql[300];
+    mt_store_sha256_hex(owner, h);
     mt_glossary_info g;
     int n = 0, stop = 0;
     if (gs->pg) {
@@ -259,8 +247,8 @@ int mt_glossaries_get(mt_glossaries *gs, const char *owner, const char *id, mt_g
 {
     if (entries) *entries = NULL;
     if (!uuid_form(id)) return 0;
-    char h[2 * SHA256_DIGEST_SIZE + 1], lid[37], sql[300];
-    owner_hash(owner, h);
+    char h[MT_STORE_SHA256_HEX], lid[37], sql[300];
+    mt_store_sha256_hex(owner, h);
     uuid_lower(id, lid);
     int found = 0;
     if (gs->pg) {
@@ -303,8 +291,8 @@ int mt_glossaries_get(mt_glossaries *gs, const char *owner, const char *id, mt_g
 int mt_glossaries_delete(mt_glossaries *gs, const char *owner, const char *id, char *err, size_t errlen)
 {
     if (!uuid_form(id)) return 0;
-    char h[2 * SHA256_DIGEST_SIZE + 1], lid[37];
-    owner_hash(owner, h);
+    char h[MT_STORE_SHA256_HEX], lid[37];
+    mt_store_sha256_hex(owner, h);
     uuid_lower(id, lid);
     if (gs->pg) {
         const char *v[] = {lid, h};

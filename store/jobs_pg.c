@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <libpq-fe.h>
-#include <nettle/sha2.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -100,16 +99,6 @@ static int random_hex(char *out, size_t bytes)
     if (bytes > sizeof rnd || getrandom(rnd, bytes, 0) != (ssize_t)bytes) return -1;
     for (size_t i = 0; i < bytes; i++) sprintf(out + 2 * i, "%02x", rnd[i]);
     return 0;
-}
-
-static void sha256_hex(const char *s, char out[2 * SHA256_DIGEST_SIZE + 1])
-{
-    struct sha256_ctx ctx;
-    uint8_t d[SHA256_DIGEST_SIZE];
-    sha256_init(&ctx);
-    sha256_update(&ctx, strlen(s), (const uint8_t *)s);
-    sha256_digest(&ctx, sizeof d, d);
-    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
 }
 
 /* ---------------------------------------------------------------- background thread */
@@ -301,8 +290,8 @@ int mt_jobs_submit(mt_jobs *j, const mt_jobs_new *n, char *id, char *err, size_t
         snprintf(err, errlen, "jobs: no random bytes for an id");
         return MT_STORE_ERROR;
     }
-    char owner[2 * SHA256_DIGEST_SIZE + 1], fmt[16], maxj[16], maxo[16];
-    sha256_hex(n->owner ? n->owner : "", owner);
+    char owner[MT_STORE_SHA256_HEX], fmt[16], maxj[16], maxo[16];
+    mt_store_sha256_hex(n->owner, owner);
     snprintf(fmt, sizeof fmt, "%d", n->format);
     snprintf(maxj, sizeof maxj, "%d", j->o.max_jobs);
     snprintf(maxo, sizeof maxo, "%d", j->o.max_per_owner);

@@ -2,6 +2,7 @@
  * store_pg.c) behind one set of calls. See store.h for the contract. */
 #include "store.h"
 
+#include <nettle/sha2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,17 @@ struct mt_store {
     mt_suggest *sqlite; /* SQLite backend: suggestions only (NULL: none kept) */
     store_pg *pg;       /* PostgreSQL backend */
 };
+
+void mt_store_sha256_hex(const char *s, char out[MT_STORE_SHA256_HEX])
+{
+    struct sha256_ctx ctx;
+    uint8_t d[SHA256_DIGEST_SIZE];
+    if (!s) s = "";
+    sha256_init(&ctx);
+    sha256_update(&ctx, strlen(s), (const uint8_t *)s);
+    sha256_digest(&ctx, sizeof d, d);
+    for (int i = 0; i < SHA256_DIGEST_SIZE; i++) snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
 
 mt_store_options mt_store_options_default(void)
 {

@@ -98,4 +98,10 @@ int mt_store_rate_charge(mt_store *st, const char *client, int requests, long ch
                          int requests_per_minute, long chars_per_minute, int *retry_after,
                          char *err, size_t errlen);
 
+/* ---- hashes ---- */
+enum { MT_STORE_SHA256_HEX = 65 };
+/* The SHA-256 of s (NULL: "") in lowercase hex: how a key or an owner is kept in a shared
+ * table (glossaries, jobs and their options) instead of the key itself. */
+void mt_store_sha256_hex(const char *s, char out[MT_STORE_SHA256_HEX]);
+
 #endif
