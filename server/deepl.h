@@ -47,7 +47,7 @@ enum MHD_Result srv_deepl_error(req_ctx *c, int status, const char *msg);
 /* Decodes the body (an empty one is {}) into *obj and checks the DeepL API key
  * (Authorization: DeepL-Auth-Key KEY, else the deprecated auth_key field of the body or
  * query) against the server's API keys; the key presented is copied to key[cap] ("" for
- * none). 0, or the status to answer with err. */
+ * none). 0, or the status to answer with err (and *obj NULL). */
 int srv_deepl_begin(mt_server *s, req_ctx *c, json_t **obj, int *from_form, char *key, size_t cap, char *err,
                     size_t errlen);
 /* The DeepL API key check alone, with obj the decoded parameters (multipart: its fields). */

@@ -63,12 +63,19 @@ int srv_deepl_begin(mt_server *s, req_ctx *c, json_t **obj, int *from_form, char
     int st = 0;
     if (c->in.len == 0 || c->in.ctype == MT_CT_MULTIPART) *obj = json_object();
     else st = mt_request_decode(c->in.ctype, c->in.boundary, c->in.body, c->in.len, obj, from_form, err, errlen);
-    if (st) return st == 415 ? 415 : 400;
-    if (!*obj) {
+    if (!st && !*obj) {
         snprintf(err, errlen, "out of memory");
-        return 500;
+        st = 500;
+    } else if (st) {
+        st = st == 415 ? 415 : 400;
+    } else {
+        st = srv_deepl_auth(s, c, *obj, key, cap, err, errlen);
     }
-    return srv_deepl_auth(s, c, *obj, key, cap, err, errlen);
+    if (st) { /* the callers answer the error at once: nothing of theirs to free */
+        json_decref(*obj);
+        *obj = NULL;
+    }
+    return st;
 }
 
 int srv_deepl_auth(mt_server *s, req_ctx *c, const json_t *obj, char *key, size_t cap, char *err, size_t errlen)
@@ -215,10 +222,7 @@ enum MHD_Result srv_ep_deepl_languages(mt_server *s, req_ctx *c)
     int from_form;
     char key[256], err[512];
     int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
-    if (st) {
-        json_decref(obj);
-        return srv_deepl_error(c, st, err);
-    }
+    if (st) return srv_deepl_error(c, st, err);
     const char *type = field(c, obj, "type");
     int target = type && strcasecmp(type, "target") == 0;
     if (type && !target && strcasecmp(type, "source") != 0) {

@@ -223,10 +223,7 @@ enum MHD_Result srv_ep_deepl_document_id(mt_server *s, req_ctx *c)
     json_t *obj;
     int from_form;
     int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
-    if (st) {
-        json_decref(obj);
-        return srv_deepl_error(c, st, err);
-    }
+    if (st) return srv_deepl_error(c, st, err);
     const char *rest = c->path + strlen(DOC_PREFIX);
     size_t n = strcspn(rest, "/");
     int result = strcmp(rest + n, "/result") == 0;

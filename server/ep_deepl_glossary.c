@@ -303,6 +303,18 @@ static enum MHD_Result create(mt_server *s, req_ctx *c, const json_t *obj, const
 }
 
 /* Accept allows TSV: absent, text/tab-separated-values, or a wildcard. */
+/* DELETE /v2/glossaries/ID and /v3/glossaries/ID: 204, or 404 for a glossary the key
+ * does not own. */
+static enum MHD_Result delete_glossary(mt_server *s, req_ctx *c, const char *key, const char *id)
+{
+    char why[256];
+    int rc = mt_glossaries_delete(s->glossaries->store, key, id, why, sizeof why);
+    cache_drop(s->glossaries, id);
+    if (rc < 0) return store_error(c, rc, why);
+    if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
+    return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
+}
+
 static int accepts_tsv(const char *accept)
 {
     if (!accept || !*accept) return 1;
@@ -322,14 +334,8 @@ static enum MHD_Result one(mt_server *s, req_ctx *c, const char *key)
     if (rest[strcspn(rest, "/")] && !entries) return srv_deepl_error(c, 404, "Not found.");
     int del = strcmp(c->method, "DELETE") == 0;
     if (del && entries) return srv_deepl_error(c, 405, "Method not allowed: DELETE /v2/glossaries/ID");
+    if (del) return delete_glossary(s, c, key, id);
     char why[256];
-    if (del) {
-        int rc = mt_glossaries_delete(s->glossaries->store, key, id, why, sizeof why);
-        cache_drop(s->glossaries, id);
-        if (rc < 0) return store_error(c, rc, why);
-        if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
-        return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
-    }
     if (entries && !accepts_tsv(MHD_lookup_connection_value(c->conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT)))
         return srv_deepl_error(c, 415, "Unsupported Media Type: glossary entries are sent as text/tab-separated-values");
     mt_glossary_info info;
@@ -396,19 +402,13 @@ static enum MHD_Result v3_one(mt_server *s, req_ctx *c, const json_t *obj, const
     snprintf(id, sizeof id, "%.*s", (int)(n < sizeof id ? n : sizeof id - 1), rest);
     const char *sub = rest + n;
     int del = strcmp(c->method, "DELETE") == 0;
-    char why[256];
     if (*sub && strcmp(sub, "/entries") != 0 && strcmp(sub, "/dictionaries") != 0)
         return srv_deepl_error(c, 404, "Not found.");
     if (!strcmp(sub, "/dictionaries") || (del && *sub))
         return srv_deepl_error(c, 400, "This server keeps one dictionary per glossary: delete the glossary "
                                "(DELETE /v3/glossaries/ID) or create another.");
-    if (del) {
-        int rc = mt_glossaries_delete(s->glossaries->store, key, id, why, sizeof why);
-        cache_drop(s->glossaries, id);
-        if (rc < 0) return store_error(c, rc, why);
-        if (rc == 0) return srv_deepl_error(c, 404, "Glossary not found.");
-        return srv_send_buffer(c, 204, strdup(""), 0, NULL, NULL, NULL);
-    }
+    if (del) return delete_glossary(s, c, key, id);
+    char why[256];
     mt_glossary_info info;
     char *tsv = NULL;
     int entries = *sub != '\0';
@@ -450,10 +450,7 @@ enum MHD_Result srv_ep_deepl_glossary(mt_server *s, req_ctx *c)
     int from_form;
     char key[256], err[512];
     int st = srv_deepl_begin(s, c, &obj, &from_form, key, sizeof key, err, sizeof err);
-    if (st) {
-        json_decref(obj);
-        return srv_deepl_error(c, st, err);
-    }
+    if (st) return srv_deepl_error(c, st, err);
     enum MHD_Result r;
     if (strncmp(c->path, "/v3/", 4) == 0) {
         r = v3(s, c, obj, key);
