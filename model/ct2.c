@@ -367,6 +367,31 @@ static int put_norm(ct2_loader *L, float **at, const char *scope, int64_t d, mt_
     return 0;
 }
 
+/* A layer's self-attention (the fused qkv projection, the output one, the norm) and its
+ * feed-forward block, named as CTranslate2 names them under the layer's scope; both the
+ * encoder's and the decoder's layers have them. */
+static int put_self_attention(ct2_loader *L, float **at, const char *layer, int64_t d, mt_linear_w *qkv,
+                              mt_linear_w *out, mt_norm *norm)
+{
+    char n[256];
+    if (put_linear(L, at, mt_strfmt(n, sizeof n, "%s/self_attention/linear_0", layer), 3 * d, d, qkv) ||
+        put_linear(L, at, mt_strfmt(n, sizeof n, "%s/self_attention/linear_1", layer), d, d, out) ||
+        put_norm(L, at, mt_strfmt(n, sizeof n, "%s/self_attention/layer_norm", layer), d, norm))
+        return -1;
+    return 0;
+}
+
+static int put_ffn(ct2_loader *L, float **at, const char *layer, int64_t d, int64_t ffn_dim, mt_linear_w *fc1,
+                   mt_linear_w *fc2, mt_norm *norm)
+{
+    char n[256];
+    if (put_linear(L, at, mt_strfmt(n, sizeof n, "%s/ffn/linear_0", layer), ffn_dim, d, fc1) ||
+        put_linear(L, at, mt_strfmt(n, sizeof n, "%s/ffn/linear_1", layer), d, ffn_dim, fc2) ||
+        put_norm(L, at, mt_strfmt(n, sizeof n, "%s/ffn/layer_norm", layer), d, norm))
+        return -1;
+    return 0;
+}
+
 /* Floats the arena needs, padded as take() pads. */
 static size_t arena_floats(const mt_model_info *in, int own_enc, int own_lm_head, int pre_norm)
 {
@@ -633,20 +658,14 @@ static int put_weights(mt_model *m, ct2_loader *L, float *arena, int own_enc, in
     for (int l = 0; l < in->encoder_layers; l++) {
         mt_encoder_layer *E = &m->enc[l];
         mt_strfmt(s, sizeof s, "encoder/layer_%d", l);
-        if (put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/self_attention/linear_0", s), 3 * d, d, &E->qkv) ||
-            put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/self_attention/linear_1", s), d, d, &E->out) ||
-            put_norm(L, &at, mt_strfmt(n, sizeof n, "%s/self_attention/layer_norm", s), d, &E->attn_norm) ||
-            put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/ffn/linear_0", s), in->encoder_ffn_dim, d, &E->fc1) ||
-            put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/ffn/linear_1", s), d, in->encoder_ffn_dim, &E->fc2) ||
-            put_norm(L, &at, mt_strfmt(n, sizeof n, "%s/ffn/layer_norm", s), d, &E->ffn_norm))
+        if (put_self_attention(L, &at, s, d, &E->qkv, &E->out, &E->attn_norm) ||
+            put_ffn(L, &at, s, d, in->encoder_ffn_dim, &E->fc1, &E->fc2, &E->ffn_norm))
             return -1;
     }
     for (int l = 0; l < in->decoder_layers; l++) {
         mt_decoder_layer *D = &m->dec[l];
         mt_strfmt(s, sizeof s, "decoder/layer_%d", l);
-        if (put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/self_attention/linear_0", s), 3 * d, d, &D->qkv) ||
-            put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/self_attention/linear_1", s), d, d, &D->out) ||
-            put_norm(L, &at, mt_strfmt(n, sizeof n, "%s/self_attention/layer_norm", s), d, &D->self_norm) ||
+        if (put_self_attention(L, &at, s, d, &D->qkv, &D->out, &D->self_norm) ||
             put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/attention/linear_0", s), d, d, &D->cross_q) ||
             put(L, mt_strfmt(n, sizeof n, "%s/attention/linear_1/weight", s), 2 * d, d,
                 ckv_w + (size_t)(2 * l) * (size_t)(d * d), 0) ||
@@ -654,9 +673,7 @@ static int put_weights(mt_model *m, ct2_loader *L, float *arena, int own_enc, in
                 ckv_b + (size_t)(2 * l * d), 1) ||
             put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/attention/linear_2", s), d, d, &D->cross_out) ||
             put_norm(L, &at, mt_strfmt(n, sizeof n, "%s/attention/layer_norm", s), d, &D->cross_norm) ||
-            put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/ffn/linear_0", s), in->decoder_ffn_dim, d, &D->fc1) ||
-            put_linear(L, &at, mt_strfmt(n, sizeof n, "%s/ffn/linear_1", s), d, in->decoder_ffn_dim, &D->fc2) ||
-            put_norm(L, &at, mt_strfmt(n, sizeof n, "%s/ffn/layer_norm", s), d, &D->ffn_norm))
+            put_ffn(L, &at, s, d, in->decoder_ffn_dim, &D->fc1, &D->fc2, &D->ffn_norm))
             return -1;
     }
     /* Anything left is a part this engine does not run (a final layer norm, relative
