@@ -13,6 +13,7 @@ imported by test_server.py and the other server tests (`import mtfixtures as ts`
   wait_until             polls a condition with a deadline (no fixed sleeps)
   free_port              a loopback port nobody listens on now (for a server that must be
                          given one; Server itself asks for --port 0)
+  nginx_conf             a main nginx.conf whose every path lies in a private directory
 
 Every server started is killed at exit if a test did not stop it. Standard library only.
 """
@@ -251,3 +252,24 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def nginx_conf(tmp, http, workers=1):
+    """Writes tmp/nginx.conf for Debian's nginx run unprivileged in tmp (`nginx -c CONF -p
+    tmp`; as root it keeps root's user): pid, error log and every temporary path in tmp,
+    `http` the lines of the http block. Returns its path."""
+    path = os.path.join(tmp, "nginx.conf")
+    with open(path, "w") as f:
+        f.write("""%(user)sworker_processes %(w)d;
+error_log %(t)s/error.log info;
+pid %(t)s/nginx.pid;
+events { worker_connections 512; }
+http {
+    client_body_temp_path %(t)s/body;
+    proxy_temp_path %(t)s/proxy;
+    fastcgi_temp_path %(t)s/fastcgi;
+    uwsgi_temp_path %(t)s/uwsgi;
+    scgi_temp_path %(t)s/scgi;
+%(http)s}
+""" % {"t": tmp, "w": workers, "http": http, "user": "user root root;\n" if os.geteuid() == 0 else ""})
+    return path

@@ -134,19 +134,7 @@ class Nginx:
     def __init__(self, ports):
         self.tmp = tempfile.mkdtemp(prefix="mt_jobs_nginx_")
         self.port = free_port()
-        conf = os.path.join(self.tmp, "nginx.conf")
-        with open(conf, "w") as f:
-            f.write("""%(user)sworker_processes 1;
-error_log %(t)s/error.log info;
-pid %(t)s/nginx.pid;
-events { worker_connections 512; }
-http {
-    client_body_temp_path %(t)s/body;
-    proxy_temp_path %(t)s/proxy;
-    fastcgi_temp_path %(t)s/fastcgi;
-    uwsgi_temp_path %(t)s/uwsgi;
-    scgi_temp_path %(t)s/scgi;
-    log_format up '$request $status upstream=$upstream_addr';
+        conf = ts.nginx_conf(self.tmp, """    log_format up '$request $status upstream=$upstream_addr';
     access_log %(t)s/access.log up;
     upstream mt { %(servers)s }
     server {
@@ -159,9 +147,8 @@ http {
             proxy_read_timeout 120s;
         }
     }
-}
-""" % {"t": self.tmp, "port": self.port, "user": "user root root;\n" if os.geteuid() == 0 else "",
-                "servers": " ".join("server 127.0.0.1:%d max_fails=0;" % p for p in ports)})
+""" % {"t": self.tmp, "port": self.port,
+       "servers": " ".join("server 127.0.0.1:%d max_fails=0;" % p for p in ports)})
         self.proc = subprocess.Popen(["nginx", "-c", conf, "-p", self.tmp, "-g", "daemon off;"],
                                      stdout=subprocess.DEVNULL, stderr=open(os.path.join(self.tmp, "out"), "wb"),
                                      start_new_session=True)
