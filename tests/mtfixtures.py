@@ -14,6 +14,7 @@ imported by test_server.py and the other server tests (`import mtfixtures as ts`
   free_port              a loopback port nobody listens on now (for a server that must be
                          given one; Server itself asks for --port 0)
   nginx_conf             a main nginx.conf whose every path lies in a private directory
+  eval_check             a tools/eval_*.py --check run on the bundled en-de model (77 without it)
 
 Every server started is killed at exit if a test did not stop it. Standard library only.
 """
@@ -273,3 +274,15 @@ http {
 %(http)s}
 """ % {"t": tmp, "w": workers, "http": http, "user": "user root root;\n" if os.geteuid() == 0 else ""})
     return path
+
+
+def eval_check(tool, args=(), timeout=900):
+    """tools/TOOL --check with mt-translate and the bundled en-de model (tools/eval_spans.py,
+    tools/eval_glossary.py: they read ../shared's debian-l10n data and skip themselves
+    without it): its exit status, or 77 (a skip) without the bundled model."""
+    model = os.path.join(BUNDLED, "model.safetensors")
+    if not os.path.exists(model):
+        print("SKIP: no bundled model at %s" % model)
+        return 77
+    return subprocess.run([sys.executable, os.path.join(SRC, "tools", tool), "--check", *args, "--cli", CLI,
+                           "--model", BUNDLED], timeout=timeout).returncode

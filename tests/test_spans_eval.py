@@ -8,22 +8,14 @@ when ../shared's debian-l10n data or the bundled model is absent.
 Run: MT_BUILD_DIR=build MT_SOURCE_DIR=. /usr/bin/python3 tests/test_spans_eval.py
 """
 import os
-import subprocess
 import sys
 
-SOURCE = os.environ.get("MT_SOURCE_DIR", ".")
-BUILD = os.environ.get("MT_BUILD_DIR", "build")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mtfixtures as ts  # noqa: E402
 
 
 def main():
-    model = os.path.join(SOURCE, "models", "en-de", "model.safetensors")
-    if not os.path.exists(model):
-        print("SKIP: no bundled model at %s" % model)
-        return 77
-    cli = os.path.join(BUILD, "cli", "mt-translate")
-    res = subprocess.run([sys.executable, os.path.join(SOURCE, "tools", "eval_spans.py"), "--check", "--show",
-                          "--cli", cli, "--model", os.path.join(SOURCE, "models", "en-de")], timeout=1500)
-    return res.returncode
+    return ts.eval_check("eval_spans.py", ("--show",), timeout=1500)
 
 
 if __name__ == "__main__":
