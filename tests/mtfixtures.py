@@ -13,6 +13,7 @@ imported by test_server.py and the other server tests (`import mtfixtures as ts`
   wait_until             polls a condition with a deadline (no fixed sleeps)
   free_port              a loopback port nobody listens on now (for a server that must be
                          given one; Server itself asks for --port 0)
+  require_server         raises (an error, not a skip) when mt-server is not built
   nginx_conf             a main nginx.conf whose every path lies in a private directory
   eval_check             a tools/eval_*.py --check run on the bundled en-de model (77 without it)
 
@@ -253,6 +254,11 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def require_server():
+    if not os.path.exists(SERVER):
+        raise RuntimeError("missing %s: build first" % SERVER)
 
 
 def nginx_conf(tmp, http, workers=1):

@@ -29,8 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 def setUpModule():
     global EN_DE, DE_EN
-    if not os.path.exists(ts.SERVER):
-        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    ts.require_server()
     # Snapshots: the training run may rewrite the bundled models while the test runs.
     EN_DE = os.path.join(ts.TMP, "deepl-en-de")
     DE_EN = os.path.join(ts.TMP, "deepl-de-en")

@@ -28,10 +28,7 @@ import urllib.parse
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-try:  # the Server fixture (mt-server on a free port), wherever the tree keeps it
-    import mtfixtures as ts  # noqa: E402
-except ImportError:
-    import test_server as ts  # noqa: E402
+import mtfixtures as ts  # noqa: E402  (the Server fixture: mt-server on a free port)
 
 SRV = None
 K1, K2 = "gloss-key-1", "gloss-key-2"
@@ -39,8 +36,7 @@ K1, K2 = "gloss-key-1", "gloss-key-2"
 
 def setUpModule():
     global SRV
-    if not os.path.exists(ts.SERVER):
-        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    ts.require_server()
     en_de, de_en = ts.BUNDLED, os.path.join(ts.SRC, "models", "de-en")
     for m in (en_de, de_en):
         if not os.path.exists(os.path.join(m, "model.safetensors")):

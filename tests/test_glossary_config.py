@@ -27,8 +27,7 @@ K1, K2 = "cfg-key-1", "cfg-key-2"
 
 def setUpModule():
     global MODEL
-    if not os.path.exists(ts.SERVER):
-        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    ts.require_server()
     MODEL = ts.make_model("tiny-en-de", 1)
 
 

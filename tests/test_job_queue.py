@@ -271,8 +271,7 @@ def setUpModule():
         raise unittest.SkipTest("psql (postgresql-client-15) is not installed")
     if not shutil.which("nginx"):
         raise unittest.SkipTest("nginx is not installed (scripts/install-deps.sh --test installs nginx-light)")
-    if not os.path.exists(ts.SERVER):
-        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    ts.require_server()
     PG = sst.Postgres()
     sst.PG = PG
     MODEL = ts.make_model("tiny-en-de", 1)

@@ -21,8 +21,7 @@ MODEL = None
 
 def setUpModule():
     global MODEL
-    if not os.path.exists(ts.SERVER):
-        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    ts.require_server()
     # A snapshot: the training run may rewrite models/en-de while the test runs.
     MODEL = os.path.join(ts.TMP, "lt-en-de")
     shutil.copytree(ts.BUNDLED, MODEL)

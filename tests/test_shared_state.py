@@ -141,8 +141,7 @@ def setUpModule():
         raise unittest.SkipTest("postgresql-15 is not installed (scripts/install-deps.sh --test installs it)")
     if not shutil.which("psql"):
         raise unittest.SkipTest("psql (postgresql-client-15) is not installed")
-    if not os.path.exists(ts.SERVER):
-        raise RuntimeError("missing %s: build first" % ts.SERVER)
+    ts.require_server()
     PG = Postgres()
     MODEL = ts.make_model("tiny-en-de", 1)
 
