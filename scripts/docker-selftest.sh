@@ -13,7 +13,8 @@
 #            refused or closed with no answer byte, or a 503), the server drains and exits 0
 #   systemd  deploy/systemd/mt-server.service under a real systemd 252 (PID 1 of a privileged
 #            container made from the image): starts, translates, `systemctl stop` is clean
-#   compose  docker/compose.scale.yml with docker-compose v1: after `--scale mt=3` the new
+#   compose  docker/compose.scale.yml with docker-compose v1 (nginx and PostgreSQL images
+#            built here from Debian packages: no registry): after `--scale mt=3` the new
 #            replica gets requests without an nginx reload; scaling down loses none
 #
 # Installs docker.io, mmdebstrap and docker-compose with apt when missing, starts dockerd
@@ -378,14 +379,47 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends nginx-lig
  && apt-get clean && rm -rf /var/lib/apt/lists/* && rm -f /etc/nginx/sites-enabled/default
 CMD ["nginx", "-g", "daemon off;"]
 DOCKERFILE
-    nginx_image=mt-nginx:selftest
+    # PostgreSQL likewise: Debian's postgresql-15 with an entrypoint that does what the
+    # official image's does for this compose file (initdb with POSTGRES_USER and
+    # POSTGRES_PASSWORD on the first start, POSTGRES_DB created, TCP with passwords).
+    mkdir -p "$work/postgres"
+    cat >"$work/postgres/Dockerfile" <<'DOCKERFILE'
+FROM debian:12-slim
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends postgresql-15 \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
+ && install -d -o postgres -g postgres -m 700 /var/lib/postgresql/data
+COPY entrypoint.sh /usr/local/bin/entrypoint.sh
+USER postgres
+ENV PATH=/usr/lib/postgresql/15/bin:$PATH PGDATA=/var/lib/postgresql/data
+ENTRYPOINT ["/bin/sh", "/usr/local/bin/entrypoint.sh"]
+DOCKERFILE
+    cat >"$work/postgres/entrypoint.sh" <<'ENTRYPOINT'
+set -e
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  pw=$(mktemp)
+  printf '%s\n' "$POSTGRES_PASSWORD" >"$pw"
+  initdb -D "$PGDATA" -U "$POSTGRES_USER" --pwfile="$pw" -A scram-sha-256 >/dev/null
+  rm -f "$pw"
+  echo "listen_addresses = '*'" >>"$PGDATA/postgresql.conf"
+  echo "host all all all scram-sha-256" >>"$PGDATA/pg_hba.conf"
+  postgres -D "$PGDATA" -c listen_addresses= -k /tmp &
+  until pg_isready -q -h /tmp; do sleep 0.2; done
+  PGPASSWORD=$POSTGRES_PASSWORD createdb -h /tmp -U "$POSTGRES_USER" "$POSTGRES_DB"
+  pg_ctl -D "$PGDATA" -m fast -w stop >/dev/null
+fi
+exec postgres -D "$PGDATA" -k /tmp
+ENTRYPOINT
+    nginx_image=mt-nginx:selftest postgres_image=mt-postgres:selftest
     if ! docker build -q -t "$nginx_image" "$work/nginx" >"$work/nginx.log" 2>&1; then
       tail -10 "$work/nginx.log"
       fail "building the nginx image"
+    elif ! docker build -q -t "$postgres_image" "$work/postgres" >"$work/postgres.log" 2>&1; then
+      tail -10 "$work/postgres.log"
+      fail "building the postgres image"
     else
       port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
       compose_project=mtselftest$$
-      export MT_IMAGE=$tag_test NGINX_IMAGE=$nginx_image MT_PUBLISH=127.0.0.1:$port MT_WORKERS=1 MT_REPLICAS=2
+      export MT_IMAGE=$tag_test NGINX_IMAGE=$nginx_image POSTGRES_IMAGE=$postgres_image MT_PUBLISH=127.0.0.1:$port MT_WORKERS=1 MT_REPLICAS=2
       dc() { docker-compose -p "$compose_project" -f docker/compose.scale.yml "$@"; }
       url=http://127.0.0.1:$port
       t0=$SECONDS
