@@ -30,7 +30,6 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_scripts as ts  # noqa: E402  (helpers: servers, ports, HTTP)
-import mtfixtures as mtf  # noqa: E402  (nginx_conf)
 
 SOURCE, BUILD = ts.SOURCE, ts.BUILD
 DOCKER = os.path.join(SOURCE, "docker")
@@ -119,6 +118,13 @@ def exec_form_or_shell(args):
         import json
         return json.loads(args)
     return shlex.split(args)
+
+
+def docs_text():
+    """README.md and docs/*.md, where the commands the image must honour are documented."""
+    docs = os.path.join(SOURCE, "docs")
+    names = sorted(n for n in os.listdir(docs) if n.endswith(".md")) if os.path.isdir(docs) else []
+    return "\n".join(read(p) for p in [os.path.join(SOURCE, "README.md")] + [os.path.join(docs, n) for n in names])
 
 
 def readme_first_command():
@@ -386,7 +392,7 @@ class Portability(unittest.TestCase):
         self.assertRegex(text, r"useradd [^\n]*--uid %s\b[^\n]*--gid %s\b" % (uid, gid))
 
     def test_readme_docker_run_waits_for_the_drain(self):
-        readme = read(os.path.join(SOURCE, "README.md"))
+        readme = docs_text()
         runs = re.findall(r"(?m)^`?docker run [^\n]*-p [^\n]*", readme)
         self.assertTrue(runs)
         for r in runs:
@@ -398,7 +404,7 @@ class SelfTest(unittest.TestCase):
     docker-selftest and systemd-unit); here, that it runs what the README documents."""
 
     def test_selftest_runs_the_readme_read_only_command(self):
-        readme = read(os.path.join(SOURCE, "README.md"))
+        readme = docs_text()
         runs = re.findall(r"(?m)^`?docker run [^\n]*--read-only[^\n]*", readme)
         self.assertTrue(runs, "the README documents no read-only docker run")
         selftest = read(os.path.join(SOURCE, "scripts", "docker-selftest.sh"))
@@ -529,7 +535,22 @@ def local_nginx_conf(tmp, listen_port, backends):
     inner = os.path.join(tmp, "mt.conf")
     with open(inner, "w") as f:
         f.write(text)
-    return mtf.nginx_conf(tmp, "    include %s;\n" % inner, workers=2)
+    main = os.path.join(tmp, "nginx.conf")
+    with open(main, "w") as f:
+        f.write("""%(user)sworker_processes 2;
+error_log %(t)s/error.log info;
+pid %(t)s/nginx.pid;
+events { worker_connections 512; }
+http {
+    client_body_temp_path %(t)s/body;
+    proxy_temp_path %(t)s/proxy;
+    fastcgi_temp_path %(t)s/fastcgi;
+    uwsgi_temp_path %(t)s/uwsgi;
+    scgi_temp_path %(t)s/scgi;
+    include %(inner)s;
+}
+""" % {"t": tmp, "inner": inner, "user": "user root root;\n" if os.geteuid() == 0 else ""})
+    return main
 
 
 class NginxScaleOut(unittest.TestCase):

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """web/openapi.json (served at GET /spec) against the README and the server.
 
-Every example request in README.md (each `curl` command, continuation lines joined) is
+Every example request in README.md and docs/*.md (each `curl` command, continuation lines joined) is
 validated against the document: its path and method must be described, and its body
 (JSON, or form fields from `-d k=v` / `-F k=v`) must match the request schema for its
 content type. Also: every endpoint mt-server routes (server/*.c) and every endpoint of
@@ -44,9 +44,25 @@ def validator(schema):
     return jsonschema.Draft202012Validator(schema, resolver=resolver)
 
 
+def doc_files():
+    """README.md and the pages of docs/ it links to, where the examples live."""
+    docs = os.path.join(SOURCE, "docs")
+    names = sorted(n for n in os.listdir(docs) if n.endswith(".md")) if os.path.isdir(docs) else []
+    return [os.path.join(SOURCE, "README.md")] + [os.path.join(docs, n) for n in names]
+
+
 def readme_curl_commands():
-    """(line number, argv) of every curl command in README.md's code blocks."""
-    with open(os.path.join(SOURCE, "README.md"), encoding="utf-8") as f:
+    """("FILE line N", argv) of every curl command in the code blocks of README.md and docs/."""
+    out = []
+    for path in doc_files():
+        rel = os.path.relpath(path, SOURCE)
+        out += [("%s line %d" % (rel, n), argv) for n, argv in curl_commands(path)]
+    return out
+
+
+def curl_commands(path):
+    """(line number, argv) of every curl command in one Markdown file's code blocks."""
+    with open(path, encoding="utf-8") as f:
         lines = f.read().split("\n")
     out, i = [], 0
     while i < len(lines):
@@ -171,7 +187,7 @@ class OpenAPI(unittest.TestCase):
             if req is None:
                 continue
             method, path, ctype, body = req
-            where = "README.md line %d: %s %s" % (line, method, path)
+            where = "%s: %s %s" % (line, method, path)
             sp = spec_path_for(path)
             self.assertIsNotNone(sp, where + ": path not in web/openapi.json")
             op = SPEC["paths"][sp].get(method.lower())
@@ -182,8 +198,9 @@ class OpenAPI(unittest.TestCase):
                 errors = sorted(validator(content[ctype]["schema"]).iter_errors(body), key=str)
                 self.assertFalse(errors, "%s: %s" % (where, "; ".join(e.message for e in errors[:3])))
             checked += 1
-        # The README has several translate examples; finding none means the parser broke.
+        # The README and docs/ have many examples; finding few means the parser broke.
         self.assertGreaterEqual(checked, 5, "only %d README requests found" % checked)
+        self.assertTrue(any(w.startswith("README.md") for w, _ in commands), "no curl in README.md")
 
     def test_checker_rejects_bad_requests(self):
         """The checks above can fail: wrong field types and unknown fields are refused."""
