@@ -30,6 +30,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_scripts as ts  # noqa: E402  (helpers: servers, ports, HTTP)
+import mtfixtures as mtf  # noqa: E402  (nginx_conf)
 
 SOURCE, BUILD = ts.SOURCE, ts.BUILD
 DOCKER = os.path.join(SOURCE, "docker")
@@ -535,22 +536,7 @@ def local_nginx_conf(tmp, listen_port, backends):
     inner = os.path.join(tmp, "mt.conf")
     with open(inner, "w") as f:
         f.write(text)
-    main = os.path.join(tmp, "nginx.conf")
-    with open(main, "w") as f:
-        f.write("""%(user)sworker_processes 2;
-error_log %(t)s/error.log info;
-pid %(t)s/nginx.pid;
-events { worker_connections 512; }
-http {
-    client_body_temp_path %(t)s/body;
-    proxy_temp_path %(t)s/proxy;
-    fastcgi_temp_path %(t)s/fastcgi;
-    uwsgi_temp_path %(t)s/uwsgi;
-    scgi_temp_path %(t)s/scgi;
-    include %(inner)s;
-}
-""" % {"t": tmp, "inner": inner, "user": "user root root;\n" if os.geteuid() == 0 else ""})
-    return main
+    return mtf.nginx_conf(tmp, "    include %s;\n" % inner, workers=2)
 
 
 class NginxScaleOut(unittest.TestCase):
