@@ -1,5 +1,6 @@
 /* service_impl.h: what the files of the service share (service.c: the registry and the
- * per-model layer; submit.c: the request layer; rejoin.c: decoding and rejoining). */
+ * per-model layer; submit.c: the request layer; routing.c: its routes and detection;
+ * rejoin.c: decoding and rejoining). */
 #ifndef MT_TRANSLATOR_SERVICE_IMPL_H
 #define MT_TRANSLATOR_SERVICE_IMPL_H
 
@@ -56,5 +57,20 @@ struct mt_service_job {
 /* rejoin.c: the batcher finished j (worker thread, or purge/abort): outcome, results,
  * then j's callback. */
 void mt_service_job_finished(mt_job *job, void *user);
+
+/* A text already in the target language, answered as it came (LibreTranslate does the
+ * same): its route_of entry. */
+enum { MT_ROUTE_SAME = -2 };
+
+/* routing.c: source "auto" with a detector: each text's route (route_of, conf: rq->n
+ * each, the caller's). Detection runs among every language the models read or write: a
+ * text already in the target language is MT_ROUTE_SAME (answered unchanged: *same gets
+ * rq->n + 1 entries, each such text's copy, else NULL; *same_route what they report); one
+ * in a language with no model into target, or in a language no model reads at all, is
+ * refused naming it (MT_SERVICE_INVALID, message in err). 1 when done, 0 when the request
+ * is not one for detection (or nothing translates into target), -1 out of memory (*same
+ * may hold copies: the caller frees them), -2 refused. */
+int mt_service_detect_routes(const mt_service *svc, const mt_service_request *rq, int *route_of, double *conf,
+                             mt_route *same_route, char ***same, char *err, size_t errlen);
 
 #endif
