@@ -1,6 +1,7 @@
-/* ct2.c: loads a CTranslate2 model directory (model.bin, config.json, the vocabularies)
- * into the same read-only float32 arena and layer tables model.c builds from a MarianMT
- * directory, so everything after the load (compute types, packing, search) is shared.
+/* ct2.c: loads a CTranslate2 model directory (model.bin, and config.json and the
+ * vocabularies that ct2_dir.c reads) into the same read-only float32 arena and layer tables
+ * model.c builds from a MarianMT directory, so everything after the load (compute types,
+ * packing, search) is shared.
  *
  * What is accepted: CTranslate2's TransformerSpec, post-norm as CTranslate2's Marian
  * converter (and ours, ../shared/peers/ctranslate2/hf_to_ct2.py) writes it, or pre-norm
@@ -20,7 +21,6 @@
  * so that it takes no probability mass from the real vocabulary). */
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,201 +31,10 @@
 #include <unistd.h>
 
 #include "ct2.h"
+#include "ct2_dir.h"
 #include "ct2_file.h"
 #include "internal.h"
 #include "packed.h"
-
-/* ---- vocabularies ---- */
-
-typedef struct {
-    char **tok;
-    int n;
-    char path[64]; /* the file's name, for messages */
-} ct2_vocab;
-
-static void vocab_free(ct2_vocab *v)
-{
-    for (int i = 0; i < v->n; i++)
-        free(v->tok[i]);
-    free(v->tok);
-    v->tok = NULL;
-    v->n = 0;
-}
-
-static int vocab_find(const ct2_vocab *v, const char *s)
-{
-    for (int i = 0; i < v->n; i++)
-        if (!strcmp(v->tok[i], s))
-            return i;
-    return -1;
-}
-
-/* NAME.json (a list of strings) or NAME.txt (one token a line), as CTranslate2 reads them.
- * 1 when neither exists. */
-static int vocab_load(const char *dir, const char *name, ct2_vocab *v, char *err, size_t errlen)
-{
-    char path[4096];
-    memset(v, 0, sizeof *v);
-    mt_strfmt(path, sizeof path, "%s/%s.json", dir, name);
-    if (access(path, F_OK) == 0) {
-        mt_strfmt(v->path, sizeof v->path, "%s.json", name);
-        json_error_t je;
-        json_t *j = json_load_file(path, 0, &je);
-        if (!j)
-            return mt_error(MT_ERR_INVALID, err, errlen, "%s: invalid JSON: %s at line %d", v->path, je.text,
-                            je.line), -1;
-        if (!json_is_array(j) || json_array_size(j) == 0 || json_array_size(j) > (1u << 24)) {
-            json_decref(j);
-            return mt_error(MT_ERR_INVALID, err, errlen, "%s: must be a non-empty list of tokens", v->path), -1;
-        }
-        v->tok = calloc(json_array_size(j), sizeof *v->tok);
-        if (!v->tok) {
-            json_decref(j);
-            return mt_error(MT_ERR_NOMEM, err, errlen, "%s: out of memory", v->path), -1;
-        }
-        size_t i;
-        json_t *t;
-        json_array_foreach(j, i, t) {
-            if (!json_is_string(t) || !(v->tok[i] = strdup(json_string_value(t)))) {
-                v->n = (int)i;
-                json_decref(j);
-                vocab_free(v);
-                return mt_error(MT_ERR_INVALID, err, errlen, "%s: entry %zu is not a string", path, i), -1;
-            }
-        }
-        v->n = (int)json_array_size(j);
-        json_decref(j);
-        return 0;
-    }
-    mt_strfmt(path, sizeof path, "%s/%s.txt", dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return errno == ENOENT ? 1 : (mt_error(MT_ERR_INVALID, err, errlen, "%s: %s", path, strerror(errno)), -1);
-    mt_strfmt(v->path, sizeof v->path, "%s.txt", name);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t got;
-    int vcap = 0;
-    while ((got = getline(&line, &cap, f)) >= 0) {
-        if (got > 0 && line[got - 1] == '\n')
-            line[--got] = 0;
-        if (v->n == vcap) {
-            vcap = vcap ? vcap * 2 : 1024;
-            char **nt = vcap <= (1 << 24) ? realloc(v->tok, sizeof *nt * (size_t)vcap) : NULL;
-            if (!nt)
-                break;
-            v->tok = nt;
-        }
-        if (!(v->tok[v->n] = strdup(line)))
-            break;
-        v->n++;
-    }
-    int bad = ferror(f) || got >= 0;
-    free(line);
-    fclose(f);
-    if (bad || v->n == 0) {
-        vocab_free(v);
-        return mt_error(MT_ERR_INVALID, err, errlen, "%s: %s", path, v->n ? "cannot be read" : "is empty"), -1;
-    }
-    return 0;
-}
-
-/* The source and target vocabularies: shared_vocabulary, or source_/target_vocabulary. */
-static int load_vocabs(const char *dir, ct2_vocab *src, ct2_vocab *tgt, int *shared, char *err, size_t errlen)
-{
-    int rc = vocab_load(dir, "shared_vocabulary", src, err, errlen);
-    if (rc < 0)
-        return -1;
-    if (rc == 0) {
-        *shared = 1;
-        return 0;
-    }
-    *shared = 0;
-    if ((rc = vocab_load(dir, "source_vocabulary", src, err, errlen)) != 0)
-        return rc < 0 ? -1 : mt_error(MT_ERR_INVALID, err, errlen, "%s has no shared_vocabulary.json (or .txt) "
-                                      "nor source_vocabulary.json (or .txt)", dir), -1;
-    if ((rc = vocab_load(dir, "target_vocabulary", tgt, err, errlen)) != 0) {
-        vocab_free(src);
-        return rc < 0 ? -1 : mt_error(MT_ERR_INVALID, err, errlen, "%s has source_vocabulary but no "
-                                      "target_vocabulary.json (or .txt)", dir), -1;
-    }
-    return 0;
-}
-
-/* ---- config.json ---- */
-
-typedef struct {
-    char eos[64], start[64];
-    int add_source_eos, add_source_bos, has_start;
-} ct2_config;
-
-static int config_string(json_t *cfg, const char *key, const char *def, char *out, size_t cap, char *err,
-                         size_t errlen)
-{
-    json_t *v = cfg ? json_object_get(cfg, key) : NULL;
-    if (!v) {
-        snprintf(out, cap, "%s", def);
-        return 0;
-    }
-    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) >= cap)
-        return mt_error(MT_ERR_INVALID, err, errlen, "config.json: \"%s\" must be a token (a short string)", key), -1;
-    snprintf(out, cap, "%s", json_string_value(v));
-    return 0;
-}
-
-/* config.json (optional: CTranslate2 before 3.0 wrote none) with CTranslate2's defaults. */
-static int load_config(const char *dir, ct2_config *c, char *err, size_t errlen)
-{
-    char path[4096];
-    json_t *cfg = NULL;
-    mt_strfmt(path, sizeof path, "%s/config.json", dir);
-    if (access(path, F_OK) == 0) {
-        json_error_t je;
-        cfg = json_load_file(path, 0, &je);
-        if (!cfg || !json_is_object(cfg)) {
-            json_decref(cfg);
-            return mt_error(MT_ERR_INVALID, err, errlen, "config.json: %s", cfg ? "not a JSON object" : je.text), -1;
-        }
-    }
-    int rc = -1;
-    json_t *start = cfg ? json_object_get(cfg, "decoder_start_token") : NULL;
-    c->has_start = !start || !json_is_null(start);
-    if (config_string(cfg, "eos_token", "</s>", c->eos, sizeof c->eos, err, errlen) ||
-        (c->has_start && config_string(cfg, "decoder_start_token", "<s>", c->start, sizeof c->start, err, errlen)))
-        goto done;
-    c->add_source_eos = cfg && json_is_true(json_object_get(cfg, "add_source_eos"));
-    c->add_source_bos = cfg && json_is_true(json_object_get(cfg, "add_source_bos"));
-    json_t *eps = cfg ? json_object_get(cfg, "layer_norm_epsilon") : NULL;
-    if (eps && !json_is_null(eps) && (!json_is_number(eps) || fabs(json_number_value(eps) - 1e-5) > 1e-12)) {
-        mt_error(MT_ERR_INVALID, err, errlen, "config.json: layer_norm_epsilon %g is not supported (this engine's "
-                 "layer norms use 1e-5)", json_number_value(eps));
-        goto done;
-    }
-    if (cfg && json_is_true(json_object_get(cfg, "multi_query_attention"))) {
-        mt_error(MT_ERR_INVALID, err, errlen, "config.json: multi_query_attention is not supported");
-        goto done;
-    }
-    json_t *q = cfg ? json_object_get(cfg, "quantization_type") : NULL;
-    if (q && !json_is_null(q) && !(json_is_integer(q) && json_integer_value(q) == 0)) {
-        mt_error(MT_ERR_INVALID, err, errlen, "config.json: quantization_type %lld (AWQ) is not supported",
-                 (long long)json_integer_value(q));
-        goto done;
-    }
-    if (!c->has_start) {
-        mt_error(MT_ERR_INVALID, err, errlen, "config.json: decoder_start_token is null (the caller would give "
-                 "it as a target prefix): not supported");
-        goto done;
-    }
-    if (c->add_source_bos) {
-        mt_error(MT_ERR_INVALID, err, errlen, "config.json: add_source_bos true is not supported (the source gets "
-                 "no start token here)");
-        goto done;
-    }
-    rc = 0;
-done:
-    json_decref(cfg);
-    return rc;
-}
 
 /* ---- model.bin ---- */
 
@@ -729,14 +538,14 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
         mt_model_free(m);
         return NULL;
     }
-    ct2_config cfg;
-    ct2_vocab src = {0}, tgt = {0};
+    mt_ct2_config cfg;
+    mt_ct2_vocab src = {0}, tgt = {0};
     int shared = 0;
-    if (load_config(dir, &cfg, err, errlen) || load_vocabs(dir, &src, &tgt, &shared, err, errlen)) {
+    if (mt_ct2_config_load(dir, &cfg, err, errlen) || mt_ct2_vocabs_load(dir, &src, &tgt, &shared, err, errlen)) {
         mt_model_free(m);
         return NULL;
     }
-    const ct2_vocab *tv = shared ? &src : &tgt;
+    const mt_ct2_vocab *tv = shared ? &src : &tgt;
     char path[4096];
     size_t len = 0;
     void *bytes = map_file(mt_strfmt(path, sizeof path, "%s/model.bin", dir), &len, err, errlen);
@@ -752,13 +561,13 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
                  tv->path);
         goto done;
     }
-    int eos = vocab_find(tv, cfg.eos), start = vocab_find(tv, cfg.start);
+    int eos = mt_ct2_vocab_find(tv, cfg.eos), start = mt_ct2_vocab_find(tv, cfg.start);
     if (eos < 0 || start < 0) {
         mt_error(MT_ERR_INVALID, err, errlen, "%s: the %s token \"%s\" (config.json) is not in the vocabulary",
                  tv->path, eos < 0 ? "eos" : "decoder start", eos < 0 ? cfg.eos : cfg.start);
         goto done;
     }
-    if (vocab_find(&src, cfg.eos) != eos) {
+    if (mt_ct2_vocab_find(&src, cfg.eos) != eos) {
         mt_error(MT_ERR_INVALID, err, errlen, "%s: the eos token \"%s\" has another id in the source vocabulary "
                  "(the engine uses one eos id on both sides)", src.path, cfg.eos);
         goto done;
@@ -818,8 +627,8 @@ done:
     mt_ct2_free(f);
     if (bytes)
         munmap(bytes, len);
-    vocab_free(&src);
-    vocab_free(&tgt);
+    mt_ct2_vocab_free(&src);
+    mt_ct2_vocab_free(&tgt);
     if (rc) {
         mt_model_free(m);
         return NULL;
