@@ -1,8 +1,8 @@
 /* mt-translate: translates UTF-8 lines from stdin to stdout, one output line per input
  * line, in order; with --input html, the whole input is one HTML document; with a FILE,
  * a document through formats/ (mt_file.c). It only turns arguments into a service
- * request (the decoding flags come from the options table, translator/options.h) and
- * prints results: the translation service (translator/service.h) that mt-server uses
+ * request (the decoding flags come from the options table, include/mt/options.h) and
+ * prints results: the translation service (include/mt/service.h) that mt-server uses
  * loads the model, resolves the options and runs the pipeline, batching the sentences of
  * a chunk of lines by length across --workers threads, so both always agree. */
 #include <errno.h>

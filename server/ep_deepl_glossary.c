@@ -1,5 +1,5 @@
 /* ep_deepl_glossary.c: DeepL's glossaries (API v2), kept per API key (store/glossaries.h)
- * and enforced by the translation service (translator/glossary.h):
+ * and enforced by the translation service (include/mt/glossary.h):
  *
  *   GET  /v2/glossary-language-pairs  {"supported_languages": [{source_lang, target_lang}]}:
  *        every language pair a model serves, in DeepL's lower-case codes;

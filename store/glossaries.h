@@ -1,5 +1,5 @@
 /* glossaries.h: DeepL glossaries kept per API key: a name, a language pair, the entries
- * (as TSV, checked by the caller: translator/glossary.h) and their count, a creation
+ * (as TSV, checked by the caller: include/mt/glossary.h) and their count, a creation
  * time, and an id (a random UUID). Two backends, as store.h has them: the PostgreSQL
  * store when the server shares state (table mt_glossaries, schema version 2 of
  * store_pg.c), else an SQLite file (table glossaries; ":memory:" keeps them until the

@@ -1,4 +1,4 @@
-/* fuzz_glossary.c: libFuzzer target for the glossary entry reader (translator/glossary.h).
+/* fuzz_glossary.c: libFuzzer target for the glossary entry reader (include/mt/glossary.h).
  * Input: byte 0 picks TSV or CSV (bit 0), the rest is the text. Checks: an accepted
  * glossary has entries whose terms are non-empty valid UTF-8 without tabs, control
  * characters or surrounding spaces, its source terms are distinct, and its TSV, read

@@ -1,6 +1,6 @@
 /* fuzz_markup.c: libFuzzer target for the two parsers in front of the model in the HTML
  * and text pipelines: inline HTML taken out of a block and put back (translator/markup.h)
- * and protected spans cut out of a text and put back (translator/protect.h).
+ * and protected spans cut out of a text and put back (include/mt/protect.h).
  *
  * Input: byte 0 picks the parser (bit 0) and how the "translation" is made (markup: bit 1,
  * the plain text itself or its words reversed; protect: (byte 0 >> 1) % 3: the text the

@@ -1,4 +1,4 @@
-/* test_glossary.c: DeepL's glossary entry formats (translator/glossary.h): TSV and CSV
+/* test_glossary.c: DeepL's glossary entry formats (include/mt/glossary.h): TSV and CSV
  * entries, the rules every entry is held to, the line each error names, and TSV written
  * back. */
 #include <check.h>
