@@ -10,8 +10,11 @@
  *   tag_handling xml|html: the texts are markup (translator/html.c keeps tags byte for
  *   byte); ignore_tags: the content of those elements is kept untranslated (their start
  *   tags are marked translate="no" for the pipeline, and unmarked in the answer);
- *   split_sentences 1 and 0 both let the segmenter split at sentence ends (a text read as
- *   one sentence translates worse with these models), nonewlines reads newlines as spaces;
+ *   split_sentences: 1 splits at sentence ends and newlines, nonewlines reads newlines as
+ *   spaces, 0 translates each text as one sentence (newlines read as spaces; with
+ *   tag_handling, each block of the markup, a p, li, td ..., is one sentence), except a
+ *   text that encodes to more than the model's maximum source length, which is split as
+ *   with 1 since the model could not read it whole;
  *   preserve_formatting: whitespace and punctuation are kept anyway; non_splitting_tags,
  *   splitting_tags, outline_detection, context and model_type are accepted and ignored;
  *   formality: no model has a formality control, so "more"/"less" are refused as DeepL
@@ -437,6 +440,7 @@ static int read_translate(mt_server *s, req_ctx *c, const json_t *obj, char *err
     if (tags && *tags && strcmp(tags, "xml") != 0 && strcmp(tags, "html") != 0)
         return snprintf(err, errlen, "Value for 'tag_handling' not supported."), 400;
     rq->html = tags && *tags;
+    rq->one_sentence = split && strcmp(split, "0") == 0;
     char ignore[2048], unused[2048];
     if (tag_list(obj, "ignore_tags", ignore, sizeof ignore) || tag_list(obj, "non_splitting_tags", unused, sizeof unused) ||
         tag_list(obj, "splitting_tags", unused, sizeof unused))

@@ -139,6 +139,7 @@ static enum MHD_Result submit(mt_server *s, req_ctx *c, const char *key, srv_rat
     rq.target_prefix = (const char *const *)c->req.target_prefix;
     rq.prefix_ids = c->req.prefix_ids;
     rq.glossary = c->req.glossary;
+    rq.one_sentence = c->req.one_sentence;
     rq.deadline = s->cfg->request_timeout > 0 ? c->t_start + s->cfg->request_timeout : 0;
     int st = mt_service_submit(s->svc, &rq, &c->task, err, sizeof err);
     if (st) return fail(c, st == MT_SERVICE_INVALID ? 400 : 500, err);

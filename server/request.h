@@ -38,6 +38,7 @@ typedef struct {
                            * or "target_prefix_ids" (ids "12 7", prefix_ids set) */
     int prefix_ids;
     int show_billed;      /* DeepL form: answer with billed_characters */
+    int one_sentence;     /* DeepL's split_sentences=0: each text is one sentence */
     struct mt_glossary *glossary; /* DeepL's glossary_id: its entries, borrowed while the
                                    * request is submitted (the service copies what it
                                    * needs); NULL: none */

@@ -130,6 +130,56 @@ class TestRaw(unittest.TestCase):
         self.error({"text": "Hello.", "target_lang": "DE", "preserve_formatting": "maybe"}, 400,
                    "preserve_formatting")
 
+    def sentences_of(self, send):
+        """Sentences the server translated for send() (mt_sentences_translated_total)."""
+        before = self.srv.metric("mt_sentences_translated_total")
+        out = send()
+        # the counter moves when the work is done, before the answer; the wait is a guard
+        ts.wait_until(lambda: self.srv.metric("mt_sentences_translated_total") > before, timeout=30)
+        return self.srv.metric("mt_sentences_translated_total") - before, out
+
+    def test_split_sentences_zero_is_one_sentence(self):
+        # distinct texts per call, so that no sentence comes from the cache
+        def send(text, split, **extra):
+            f = {"text": text, "target_lang": "DE", "source_lang": "EN"}
+            if split is not None:
+                f["split_sentences"] = split
+            f.update(extra)
+            return self.translate(f)["translations"][0]["text"]
+
+        n, _ = self.sentences_of(lambda: send("Hello world. The house is small.", "1"))
+        self.assertEqual(n, 2)
+        n, _ = self.sentences_of(lambda: send("Hello friend. The tree is small.", None))
+        self.assertEqual(n, 2)
+        n, out = self.sentences_of(lambda: send("Hello there.\nThe car is small.", "nonewlines"))
+        self.assertEqual(n, 2)
+        self.assertNotIn("\n", out)
+        n, _ = self.sentences_of(lambda: send("Hello you. The cat is small.", "0"))
+        self.assertEqual(n, 1)
+        n, out = self.sentences_of(lambda: send("Hello all.\nThe dog is small.", "0"))
+        self.assertEqual(n, 1)
+        self.assertNotIn("\n", out)
+        # markup: each block one sentence
+        n, out = self.sentences_of(lambda: send("<p>Hello me. The road is long.</p><p>Good day.</p>", "0",
+                                                tag_handling="html"))
+        self.assertEqual(n, 2)
+        self.assertTrue(out.startswith("<p>") and out.count("<p>") == 2, out)
+        n, _ = self.sentences_of(lambda: send("<p>Hello us. The road is wide.</p>", "1", tag_handling="xml"))
+        self.assertEqual(n, 2)
+        # JSON bodies: "0" and 0
+        for i, split in enumerate(("0", 0)):
+            body = {"text": ["Hello %s. The book is %s." % (w, w) for w in (("red", "blue")[i],)],
+                    "target_lang": "DE", "source_lang": "EN", "split_sentences": split}
+
+            def post():
+                st, _, b = self.srv.post_json(body, path="/v2/translate")
+                self.assertEqual(st, 200, b)
+                return b
+            n, _ = self.sentences_of(post)
+            self.assertEqual(n, 1, split)
+        self.error({"text": "Hello.", "target_lang": "DE", "split_sentences": "none"}, 400, "split_sentences")
+        self.error({"text": "Hello.", "target_lang": "DE", "split_sentences": ""}, 400, "split_sentences")
+
     def test_tag_handling_ignore_tags(self):
         t = self.translate({"text": "Hello <b>world</b> and <code>keep_this(x) text</code> done.",
                             "target_lang": "DE", "tag_handling": "xml", "ignore_tags": "code,var",

@@ -250,6 +250,62 @@ START_TEST(routing_errors_name_the_pairs)
 }
 END_TEST
 
+/* one_sentence (DeepL's split_sentences=0): a two-sentence text, and each HTML block, is
+ * one sentence; without it the text is two. A text longer than the model reads at once
+ * (this tiny model: 16 tokens) is split as usual. */
+static int sentences_of(mt_service *svc, const char *text, mt_format input, int one_sentence)
+{
+    size_t len = strlen(text);
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.source = "en";
+    rq.target = "pt";
+    rq.n = 1;
+    rq.texts = &text;
+    rq.lens = &len;
+    rq.input = input;
+    rq.one_sentence = one_sentence;
+    mt_service_task *task;
+    char err[512];
+    ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    mt_service_stats st;
+    mt_service_task_stats(task, &st);
+    mt_service_task_free(task);
+    return st.sentences;
+}
+
+START_TEST(one_sentence_keeps_each_text_whole)
+{
+    mt_service *svc = load(1, NULL, NULL);
+    const char *two = "He is here. She is there.";
+    ck_assert_int_eq(sentences_of(svc, two, MT_FORMAT_TEXT, 0), 2);
+    ck_assert_int_eq(sentences_of(svc, two, MT_FORMAT_TEXT, 1), 1);
+    ck_assert_int_eq(sentences_of(svc, EN, MT_FORMAT_TEXT, 1), 2); /* too long to read whole */
+    ck_assert_int_eq(sentences_of(svc, "He is here.\nShe is there.", MT_FORMAT_TEXT, 1), 1);
+    const char *html = "<p>He is here. She is there.</p><p>It is late. Go home.</p>";
+    ck_assert_int_eq(sentences_of(svc, html, MT_FORMAT_HTML, 0), 4);
+    ck_assert_int_eq(sentences_of(svc, html, MT_FORMAT_HTML, 1), 2);
+    /* and it translates: one line out, the edges kept */
+    const char *text = "  He is here.\nShe is there. ";
+    size_t len = strlen(text);
+    mt_service_request rq;
+    mt_service_request_init(&rq);
+    rq.source = "en";
+    rq.target = "pt";
+    rq.n = 1;
+    rq.texts = &text;
+    rq.lens = &len;
+    rq.one_sentence = 1;
+    mt_translation out;
+    char err[512];
+    ck_assert_msg(mt_service_translate_request(svc, &rq, &out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    ck_assert_ptr_null(strchr(out.texts[0], '\n'));
+    ck_assert(strncmp(out.texts[0], "  ", 2) == 0);
+    mt_translation_clear(&out);
+    mt_service_free(svc);
+}
+END_TEST
+
 /* The options a request with `set` gets from a service with `defaults`. */
 static int resolve(mt_service *svc, const mt_decoding *given, mt_service_options *o, char *err, size_t errlen)
 {
@@ -356,6 +412,7 @@ int main(void)
     tcase_add_test(tc, auto_fans_out_and_merges_results_and_stats);
     tcase_add_test(tc, routing_errors_name_the_pairs);
     tcase_add_test(tc, glossary_masks_only_texts_that_lack_a_term);
+    tcase_add_test(tc, one_sentence_keeps_each_text_whole);
     tcase_add_test(tc, options_merge_defaults_and_policy);
     suite_add_tcase(s, tc);
     TCase *tt = tcase_create("options");

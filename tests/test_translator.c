@@ -147,6 +147,41 @@ START_TEST(long_sentences_are_cut_on_safe_boundaries)
 }
 END_TEST
 
+/* mt_translator_segment_whole (DeepL's split_sentences=0): one sentence, line breaks read
+ * as spaces, edges verbatim; too long to encode whole: the usual segmentation, text kept. */
+START_TEST(whole_text_is_one_sentence_unless_too_long)
+{
+    char text[] = " Hello world. The house is small.\nBye.  ";
+    mt_segment *segs;
+    char err[256];
+    int n = mt_translator_segment_whole(tr, text, strlen(text), 200, &segs, err, sizeof err);
+    ck_assert_msg(n == 3, "%d segments (%s)", n, err);
+    ck_assert_str_eq(text, " Hello world. The house is small. Bye.  ");
+    ck_assert(!segs[0].translate && segs[0].len == 1);
+    ck_assert(segs[1].translate && segs[1].start == 1 && segs[1].len == strlen(text) - 3);
+    ck_assert(!segs[2].translate && segs[2].len == 2);
+    free(segs);
+
+    char longer[] = "Hello world. The house is small.\nThe quick brown fox jumps over the lazy dog.";
+    char copy[sizeof longer];
+    memcpy(copy, longer, sizeof longer);
+    n = mt_translator_segment_whole(tr, longer, strlen(longer), 8, &segs, err, sizeof err);
+    ck_assert_msg(n > 3, "%d segments (%s)", n, err);
+    ck_assert_str_eq(longer, copy); /* not rewritten: the newline stays a line break */
+    int sentences = 0;
+    for (int i = 0; i < n; i++) sentences += segs[i].translate;
+    ck_assert_int_ge(sentences, 3);
+    free(segs);
+
+    char blank[] = " \n ";
+    n = mt_translator_segment_whole(tr, blank, strlen(blank), 200, &segs, err, sizeof err);
+    ck_assert_int_eq(n, 1);
+    ck_assert(!segs[0].translate);
+    free(segs);
+    ck_assert_int_eq(mt_translator_segment_whole(tr, (char[]){"ok \xc3\x28"}, 5, 200, &segs, err, sizeof err), -1);
+}
+END_TEST
+
 START_TEST(invalid_utf8_is_rejected_with_position)
 {
     mt_segment *segs;
@@ -494,6 +529,7 @@ int main(void)
     tcase_add_test(tc, spaced_abbreviations_never_end_a_sentence);
     tcase_add_test(tc, keeps_lines_and_spacing_verbatim);
     tcase_add_test(tc, long_sentences_are_cut_on_safe_boundaries);
+    tcase_add_test(tc, whole_text_is_one_sentence_unless_too_long);
     tcase_add_test(tc, invalid_utf8_is_rejected_with_position);
     tcase_add_test(tc, pipeline_keeps_order_lines_and_n_best);
     tcase_add_test(tc, service_workers_agree_with_one_worker);

@@ -326,6 +326,49 @@ int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
     return finish(tr, text, &l, max_tokens, out, err, errlen);
 }
 
+int mt_translator_segment_whole(const mt_translator *tr, char *text, size_t len, int max_tokens,
+                                mt_segment **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!mt_utf8_valid(text, len, err, errlen))
+        return -1;
+    size_t a = 0, b = len;
+    while (a < b && is_blank((unsigned char)text[a]))
+        a++;
+    while (b > a && is_blank((unsigned char)text[b - 1]))
+        b--;
+    if (b > a) {
+        /* measured as it will be encoded: line breaks as spaces */
+        char *body = malloc(b - a);
+        if (!body) {
+            mt_error(-1, err, errlen, "out of memory");
+            return -1;
+        }
+        for (size_t i = a; i < b; i++)
+            body[i - a] = text[i] == '\n' || text[i] == '\r' ? ' ' : text[i];
+        int n = mt_tokenizer_encode(tr->tok, body, b - a, NULL, 0, err, errlen);
+        if (n < 0) {
+            free(body);
+            return -1;
+        }
+        if (n + (tr->target_token >= 0 ? 1 : 0) > max_tokens) {
+            /* too long to be read whole: the model could not encode it */
+            free(body);
+            return mt_translator_segment(tr, text, len, max_tokens, out, err, errlen);
+        }
+        memcpy(text + a, body, b - a);
+        free(body);
+    }
+    seg_list l = {0};
+    if (push(&l, 0, a, 0) || push(&l, a, b - a, 1) || push(&l, b, len - b, 0)) {
+        free(l.items);
+        mt_error(-1, err, errlen, "out of memory");
+        return -1;
+    }
+    *out = l.items;
+    return l.count;
+}
+
 /* Does an HTML text node hold words? Nodes of only spaces, punctuation, symbols and
  * character references ("&nbsp;", " | ", "&raquo;") are layout, kept as they are. */
 static int has_words(const char *s, size_t start, size_t end)

@@ -103,8 +103,12 @@ static int segment_text(mt_service_job *j, const mt_translator *tr, int u, char 
         j->segs[u][0] = (mt_segment){0, j->lens[u], 1};
         j->n_segs[u] = j->lens[u] > 0;
     } else {
-        j->n_segs[u] = (j->html_nodes ? mt_translator_segment_html : mt_translator_segment)(
-            tr, j->texts[u], j->lens[u], max_tokens, &j->segs[u], err, errlen);
+        if (j->opts.one_sentence && !j->html_nodes)
+            j->n_segs[u] = mt_translator_segment_whole(tr, j->texts[u], j->lens[u], max_tokens, &j->segs[u],
+                                                       err, errlen);
+        else
+            j->n_segs[u] = (j->html_nodes ? mt_translator_segment_html : mt_translator_segment)(
+                tr, j->texts[u], j->lens[u], max_tokens, &j->segs[u], err, errlen);
         if (j->n_segs[u] < 0) {
             j->n_segs[u] = 0;
             return -1;

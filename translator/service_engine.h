@@ -36,6 +36,7 @@ typedef struct {
     int prefix_ids;
     unsigned protect;         /* MT_PROTECT_* kinds kept byte for byte, in text and HTML
                                * (default MT_PROTECT_ALL; 0: none) */
+    int one_sentence;         /* 1: each text unit is one sentence (mt_translator_segment_whole) */
 } mt_service_options;
 
 /* The model's search defaults (n_best 1, unk_id the tokenizer's), plain text in and out,

@@ -79,6 +79,7 @@ int mt_service_resolve_options(const mt_service *svc, int route, const mt_servic
     opts->target_prefix = rq->target_prefix;
     opts->prefix_ids = rq->prefix_ids;
     opts->protect = rq->protect;
+    opts->one_sentence = rq->one_sentence;
     opts->deadline = rq->deadline;
     mt_decoding d = {{0}, 0};
     mt_decoding_merge(&d, &svc->defaults);

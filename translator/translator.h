@@ -58,6 +58,13 @@ typedef struct {
 int mt_translator_segment(const mt_translator *tr, const char *text, size_t len,
                           int max_tokens, mt_segment **out, char *err, size_t errlen);
 
+/* The text as one sentence: its leading and trailing whitespace verbatim, the rest one
+ * segment whose line breaks are rewritten as spaces in text (the bytes change, not the
+ * length). When that sentence encodes to more than max_tokens source ids, the text is left
+ * as it is and segmented as mt_translator_segment does. Same result convention. */
+int mt_translator_segment_whole(const mt_translator *tr, char *text, size_t len, int max_tokens,
+                                mt_segment **out, char *err, size_t errlen);
+
 /* The same for an HTML fragment (format "html"): tags, comments and the content of
  * script, style, textarea and translate="no" / class="notranslate" elements are
  * verbatim segments; each text node is split into sentences as above (a newline inside

@@ -209,6 +209,11 @@ typedef struct {
     int prefix_ids;            /* 1: the prefixes are target ids "12 7" */
     unsigned protect;          /* MT_PROTECT_* kinds kept byte for byte */
     double deadline;           /* mt_now() seconds; 0: none */
+    int one_sentence;          /* 1: each text (each block of an HTML text) is translated as
+                                * one sentence, its line breaks read as spaces (for callers
+                                * that send one sentence per text); a text that encodes to
+                                * more than the model's maximum source length is split as
+                                * usual, since it could not be encoded whole */
     const mt_glossary *glossary; /* its source terms come out as its target terms
                                   * (glossary.h: masked at submit, put back in the
                                   * results; borrowed until submit returns); NULL: none */
