@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """Our engine against CTranslate2 and the PyTorch reference, same model, same input, one run.
 
-  bench/bench_peers.py [--models en-de,de-en,base] [--lines 200] [--single-lines 20]
+  bench/bench_peers.py [--models en-de,de-en,base[,big]] [--lines 200] [--single-lines 20]
       [--base-lines 40] [--beam 4] [--threads 2] [--repeat 2] [--no-torch]
       [--compute-types float32,bfloat16,int8] [--chart bench-peers.png] [--cache DIR]
+      [--build-dir build] [--same-dir]
 
 For every model and setting it runs, interleaved (engine A, B, C, then again), and keeps
 each engine's fastest run:
@@ -34,7 +35,22 @@ Models: en-de and de-en are the bundled ones, LABEL=DIR any other model director
 from Multi30k test_2016_flickr, German for a LABEL ending in de-en);
 base is a random transformer-base-size model (bench/make_base_model.py, made once into
 --cache) fed the same English text, decoding capped at 64 steps (63 for CT2, which does
-not count </s>).
+not count </s>); big the same at transformer-big size (make_base_model.py --big: d 1024,
+16 heads, ffn 4096, 6+6 layers).
+
+--same-dir: both engines read the SAME CTranslate2 directories, converted once per model
+with ../shared/peers/ctranslate2/hf_to_ct2.py (float32, and --quantization int8): ours
+float32 and CT2 float32 on the float32 directory, ours int8 and CT2 int8 on the int8 one
+(mt-translate and latency-tool load CTranslate2 directories directly), tokenized by the
+directory's own source.spm/target.spm. Only batch32 (--lines lines for every model, base
+included) and batch1 run, no PyTorch; each row pair prints tokens/s of both engines, the
+ratio ours/CT2 in tokens/s, and how many output lines are identical.
+
+--build-dir: where mt-translate and latency-tool are (default build/).
+
+OMP_WAIT_POLICY from the environment reaches every engine: on a loaded machine CTranslate2's
+OpenMP threads spin at their barriers (32 base lines in float32 took it 25.5 s by default,
+5.2 s with OMP_WAIT_POLICY=PASSIVE, in one measurement under load), so set it there.
 
 Timings are noisy on a shared machine: compare ratios within one run, never across runs.
 Nothing here is a test."""
@@ -80,7 +96,7 @@ def percentile(values, q):
 
 def offered_types(args):
     """Our compute types this CPU offers, and what auto picks (from --verbose)."""
-    cli = os.path.join(ROOT, "build", "cli", "mt-translate")
+    cli = os.path.join(args.build_dir, "cli", "mt-translate")
     model = os.path.join(ROOT, "models", "en-de")
     offered = []
     for ctype in args.compute_types.split(","):
@@ -96,17 +112,44 @@ def offered_types(args):
     return offered, (auto[0].split("compute type ", 1)[1] if auto else "?")
 
 
+def normalized(line):
+    """A line with SentencePiece's word marks as spaces: CTranslate2's script decodes pieces
+    that target.spm lacks (the base model's unnamed ids) verbatim, "a▁white", where our
+    detokenizer writes "a white"; counted and compared alike for both engines."""
+    return " ".join(line.replace("\u2581", " ").split())
+
+
 def count_tokens(paths):
     n = 0
     for path in paths:
         with open(path, encoding="utf-8") as f:
-            n += sum(len(line.split()) for line in f)
+            n += sum(len(normalized(line).split()) for line in f)
     return n
 
 
 def write_lines(path, lines):
     with open(path, "w", encoding="utf-8") as f:
         f.write("".join(line + "\n" for line in lines))
+
+
+def add_tokenizer_files(ct2_dir, src):
+    """What `mt-models install` adds beside a CTranslate2 model so our engine can read it:
+    vocab.json (first id of each piece of shared_vocabulary.json) and tokenizer_config.json.
+    CTranslate2 ignores both; model.bin and the SentencePiece models are the same files."""
+    tokens = json.load(open(os.path.join(ct2_dir, "shared_vocabulary.json"), encoding="utf-8"))
+    vocab = {}
+    for i, t in enumerate(tokens):
+        vocab.setdefault(t, i)
+    with open(os.path.join(ct2_dir, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    cfg = json.load(open(os.path.join(ct2_dir, "config.json")))
+    tc = json.load(open(os.path.join(src, "tokenizer_config.json"))) if os.path.exists(
+        os.path.join(src, "tokenizer_config.json")) else {}
+    with open(os.path.join(ct2_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"source_lang": tc.get("source_lang", "en"), "target_lang": tc.get("target_lang", "de"),
+                   "separate_vocabs": False, "eos_token": cfg.get("eos_token") or "</s>",
+                   "unk_token": cfg.get("unk_token") or "<unk>", "pad_token": "<pad>",
+                   "tokenizer_class": "MarianTokenizer"}, f, indent=2)
 
 
 def prepare_models(args):
@@ -117,10 +160,11 @@ def prepare_models(args):
         print("CTranslate2 not found at %s: its rows are skipped" % CT2)
     models = {}
     for name in args.models.split(","):
-        if name == "base":
-            src = os.path.join(args.cache, "base-model")
+        if name in ("base", "big"):
+            src = os.path.join(args.cache, name + "-model")
             if not os.path.exists(os.path.join(src, "model.safetensors")):
-                subprocess.run([PY, os.path.join(ROOT, "bench", "make_base_model.py"), src], check=True)
+                subprocess.run([PY, os.path.join(ROOT, "bench", "make_base_model.py"), src] +
+                               (["--big"] if name == "big" else []), check=True)
             cap = 64
         else:
             # NAME is a bundled model (models/NAME); LABEL=DIR any other model directory
@@ -144,6 +188,8 @@ def prepare_models(args):
                                    check=True, stdout=subprocess.DEVNULL)
                     with open(stamp, "w") as f:
                         f.write(mtime)
+                if args.same_dir:
+                    add_tokenizer_files(out, src)
                 ct[q] = out
         models[name] = (src, ct["float32"], ct["int8"], cap)
     return models
@@ -153,12 +199,28 @@ def engine_commands(name, model, args, setting, threads, batch):
     """(label, argv) for every engine this setting runs."""
     src, ct_f32, ct_i8, cap = model
     engines = []
+    if args.same_dir:  # both engines on the same CTranslate2 directory, its own tokenizer
+        for ctype, d in (("float32", ct_f32), ("int8", ct_i8)):
+            if setting == "batch1":
+                ours = [os.path.join(args.build_dir, "bench", "latency-tool"), d, ctype, str(threads),
+                        str(args.beam), str(cap)]
+                ct2 = [PY, os.path.join(ROOT, "bench", "ct2_latency.py"), d, d, ctype, str(threads),
+                       str(args.beam), str(cap - 1)]
+            else:
+                ours = [os.path.join(args.build_dir, "cli", "mt-translate"), "--model", d, "--beam",
+                        str(args.beam), "--threads", str(threads), "--batch-size", str(batch),
+                        "--compute-type", ctype, "--max-length", str(cap)]
+                ct2 = [PY, os.path.join(CT2, "ct2_translate.py"), "--model", d, "--tokenizer", d, "--beam",
+                       str(args.beam), "--batch", str(batch), "--threads", str(threads), "--compute-type",
+                       ctype, "--max-length", str(cap - 1)]
+            engines += [("ours " + ctype, ours), ("CT2 " + ctype, ct2)]
+        return engines
     for ctype in args.offered:
         if setting == "batch1":
-            ours = [os.path.join(ROOT, "build", "bench", "latency-tool"), src, ctype, str(threads),
+            ours = [os.path.join(args.build_dir, "bench", "latency-tool"), src, ctype, str(threads),
                     str(args.beam), str(cap)]
         else:
-            ours = [os.path.join(ROOT, "build", "cli", "mt-translate"), "--model", src, "--beam", str(args.beam),
+            ours = [os.path.join(args.build_dir, "cli", "mt-translate"), "--model", src, "--beam", str(args.beam),
                     "--threads", str(threads), "--batch-size", str(batch), "--compute-type", ctype,
                     "--max-length", str(cap)]
         engines.append(("ours " + ctype, ours))
@@ -187,6 +249,8 @@ def bench_setting(name, model, lines, args, setting, work):
     inputs = [os.path.join(work, "%s-%s.in" % (name, setting))]
     write_lines(inputs[0], lines)
     best = {}
+    outputs = {}
+    args.outputs[(name, setting)] = outputs
     if setting == "batch1":  # per-sentence times measured inside each process
         for _ in range(args.repeat):
             for label, cmd in engines:
@@ -197,6 +261,7 @@ def bench_setting(name, model, lines, args, setting, work):
                 secs = sum(lat) / 1e3
                 if label not in best or secs < best[label][0]:
                     best[label] = (secs, rss, count_tokens([out]), lat)
+                    outputs[label] = out
         return best
     empty = os.path.join(work, "empty.in")
     write_lines(empty, [""])
@@ -219,7 +284,23 @@ def bench_setting(name, model, lines, args, setting, work):
             toks = count_tokens(outs)
             if label not in best or secs < best[label][0]:
                 best[label] = (secs, rss, toks, None)
+            outputs[label] = outs[0]
     return best
+
+
+def print_same_dir(best, outputs):
+    """Ours against CTranslate2 per compute type: tokens/s ratio and identical output lines."""
+    for ctype in ("float32", "int8"):
+        o, c = best.get("ours " + ctype), best.get("CT2 " + ctype)
+        if not (o and c):
+            continue
+        with open(outputs["ours " + ctype], encoding="utf-8") as f:
+            lo = f.read().splitlines()
+        with open(outputs["CT2 " + ctype], encoding="utf-8") as f:
+            lc = f.read().splitlines()
+        same = sum(normalized(a) == normalized(b) for a, b in zip(lo, lc))
+        print("   %-7s ours %7.0f tok/s, CT2 %7.0f tok/s: ours/CT2 %.2fx; identical lines %d/%d" % (
+            ctype, o[2] / o[0], c[2] / c[0], (o[2] / o[0]) / (c[2] / c[0]), same, max(len(lo), len(lc))))
 
 
 def main():
@@ -233,21 +314,36 @@ def main():
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--compute-types", default="float32,bfloat16,int8", help="ours, those this CPU offers")
-    p.add_argument("--settings", default="batch32,batch1,1worker,2workers")
+    p.add_argument("--settings", default=None, help="default batch32,batch1,1worker,2workers "
+                   "(--same-dir: batch32,batch1)")
+    p.add_argument("--build-dir", default=os.path.join(ROOT, "build"))
+    p.add_argument("--same-dir", action="store_true",
+                   help="both engines on the same CTranslate2 directory (float32 and int8)")
     p.add_argument("--chart", default=os.path.join(ROOT, "build", "bench-peers.png"))
     p.add_argument("--cache", default=os.path.join(os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
                                                    "mt-bench"))
     args = p.parse_args()
-    if not os.access(os.path.join(ROOT, "build", "cli", "mt-translate"), os.X_OK):
-        sys.exit("build first: ninja -C build")
-    args.offered, auto = offered_types(args)
+    args.build_dir = os.path.abspath(args.build_dir)
+    args.outputs = {}
+    if args.settings is None:
+        args.settings = "batch32,batch1" if args.same_dir else "batch32,batch1,1worker,2workers"
+    if not os.access(os.path.join(args.build_dir, "cli", "mt-translate"), os.X_OK):
+        sys.exit("build first: ninja -C %s" % args.build_dir)
+    if args.same_dir:
+        args.no_torch = True
+        args.offered, auto = ["float32", "int8"], "-"
+    else:
+        args.offered, auto = offered_types(args)
     models = prepare_models(args)
+    if args.same_dir and not all(m[1] and m[2] for m in models.values()):
+        sys.exit("--same-dir needs CTranslate2 at %s" % CT2)
     work = os.path.join(args.cache, "work")
     os.makedirs(work, exist_ok=True)
     flags = sorted({f for line in open("/proc/cpuinfo") if line.startswith("flags")
                     for f in line.split(":")[1].split() if f.startswith(("avx512", "amx", "avx_vnni"))})
-    print("CPU flags: %s; %d cores; MT_KERNELS=%s" % (" ".join(flags), os.cpu_count(),
-                                                      os.environ.get("MT_KERNELS", "auto")))
+    print("CPU flags: %s; %d cores; MT_KERNELS=%s; OMP_WAIT_POLICY=%s" % (
+        " ".join(flags), os.cpu_count(), os.environ.get("MT_KERNELS", "auto"),
+        os.environ.get("OMP_WAIT_POLICY", "unset")))
     print("ours: compute types %s; auto on the bundled en-de picks %s" % (", ".join(args.offered), auto))
     rows = []
     one_worker = {}
@@ -257,7 +353,8 @@ def main():
                        encoding="utf-8") as f:
             text = [line.rstrip("\n") for line in f]
         for setting in args.settings.split(","):
-            n = args.single_lines if setting == "batch1" else (args.base_lines if name == "base" else args.lines)
+            n = args.single_lines if setting == "batch1" else (
+                args.base_lines if name in ("base", "big") and not args.same_dir else args.lines)
             best = bench_setting(name, models[name], text[:n], args, setting, work)
             f32 = best.get("CT2 float32", (None,))[0]
             i8 = best.get("CT2 int8", (None,))[0]
@@ -281,6 +378,9 @@ def main():
                 gains = ["%s %.2fx" % (k, one_worker[name][k][0] / v[0]) for k, v in best.items()
                          if k in one_worker[name]]
                 print("   2 workers vs 1 worker, throughput: " + ", ".join(gains))
+            if args.same_dir:
+                print_same_dir(best, args.outputs[(name, setting)])
+                continue
             ours = [(v[0], k) for k, v in best.items() if k.startswith("ours")]
             peers = [(v[0], k) for k, v in best.items() if k.startswith("CT2")]
             if ours and peers:

@@ -21,7 +21,10 @@ pad = decoder start, listed in bad_words_ids; its embedding row is zero and
 "<pad>" moves there in vocab.json and tokenizer_config.json (the fixture's
 pad id, 54,775, becomes one more unnamed token).
 
-  bench/make_base_model.py OUT_DIR [--seed N] [--eos-bias B] [--noise-gain G] [--fixture DIR]
+  bench/make_base_model.py OUT_DIR [--seed N] [--eos-bias B] [--noise-gain G] [--fixture DIR] [--big]
+
+--big: the transformer-big dimensions instead (d_model 1024, 16 heads, ffn 4096, 6+6
+layers, same vocabulary), the size bench_peers.py's "big" model runs at.
 """
 import argparse
 import json
@@ -51,13 +54,15 @@ def main(argv=None):
     p.add_argument("--noise-gain", type=float, default=0.2,
                    help="make_test_model's noise scale; its default, 0.25, drowns the "
                         "planted translator at d 512 / 6 layers and outputs never end")
+    p.add_argument("--big", action="store_true", help="d 1024, 16 heads, ffn 4096 (transformer-big)")
     args = p.parse_args(argv)
+    d_model, heads, ffn = ("1024", "16", "4096") if args.big else ("512", "8", "2048")
 
     if not os.path.exists(os.path.join(args.fixture, "vocab.json")):
         raise SystemExit(f"{args.fixture}: no vocab.json (pass --fixture DIR)")
     opts = mtm.parse_args([
-        args.out_dir, "--d-model", "512", "--layers", "6", "6", "--heads", "8",
-        "--ffn", "2048", "--tokenizer-from", args.fixture, "--seed", str(args.seed),
+        args.out_dir, "--d-model", d_model, "--layers", "6", "6", "--heads", heads,
+        "--ffn", ffn, "--tokenizer-from", args.fixture, "--seed", str(args.seed),
         "--eos-bias", str(args.eos_bias), "--noise-gain", str(args.noise_gain),
         "--max-positions", "512",
         "--max-length", "512"])
@@ -99,7 +104,7 @@ def main(argv=None):
     path = os.path.join(args.out_dir, "model.safetensors")
     safetensors_file.write(path + ".tmp", weights, "F32")
     os.replace(path + ".tmp", path)
-    print(f"{args.out_dir}: d 512, 6+6 layers, 8 heads, ffn 2048, vocab {VOCAB}, "
+    print(f"{args.out_dir}: d {d_model}, 6+6 layers, {heads} heads, ffn {ffn}, vocab {VOCAB}, "
           f"eos {ids['eos']}, unk {ids['unk']}, pad {ids['pad']}, F32", file=sys.stderr)
     return 0
 
