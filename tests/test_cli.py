@@ -322,7 +322,19 @@ class CommandLineTest(RandomModelCase):
         shutil.copytree(self.model, partial, dirs_exist_ok=True)
         os.remove(os.path.join(partial, "tokenizer_config.json"))
         missing = os.path.join(self.tmp, "xx-yy")
+        ct2 = os.path.join(self.tmp, "ct2-bare")
+        os.makedirs(ct2, exist_ok=True)
+        for name in ("model.bin", "config.json", "shared_vocabulary.json"):
+            open(os.path.join(ct2, name), "w").close()
+        argos = os.path.join(self.tmp, "argos-package")
+        os.makedirs(os.path.join(argos, "model"), exist_ok=True)
+        for name in ("metadata.json", "sentencepiece.model", "model/model.bin"):
+            open(os.path.join(argos, name), "w").close()
         for args, needle in [
+            (["--model", ct2], f"{ct2} is a CTranslate2 model without the Marian tokenizer files this engine "
+                               "reads (tokenizer_config.json, vocab.json, source.spm, target.spm missing)"),
+            (["--model", argos], f"{argos} is an argos-translate package: install it as a model directory with "
+                                 f"`mt-models install {argos}`"),
             (["--model", missing], f"no model at {missing} (try: mt-models list, or ls models/)"),
             (["--model", empty], f"{empty} is not a model directory: it has none of config.json, "
                                  "tokenizer_config.json, vocab.json, source.spm, target.spm"),

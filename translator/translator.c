@@ -75,6 +75,21 @@ static int missing_files(const char *dir, char *err, size_t errlen)
         snprintf(list + used, sizeof list - used, "%s%s", missing ? ", " : "", files[i]);
         missing++;
     }
+    /* The two layouts LibreTranslate users have on disk: the engine reads their weights
+     * (model.bin) but not their tokenizer files, which `mt-models install` writes. */
+    snprintf(path, sizeof path, "%s/metadata.json", dir);
+    int argos = access(path, F_OK) == 0;
+    snprintf(path, sizeof path, "%s/model/model.bin", dir);
+    argos = argos && access(path, F_OK) == 0;
+    if (missing && argos)
+        return mt_error(-1, err, errlen, "%s is an argos-translate package: install it as a model directory with "
+                        "`mt-models install %s`", dir, dir);
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    if (missing && access(path, F_OK) == 0)
+        return mt_error(-1, err, errlen, "%s is a CTranslate2 model without the Marian tokenizer files this engine "
+                        "reads (%s missing): copy them from the model it was converted from (its spm models as "
+                        "source.spm and target.spm), or install the argos-translate package it came from with "
+                        "`mt-models install`", dir, list);
     if (missing == N)
         return mt_error(-1, err, errlen, "%s is not a model directory: it has none of %s (the files of a Hugging "
                         "Face MarianMT / OPUS-MT model)", dir, list);
