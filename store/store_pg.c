@@ -404,6 +404,13 @@ static PGresult *query_params(store_pg *pg, const char *sql, const pg_params *p,
             slot_drop(s);
             pthread_mutex_lock(&pg->mu);
             snprintf(pg->reason, sizeof pg->reason, "%s", err);
+            /* What broke one connection that worked (a restart, a cut or silent network)
+             * broke the idle ones opened before it too: drop them, so that the retry below
+             * and the next callers connect afresh instead of finding another dead socket
+             * (with two in the pool, both attempts could fail on old connections). */
+            if (was_used)
+                for (int i = 0; i < pg->n_slots; i++)
+                    if (!pg->slots[i].busy && pg->slots[i].conn) slot_drop(&pg->slots[i]);
             pthread_mutex_unlock(&pg->mu);
             down = 1;
         }
