@@ -329,10 +329,17 @@ int fmt_zip_replace(fmt_zip *z, long i, unsigned char *data, size_t len, char *e
         free(data);
         return fmt_fail(MT_FORMAT_FAILED, err, errlen, "%s: %s", z->what, zip_strerror(z->za));
     }
+    /* The rewritten part keeps the original's time stamp: libzip would stamp it with the
+     * clock, and the same document translated twice must give the same bytes. */
+    zip_stat_t st;
+    zip_stat_init(&st);
+    int keep_mtime = zip_stat_index(z->za, (zip_uint64_t)i, 0, &st) == 0 && (st.valid & ZIP_STAT_MTIME);
     if (zip_file_replace(z->za, (zip_uint64_t)i, ps, 0) != 0) {
         zip_source_free(ps); /* frees data (freep = 1) */
         return fmt_fail(MT_FORMAT_FAILED, err, errlen, "%s: %s", z->what, zip_strerror(z->za));
     }
+    if (keep_mtime)
+        zip_file_set_mtime(z->za, (zip_uint64_t)i, st.mtime, 0);
     zip_set_file_compression(z->za, (zip_uint64_t)i, ZIP_CM_DEFLATE, 0);
     return MT_FORMAT_OK;
 }
