@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Public and private headers apart: model/, tokenizer/, config/, util/ and translator/
-export only include/mt/ (their public headers), so no other target is compiled with one of
-those folders on its include path and none can reach a private header (model/internal.h,
-packed.h, decode_opts.h, config/toml.h, translator/service_engine.h ...) by name. Read from
-the build's compile_commands.json; tests that check internals name them by relative path,
-except the translator's, which get its folder through translator_internal_dep."""
+"""Public and private headers apart: every component in COMPONENTS exports only
+include/mt/ (its public headers), so no other target is compiled with one of those
+folders on its include path and none can reach a private header (model/internal.h,
+packed.h, decode_opts.h, config/toml.h, translator/service_engine.h ...) by name. Read
+from the build's compile_commands.json; tests that check internals name them by relative
+path, or get the folder through the component's *_internal_dep (only the folders listed
+in TESTED_FROM_INSIDE: tests/, bench/)."""
 import json
 import os
 import re
@@ -12,7 +13,7 @@ import shlex
 import sys
 import unittest
 
-COMPONENTS = ("model", "tokenizer", "config", "util", "translator")
+COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool")
 # Components whose own tests and benchmarks may have the private folder on their path.
 TESTED_FROM_INSIDE = {"translator": ("tests", "bench")}
 

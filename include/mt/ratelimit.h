@@ -8,6 +8,10 @@
  * a full allowance, so the table cannot be used to lock others out).
  *
  * Thread-safety: one limiter may be used by any number of threads at once (one mutex).
+ * Errors: create returns NULL with a message (bad options, no memory); the other calls
+ * cannot fail (their answer is MT_RATE_*). Ownership: the limiter copies the client keys
+ * it tracks (cut at 127 bytes); the caller's strings are only read during a call; the
+ * caller frees the limiter with mt_ratelimit_free.
  */
 #ifndef MT_RATELIMIT_H
 #define MT_RATELIMIT_H

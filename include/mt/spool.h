@@ -16,6 +16,9 @@
  *
  * Thread-safety: a spool may be used by any number of threads at once (one mutex).
  * Errors: open returns NULL, other calls -1, with a message.
+ * Ownership: the spool copies what it is given (names, types, the translated bytes); a
+ * lookup fills the caller's entry, and mt_spool_read's bytes are the caller's to free.
+ * mt_spool_close removes the files and frees the spool.
  */
 #ifndef MT_SPOOL_H
 #define MT_SPOOL_H
