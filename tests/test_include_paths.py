@@ -13,7 +13,7 @@ import shlex
 import sys
 import unittest
 
-COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool")
+COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool", "detect")
 # Components whose own tests and benchmarks may have the private folder on their path.
 TESTED_FROM_INSIDE = {"translator": ("tests", "bench")}
 

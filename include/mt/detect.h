@@ -11,6 +11,8 @@
  * Thread-safety: a detector may be used by any number of threads at once; calls on one
  * detector are serialised by a mutex inside it (libexttextcat's handle is not
  * re-entrant). Errors: create returns NULL with a message; mt_detect returns -1.
+ * Ownership: create reads the codes and data_dir during the call only; results go into
+ * the caller's array; the caller frees the detector with mt_detector_free.
  */
 #ifndef MT_DETECT_H
 #define MT_DETECT_H
