@@ -1,5 +1,6 @@
-/* ep_deepl_glossary.c: DeepL's glossaries (API v2), kept per API key (store/glossaries.h)
- * and enforced by the translation service (include/mt/glossary.h):
+/* ep_deepl_glossary.c: DeepL's glossaries (API v2), kept per API key
+ * (include/mt/store_glossaries.h) and enforced by the translation service
+ * (include/mt/glossary.h):
  *
  *   GET  /v2/glossary-language-pairs  {"supported_languages": [{source_lang, target_lang}]}:
  *        every language pair a model serves, in DeepL's lower-case codes;
@@ -39,8 +40,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "glossaries.h"
 #include "glossary.h"
+#include "store_glossaries.h"
 #include "utf8.h"
 
 /* Parsed glossaries kept for translations: a 100,000-entry glossary costs about 0.25 s to

@@ -1,12 +1,12 @@
-/* ep_jobs.c: file jobs in the queue every replica shares (server.shared_state set; store/
- * jobs.h). An upload on any replica inserts its job (srv_files_submit lands here); this
- * replica's file workers (server.file_workers threads) claim jobs from the queue, whoever
- * received them, translate them through ep_files.c's reader and the service, and store the
- * result in the database, where GET /download_file/ID on any replica finds it (202 with the
- * progress, 200 with the file, 404 unknown or expired, the job's status when it failed; 503
- * while the database cannot be reached). A replica that stops (SIGTERM) hands its jobs back
- * to the queue at once; one that dies loses them when their leases expire
- * (server.job_lease_seconds), and another replica takes them over.
+/* ep_jobs.c: file jobs in the queue every replica shares (server.shared_state set;
+ * include/mt/store_jobs.h). An upload on any replica inserts its job (srv_files_submit
+ * lands here); this replica's file workers (server.file_workers threads) claim jobs from
+ * the queue, whoever received them, translate them through ep_files.c's reader and the
+ * service, and store the result in the database, where GET /download_file/ID on any replica
+ * finds it (202 with the progress, 200 with the file, 404 unknown or expired, the job's
+ * status when it failed; 503 while the database cannot be reached). A replica that stops
+ * (SIGTERM) hands its jobs back to the queue at once; one that dies loses them when their
+ * leases expire (server.job_lease_seconds), and another replica takes them over.
  *
  * Without shared state, file jobs stay in this process (ep_files.c, spool/). */
 #include "internal.h"
@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "formats.h"
-#include "jobs.h"
 #include "log.h"
 #include "spool.h"
 #include "store.h"
+#include "store_jobs.h"
 
 #define DOWNLOAD_PREFIX "/download_file/"
 

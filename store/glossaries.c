@@ -1,6 +1,6 @@
 /* glossaries.c: mt_glossaries over the shared PostgreSQL store (store_pg.c's pool and
- * schema) or an SQLite file. See glossaries.h for the contract. */
-#include "glossaries.h"
+ * schema) or an SQLite file. See include/mt/store_glossaries.h for the contract. */
+#include "store_glossaries.h"
 
 #include <libpq-fe.h>
 #include <sqlite3.h>

@@ -1,4 +1,4 @@
-/* jobs_pg.c: mt_jobs on PostgreSQL (libpq). See jobs.h for the contract.
+/* jobs_pg.c: mt_jobs on PostgreSQL (libpq). See include/mt/store_jobs.h for the contract.
  *
  * Connections: a small pool for calls (each used by one thread at a time, dropped when it
  * fails and made again later, at most one attempt a second while the database is down)
@@ -8,7 +8,7 @@
  *
  * The table has its own schema version (mt_jobs_schema) migrated under an advisory lock
  * of its own, beside the store's (store_pg.c), so the two evolve apart. */
-#include "jobs.h"
+#include "store_jobs.h"
 #include "store.h"
 #include "store_pg.h"
 

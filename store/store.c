@@ -1,5 +1,5 @@
 /* store.c: mt_store: the backend the options name (SQLite: suggest.c; PostgreSQL:
- * store_pg.c) behind one set of calls. See store.h for the contract. */
+ * store_pg.c) behind one set of calls. See include/mt/store.h for the contract. */
 #include "store.h"
 
 #include <nettle/sha2.h>

@@ -1,4 +1,4 @@
-/* test_glossaries.c: glossaries kept per API key (store/glossaries.h) in SQLite (a file,
+/* test_glossaries.c: glossaries kept per API key (include/mt/store_glossaries.h) in SQLite (a file,
  * and ":memory:"), and in PostgreSQL when MT_TEST_PG_URL names a database (set by
  * tests/test_glossaries_pg.py, which starts a private PostgreSQL 15): create, list, get
  * with entries, delete, another key's glossary unknown, ids that are no UUID unknown,
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check_main.h"
-#include "glossaries.h"
+#include "store_glossaries.h"
 
 static char err[512];
 

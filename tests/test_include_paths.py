@@ -13,9 +13,9 @@ import shlex
 import sys
 import unittest
 
-COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool", "detect")
+COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool", "detect", "store")
 # Components whose own tests and benchmarks may have the private folder on their path.
-TESTED_FROM_INSIDE = {"translator": ("tests", "bench")}
+TESTED_FROM_INSIDE = {"translator": ("tests", "bench"), "store": ("tests",)}
 
 
 class IncludePaths(unittest.TestCase):

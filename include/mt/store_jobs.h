@@ -1,4 +1,4 @@
-/* jobs.h: file translation jobs as a durable queue in PostgreSQL, shared by every replica
+/* store_jobs.h: file translation jobs as a durable queue in PostgreSQL, shared by every replica
  * (server.shared_state). An upload on any replica inserts the job with its file (bytea);
  * free workers on any replica claim the oldest waiting one with SELECT ... FOR UPDATE SKIP
  * LOCKED and hold a lease on it, which this component renews in the background for every
@@ -22,12 +22,16 @@
  *
  * Thread-safety: one mt_jobs may be used by any number of threads at once. Errors: open
  * returns NULL with a message; the other calls a negative MT_STORE_* (or MT_JOBS_FULL /
- * MT_JOBS_OWNER_FULL) with a message in err.
+ * MT_JOBS_OWNER_FULL) with a message in err. Ownership: a submitted job's strings and
+ * file are copied into the database during the call; a result's bytes are the caller's to
+ * free, a claimed job's input and options until mt_jobs_claimed_clear.
  */
-#ifndef MT_JOBS_H
-#define MT_JOBS_H
+#ifndef MT_STORE_JOBS_H
+#define MT_STORE_JOBS_H
 
 #include <stddef.h>
+
+#include "store.h"
 
 typedef struct mt_jobs mt_jobs;
 

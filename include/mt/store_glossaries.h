@@ -1,4 +1,4 @@
-/* glossaries.h: DeepL glossaries kept per API key: a name, a language pair, the entries
+/* store_glossaries.h: DeepL glossaries kept per API key: a name, a language pair, the entries
  * (as TSV, checked by the caller: include/mt/glossary.h) and their count, a creation
  * time, and an id (a random UUID). Two backends, as store.h has them: the PostgreSQL
  * store when the server shares state (table mt_glossaries, schema version 2 of
@@ -13,7 +13,9 @@
  * Thread-safety: one mt_glossaries may be used by any number of threads at once (SQLite:
  * one connection in serialized mode; PostgreSQL: the store's pool). Errors: open returns
  * NULL with a message; the other calls a negative MT_STORE_* or MT_GLOSSARIES_* with a
- * message in err.
+ * message in err. Ownership: the strings passed in are read during the call only; a
+ * glossary's entries from mt_glossaries_get are the caller's to free; the PostgreSQL
+ * store given to open is borrowed and must outlive the mt_glossaries.
  */
 #ifndef MT_STORE_GLOSSARIES_H
 #define MT_STORE_GLOSSARIES_H

@@ -1,7 +1,7 @@
 /* store.h: the server's state that outlives a request: suggestions, API keys and rate-limit
  * counters, behind one interface with two backends.
  *
- *   SQLite (one machine): suggestions in a file (suggest.h); no key table and no shared
+ *   SQLite (one machine): suggestions in a file (store/suggest.c); no key table and no shared
  *     counters (the server limits in process, keys come from its config).
  *   PostgreSQL (N replicas, libpq): everything in one database every replica shares:
  *     suggestions, API keys (stored as SHA-256 hashes, each with a name and a character
@@ -19,6 +19,10 @@
  * Thread-safety: one store may be used by any number of threads at once (a small pool of
  * connections, each used by one thread at a time). Errors: open returns NULL with a
  * message; the other calls return a negative MT_STORE_* with a message in err.
+ * Ownership: the store copies what it keeps (the options' strings are read during open
+ * only); results are written into the caller's structs and buffers, and a list's entries
+ * are lent to its callback for that call only. The caller closes the store with
+ * mt_store_close, after closing every mt_glossaries opened on it (store_glossaries.h).
  */
 #ifndef MT_STORE_H
 #define MT_STORE_H
@@ -93,7 +97,7 @@ enum { MT_STORE_RATE_OK = 0, MT_STORE_RATE_LIMITED = 1, MT_STORE_RATE_TOO_LARGE 
  * ratelimit.h, counted in the database on the database's clock. Returns MT_STORE_RATE_*
  * (nothing charged unless OK; *retry_after in whole seconds when limited) or a negative
  * MT_STORE_*. The client name is stored hashed; a client given as "sha256:" and 64 hex
- * digits is that hash already (a queued file job's owner, jobs.h: the same bucket). */
+ * digits is that hash already (a queued file job's owner, store_jobs.h: the same bucket). */
 int mt_store_rate_charge(mt_store *st, const char *client, int requests, long chars,
                          int requests_per_minute, long chars_per_minute, int *retry_after,
                          char *err, size_t errlen);
