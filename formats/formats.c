@@ -1,4 +1,4 @@
-/* formats.c: file formats for translation. See formats.h for the contract. */
+/* formats.c: file formats for translation. See include/mt/formats.h for the contract. */
 #include "utf8.h"
 #include "formats.h"
 #include "format_int.h"

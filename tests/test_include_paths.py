@@ -13,9 +13,10 @@ import shlex
 import sys
 import unittest
 
-COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool", "detect", "store")
+COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool", "detect", "store", "formats")
 # Components whose own tests and benchmarks may have the private folder on their path.
-TESTED_FROM_INSIDE = {"translator": ("tests", "bench"), "store": ("tests",)}
+TESTED_FROM_INSIDE = {"translator": ("tests", "bench"), "store": ("tests",),
+                      "formats": ("tests",)}
 
 
 class IncludePaths(unittest.TestCase):
