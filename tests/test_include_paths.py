@@ -13,10 +13,13 @@ import shlex
 import sys
 import unittest
 
-COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "ratelimit", "spool", "detect", "store", "formats")
-# Components whose own tests and benchmarks may have the private folder on their path.
-TESTED_FROM_INSIDE = {"translator": ("tests", "bench"), "store": ("tests",),
-                      "formats": ("tests",)}
+COMPONENTS = ("model", "tokenizer", "config", "util", "translator", "detect", "ratelimit", "store",
+              "formats", "spool", "hub")
+# Components whose own tests and benchmarks may have the private folder on their path
+# (through translator_internal_dep, store_internal_dep, formats_internal_dep,
+# hub_internal_dep, and the clang fuzz copies): never server/ or cli/.
+TESTED_FROM_INSIDE = {"translator": ("tests", "bench"), "store": ("tests",), "formats": ("tests",),
+                      "hub": ("tests",)}
 
 
 class IncludePaths(unittest.TestCase):
