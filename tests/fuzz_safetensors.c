@@ -1,5 +1,8 @@
 /* fuzz_safetensors.c: libFuzzer target for the safetensors header parser. Any input must
- * give either a parsed file whose every tensor lies inside the input, or an error. */
+ * give either a parsed file whose every tensor lies inside the input, or an error. Seeds:
+ * tests/fuzz/safetensors (tests/fuzz/make_safetensors_seeds.py); built without libFuzzer
+ * (gcc) it replays files named on its command line (fuzz_replay.h), which the unit suite
+ * does with the seeds. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,3 +37,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mt_safetensors_close(st);
     return sink == 12345.0f;
 }
+
+#include "fuzz_replay.h"
