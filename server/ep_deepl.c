@@ -21,7 +21,7 @@
  *   refuses them for such a target and "prefer_*" fall back silently;
  *   glossary_id: the key's glossary (ep_deepl_glossary.c), source_lang required as DeepL
  *   requires it, the glossary's languages those of the request: each source term in the
- *   text comes out as its target term (the service enforces it, translator/glossary.h);
+ *   text comes out as its target term (the service enforces it, include/mt/glossary.h);
  *   show_billed_characters: billed_characters, the text's code points.
  *
  * Keys: the server's API keys ([server] api_keys); none configured, the server is open and

@@ -1,7 +1,7 @@
 /* request.h: request decoding, where every field of a body is parsed, without any model:
  * content type, JSON / form-encoded / multipart decoding (also /detect's, /suggest's and
  * /translate_file's bodies), the native and LibreTranslate field sets of POST /translate,
- * types and limits; the decoding options are read as the table in translator/options.h
+ * types and limits; the decoding options are read as the table in include/mt/options.h
  * names them. Every failure comes with the HTTP status to answer and a message saying
  * what and where. Pure functions of their inputs (fuzzed by tests/fuzz_request.c).
  *
