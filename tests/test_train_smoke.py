@@ -231,6 +231,74 @@ class TrainSmoke(unittest.TestCase):
                                    "engine stopped but eos is not the argmax")
 
 
+def write_gz(path, lines):
+    import gzip
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        f.writelines(line + "\n" for line in lines)
+
+
+def fake_shared(root, x="fr"):
+    """A ../shared/data tree with a few pairs in each file prepare_corpus.py reads."""
+    d = os.path.join(root, "data")
+    for split in ("val", "test_2016_flickr", "train"):
+        write_gz(f"{d}/multi30k/{split}.en.gz", [f"A dog runs {split}.", "Two men talk."])
+        write_gz(f"{d}/multi30k/{split}.{x}.gz", [f"Un chien court {split}.", "Deux hommes parlent."])
+    write_gz(f"{d}/tatoeba/dev.en-{x}.tsv.gz", ["I am tired.\tJe suis fatigué."])
+    write_gz(f"{d}/debian-l10n/dev.en-{x}.tsv.gz", ["Open file\tOuvrir le fichier"])
+    write_gz(f"{d}/tatoeba/train.en-{x}.tsv.gz", [
+        "He is 27 years old.\tIl a 27 ans.",  # tools/data/numbers.en-fr.tsv: held out
+        "I was born in 1990.\tJe suis né en 1990.",
+        "Tom is here.\tTom est là.",
+        "Did you say 30?\tAs-tu dit trente ?"])
+    write_gz(f"{d}/debian-l10n/train.en-{x}.tsv.gz", [
+        "256 Samples\t255 échantillons\tgettext:x",  # numbers disagree: dropped
+        "Page 3 of 12\tPage 3 sur 12\tgettext:x",
+        "%1 files\t%1 fichiers\tgettext:x",  # a placeholder, no number copies
+        "Save as\tEnregistrer sous\tgettext:x"])
+
+
+class PrepareCorpus(unittest.TestCase):
+    """tools/prepare_corpus.py's mixture: no Multi30k unless asked, evaluation sentences
+    (tools/data too) held out, pairs with disagreeing numbers dropped, number copies."""
+
+    def test_mixture(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_shared(tmp)
+            out = os.path.join(tmp, "mix")
+            proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
+                                   "--shared", tmp, "--out", out, "--lang", "fr",
+                                   "--tatoeba-times", "1", "--symbol-pairs", "0",
+                                   "--number-pairs", "50", "--skip-vocab"],
+                                  capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            import gzip
+            with gzip.open(os.path.join(out, "train.en.gz"), "rt", encoding="utf-8") as f:
+                en = f.read().splitlines()
+            with gzip.open(os.path.join(out, "train.fr.gz"), "rt", encoding="utf-8") as f:
+                fr = f.read().splitlines()
+            with open(os.path.join(out, "mixture.json"), encoding="utf-8") as f:
+                mix = json.load(f)
+        self.assertNotIn("multi30k", mix["corpora"])
+        self.assertFalse([e for e in en if "dog" in e or "men" in e], "Multi30k by default")
+        self.assertNotIn("He is 27 years old.", en)
+        self.assertNotIn("256 Samples", en)
+        self.assertEqual(mix["corpora"]["debian-l10n"]["dropped_numbers_disagree"], 1)
+        self.assertEqual(mix["corpora"]["number copies"]["pairs"], 50)
+        self.assertIn("Did you say 30?", en)  # spelled out on one side: a translation
+        self.assertEqual(len(en), 3 + 3 + 50)  # Tatoeba, debian-l10n, copies
+        import re
+        copies = [(e, t) for e, t in zip(en, fr) if e.startswith(("I was born in ", "Page "))
+                  and (e, t) not in {("I was born in 1990.", "Je suis né en 1990."),
+                                     ("Page 3 of 12", "Page 3 sur 12")}]
+        self.assertEqual(len(copies), 50)
+        for e, t in copies:
+            self.assertEqual(sorted(re.findall(r"\d+", e)), sorted(re.findall(r"\d+", t)), (e, t))
+            self.assertRegex(e, r"^(I was born in \d+\.|Page \d+ of \d+)$")
+        self.assertGreater(len({e for e, _ in copies}), 25, "the numbers must vary")
+        self.assertFalse([e for e in en if e.startswith("%") and e != "%1 files"])
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import testmain
