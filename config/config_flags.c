@@ -75,8 +75,27 @@ static int model_item(void *user, const char *s, size_t n)
 
 static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* --models-dir DIR: every model installed there (a subdirectory with config.json, as
- * mt-models installs them), in name order; their languages come from their own files. */
+/* 1 when dir/name is a model: a subdirectory with config.json (as mt-models installs them),
+ * or an unpacked argos-translate package (metadata.json and model/model.bin, as
+ * ~/.local/share/argos-translate/packages/ holds them; the engine reads it in place). */
+static int is_model_dir(const char *dir, const char *name)
+{
+    static const char *const marks[][2] = {{"config.json", NULL}, {"metadata.json", "model/model.bin"}};
+    for (int k = 0; k < 2; k++) {
+        int all = 1;
+        for (int i = 0; i < 2 && marks[k][i] && all; i++) {
+            char path[4096];
+            struct stat sb;
+            all = (size_t)snprintf(path, sizeof path, "%s/%s/%s", dir, name, marks[k][i]) < sizeof path &&
+                  stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+        }
+        if (all) return 1;
+    }
+    return 0;
+}
+
+/* --models-dir DIR: every model installed there (is_model_dir), in name order; their
+ * languages come from their own files. */
 static int add_models_dir(mt_config *cfg, const char *dir, char *err, size_t errlen)
 {
     DIR *d = opendir(dir);
@@ -85,10 +104,7 @@ static int add_models_dir(mt_config *cfg, const char *dir, char *err, size_t err
     int n = 0, cap = 0, rc = 0;
     struct dirent *e;
     while (!rc && (e = readdir(d))) {
-        char path[4096];
-        struct stat sb;
-        if (e->d_name[0] == '.' || (size_t)snprintf(path, sizeof path, "%s/%s/config.json", dir, e->d_name) >= sizeof path ||
-            stat(path, &sb) || !S_ISREG(sb.st_mode))
+        if (e->d_name[0] == '.' || !is_model_dir(dir, e->d_name))
             continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 16;
@@ -101,7 +117,8 @@ static int add_models_dir(mt_config *cfg, const char *dir, char *err, size_t err
     }
     closedir(d);
     if (!rc && n == 0) rc = mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s: no model there (a directory "
-                                     "with config.json; mt-models install puts them there)", dir);
+                                     "with config.json, as mt-models install puts them there, or an unpacked "
+                                     "argos-translate package)", dir);
     else if (rc) mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
     if (!rc) qsort(names, (size_t)n, sizeof *names, cmp_name);
     model_item_ctx c = {cfg, err, errlen, "--models-dir"};

@@ -54,7 +54,8 @@ void mt_config_write_help(FILE *f, const char *prog)
             "  --model DIR[:SRC:TGT]    [MT_MODELS, comma-separated] [[models]] path/source/target;\n"
             "                           repeatable; languages default to tokenizer_config.json\n"
             "  --models-dir DIR         every model installed in DIR (each subdirectory with a\n"
-            "                           config.json, as mt-models installs them), with any --model\n",
+            "                           config.json, as mt-models installs them, or an unpacked\n"
+            "                           argos-translate package), with any --model\n",
             prog);
     for (size_t i = 0; i < cfg_n_settings; i++) {
         const setting *s = &cfg_settings[i];

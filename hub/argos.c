@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <zip.h>
 
+#include "ct2_layout.h"
 #include "hub.h"
 #include "hub_internal.h"
 #include "sha256.h"
@@ -187,84 +188,50 @@ static int copy_package_dir(const char *dir, const char *tmp, char *err, size_t 
     return rc;
 }
 
-/* A CTranslate2 vocabulary (NAME.json list or NAME.txt lines) as the tokenizer's
- * piece -> id object (the first id of a piece listed twice, as CTranslate2 maps it). 1 when
- * neither file exists. */
-static int write_vocab(const char *tmp, const char *name, const char *out_name, char *err, size_t errlen)
+/* A CTranslate2 vocabulary as the tokenizer's piece -> id object, written to tmp/out_name:
+ * the first id of a piece listed twice, as CTranslate2 maps it (and as the tokenizer maps a
+ * package loaded in place). */
+static int write_vocab(const char *tmp, const mt_ct2_vocab *v, const char *out_name, char *err, size_t errlen)
 {
     char path[4400];
-    json_t *list = NULL;
-    mt_strfmt(path, sizeof path, "%s/%s.json", tmp, name);
-    if (!access(path, F_OK)) {
-        json_error_t je;
-        list = json_load_file(path, 0, &je);
-        if (!json_is_array(list)) {
-            json_decref(list);
-            return mt_error(MT_ERR_INVALID, err, errlen, "%s.json: not a JSON list of tokens%s%s", name,
-                            list ? "" : ": ", list ? "" : je.text);
-        }
-    } else {
-        FILE *f = fopen(mt_strfmt(path, sizeof path, "%s/%s.txt", tmp, name), "r");
-        if (!f)
-            return errno == ENOENT ? 1 : mt_error(MT_ERR_INVALID, err, errlen, "%s: %s", path, strerror(errno));
-        list = json_array();
-        char *line = NULL;
-        size_t cap = 0;
-        ssize_t got;
-        while (list && (got = getline(&line, &cap, f)) >= 0) {
-            if (got > 0 && line[got - 1] == '\n')
-                line[--got] = 0;
-            json_array_append_new(list, json_stringn(line, (size_t)got));
-        }
-        free(line);
-        fclose(f);
-    }
     json_t *obj = json_object();
-    size_t i;
-    json_t *t;
-    int rc = 0;
-    json_array_foreach(list, i, t) {
-        if (!json_is_string(t)) {
-            rc = mt_error(MT_ERR_INVALID, err, errlen, "%s: token %zu is not a string", name, i);
-            break;
+    for (int i = 0; obj && i < v->n; i++)
+        if (!json_object_get(obj, v->tok[i]) && json_object_set_new(obj, v->tok[i], json_integer(i))) {
+            json_decref(obj);
+            obj = NULL;
         }
-        if (!json_object_get(obj, json_string_value(t)))
-            json_object_set_new(obj, json_string_value(t), json_integer((json_int_t)i));
-    }
-    if (!rc && (!obj || json_object_size(obj) == 0))
-        rc = mt_error(MT_ERR_INVALID, err, errlen, "%s: empty vocabulary", name);
-    if (!rc && json_dump_file(obj, mt_strfmt(path, sizeof path, "%s/%s", tmp, out_name), JSON_COMPACT))
-        rc = mt_error(MT_ERR_INVALID, err, errlen, "cannot write %s: %s", path, strerror(errno));
+    int rc = 0;
+    if (!obj || json_dump_file(obj, mt_strfmt(path, sizeof path, "%s/%s", tmp, out_name), JSON_COMPACT))
+        rc = mt_error(MT_ERR_INVALID, err, errlen, "cannot write %s/%s: %s", tmp, out_name, strerror(errno));
     json_decref(obj);
-    json_decref(list);
     return rc;
 }
 
-/* A language code of metadata.json: letters, digits, '-' and '_', 1 to 15 of them. */
-static const char *lang_code(json_t *meta, const char *key)
+/* Copies the SentencePiece model the layout chose to tmp/name, unless it is that file. */
+static int place_spm(const char *tmp, const char *spm, const char *name, char *err, size_t errlen)
 {
-    const char *s = json_string_value(json_object_get(meta, key));
-    if (!s || !*s || strlen(s) > 15 || strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_")
-                                          != strlen(s))
-        return NULL;
-    return s;
+    char path[4400];
+    mt_strfmt(path, sizeof path, "%s/%s", tmp, name);
+    return strcmp(spm, path) ? copy_file(spm, path, err, errlen) : 0;
 }
 
-/* Turns the package's files in tmp into the model directory layout; *from / *to get the
- * pair (borrowed from *meta, which the caller frees). */
-static int adapt(const char *tmp, json_t **meta, const char **from, const char **to, char *err, size_t errlen)
+/* Turns the package's files in tmp into the model directory layout: the files found as
+ * the engine finds them in a package loaded in place (ct2_layout.h), written as a Marian
+ * directory's tokenizer files. *meta gets metadata.json (the caller frees it), from / to
+ * the pair. */
+static int adapt(const char *tmp, json_t **meta, char *from, char *to, char *err, size_t errlen)
 {
-    char path[4400], other[4400];
+    char path[4400];
     json_error_t je;
     *meta = json_load_file(mt_strfmt(path, sizeof path, "%s/metadata.json", tmp), 0, &je);
     if (!*meta)
         return mt_error(MT_ERR_INVALID, err, errlen, "metadata.json: %s", access(path, F_OK) ? "missing (not an "
                         "argos-translate package)" : je.text);
-    if (!(*from = lang_code(*meta, "from_code")) || !(*to = lang_code(*meta, "to_code")))
-        return mt_error(MT_ERR_INVALID, err, errlen, "metadata.json: from_code and to_code must be language "
-                        "codes (letters, digits, '-', '_')");
-    if (access(mt_strfmt(path, sizeof path, "%s/model.bin", tmp), F_OK))
-        return mt_error(MT_ERR_INVALID, err, errlen, "the package has no model/model.bin (a CTranslate2 model)");
+    mt_ct2_layout l;
+    if (mt_ct2_layout_find(tmp, &l, err, errlen))
+        return -1;
+    memcpy(from, l.from, sizeof l.from);
+    memcpy(to, l.to, sizeof l.to);
     if (access(mt_strfmt(path, sizeof path, "%s/config.json", tmp), F_OK)) {
         /* CTranslate2 before 3.0 wrote none: its defaults then, said out loud (and the
          * file marks the directory as a model for mt-models list and remove) */
@@ -276,36 +243,24 @@ static int adapt(const char *tmp, json_t **meta, const char **from, const char *
             return mt_error(MT_ERR_INVALID, err, errlen, "cannot write %s: %s", path, strerror(errno));
     }
     /* one SentencePiece model for both sides, unless the model directory brings its own */
-    if (access(mt_strfmt(path, sizeof path, "%s/source.spm", tmp), F_OK)) {
-        mt_strfmt(other, sizeof other, "%s/sentencepiece.model", tmp);
-        if (access(other, F_OK))
-            return mt_error(MT_ERR_INVALID, err, errlen, "the package has no sentencepiece.model");
-        if (copy_file(other, path, err, errlen))
-            return -1;
-    }
-    if (access(mt_strfmt(path, sizeof path, "%s/target.spm", tmp), F_OK) &&
-        copy_file(mt_strfmt(other, sizeof other, "%s/source.spm", tmp), path, err, errlen))
+    if (place_spm(tmp, l.source_spm, "source.spm", err, errlen) ||
+        place_spm(tmp, l.target_spm, "target.spm", err, errlen))
         return -1;
     unlink(mt_strfmt(path, sizeof path, "%s/sentencepiece.model", tmp));
-    int separate = 0, rc = write_vocab(tmp, "shared_vocabulary", "vocab.json", err, errlen);
-    if (rc == 1) {
-        separate = 1;
-        rc = write_vocab(tmp, "source_vocabulary", "vocab.json", err, errlen);
-        if (!rc)
-            rc = write_vocab(tmp, "target_vocabulary", "target_vocab.json", err, errlen);
-        if (rc == 1)
-            return mt_error(MT_ERR_INVALID, err, errlen, "the model has no shared_vocabulary nor "
-                            "source_vocabulary and target_vocabulary (.json or .txt)");
-    }
+    mt_ct2_vocab src, tgt;
+    mt_ct2_tokens tokens;
+    int shared;
+    if (mt_ct2_tokens_load(tmp, &tokens, err, errlen) || mt_ct2_vocabs_load(tmp, &src, &tgt, &shared, err, errlen))
+        return -1;
+    int rc = write_vocab(tmp, &src, "vocab.json", err, errlen) ||
+             (!shared && write_vocab(tmp, &tgt, "target_vocab.json", err, errlen)) ? -1 : 0;
+    mt_ct2_vocab_free(&src);
+    mt_ct2_vocab_free(&tgt);
     if (rc)
         return -1;
-    json_t *cfg = json_load_file(mt_strfmt(path, sizeof path, "%s/config.json", tmp), 0, &je);
-    const char *eos = json_string_value(json_object_get(cfg, "eos_token"));
-    const char *unk = json_string_value(json_object_get(cfg, "unk_token"));
-    json_t *tc = json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:s}", "source_lang", *from, "target_lang", *to,
-                           "separate_vocabs", separate, "eos_token", eos ? eos : "</s>", "unk_token",
-                           unk ? unk : "<unk>", "pad_token", "<pad>", "tokenizer_class", "MarianTokenizer");
-    json_decref(cfg);
+    json_t *tc = json_pack("{s:s,s:s,s:b,s:s,s:s,s:s,s:s}", "source_lang", from, "target_lang", to,
+                           "separate_vocabs", !shared, "eos_token", tokens.eos, "unk_token", tokens.unk,
+                           "pad_token", "<pad>", "tokenizer_class", "MarianTokenizer");
     rc = tc && !json_dump_file(tc, mt_strfmt(path, sizeof path, "%s/tokenizer_config.json", tmp), JSON_INDENT(2))
              ? 0 : mt_error(MT_ERR_INVALID, err, errlen, "cannot write %s: %s", path, strerror(errno));
     json_decref(tc);
@@ -416,7 +371,7 @@ int mh_install_argos(const mh_options *o, const char *source, const char *dest, 
     if (mkdir(tmp, 0755))
         return mt_error(MT_ERR_INVALID, err, errlen, "cannot create %s: %s", tmp, strerror(errno));
     json_t *meta = NULL;
-    const char *from = NULL, *to = NULL;
+    char from[16] = "", to[16] = "";
     int rc = 0;
     const char *zip_file = source;
     if (is_url) {
@@ -445,7 +400,7 @@ int mh_install_argos(const mh_options *o, const char *source, const char *dest, 
         rc = copy_package_dir(source, tmp, err, errlen);
     else
         rc = unpack_zip(zip_file, tmp, err, errlen);
-    if (rc || (rc = adapt(tmp, &meta, &from, &to, err, errlen)))
+    if (rc || (rc = adapt(tmp, &meta, from, to, err, errlen)))
         goto done;
     if (dest)
         snprintf(target, sizeof target, "%s", dest);

@@ -538,7 +538,7 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
         mt_model_free(m);
         return NULL;
     }
-    mt_ct2_config cfg;
+    mt_ct2_tokens cfg;
     mt_ct2_vocab src = {0}, tgt = {0};
     int shared = 0;
     if (mt_ct2_config_load(dir, &cfg, err, errlen) || mt_ct2_vocabs_load(dir, &src, &tgt, &shared, err, errlen)) {
@@ -557,19 +557,19 @@ mt_model *mt_ct2_load(const char *dir, const mt_model_options *opts, char *err, 
     mt_model_info *in = &m->info;
     if (in->src_vocab_size != src.n || in->tgt_vocab_size - 1 != tv->n) {
         mt_error(MT_ERR_INVALID, err, errlen, "model.bin has %d source and %d target embeddings, the vocabularies "
-                 "%d (%s) and %d (%s) tokens", in->src_vocab_size, in->tgt_vocab_size - 1, src.n, src.path, tv->n,
-                 tv->path);
+                 "%d (%s) and %d (%s) tokens", in->src_vocab_size, in->tgt_vocab_size - 1, src.n, src.name, tv->n,
+                 tv->name);
         goto done;
     }
     int eos = mt_ct2_vocab_find(tv, cfg.eos), start = mt_ct2_vocab_find(tv, cfg.start);
     if (eos < 0 || start < 0) {
         mt_error(MT_ERR_INVALID, err, errlen, "%s: the %s token \"%s\" (config.json) is not in the vocabulary",
-                 tv->path, eos < 0 ? "eos" : "decoder start", eos < 0 ? cfg.eos : cfg.start);
+                 tv->name, eos < 0 ? "eos" : "decoder start", eos < 0 ? cfg.eos : cfg.start);
         goto done;
     }
     if (mt_ct2_vocab_find(&src, cfg.eos) != eos) {
         mt_error(MT_ERR_INVALID, err, errlen, "%s: the eos token \"%s\" has another id in the source vocabulary "
-                 "(the engine uses one eos id on both sides)", src.path, cfg.eos);
+                 "(the engine uses one eos id on both sides)", src.name, cfg.eos);
         goto done;
     }
     in->eos_id = eos;

@@ -1,30 +1,16 @@
-/* ct2_dir.h: reading a CTranslate2 model directory's config.json and vocabularies
- * (internal to model/; ct2.c's loader uses it). Errors: -1 with a message in err.
- * Thread-safety: no shared state; a vocabulary is the caller's, read-only once loaded. */
+/* ct2_dir.h: a CTranslate2 model directory's config.json as this engine takes it (internal to
+ * model/; ct2.c's loader uses it). The vocabularies and tokens come from ct2_layout.h.
+ * Errors: -1 with a message in err. Thread-safety: no shared state. */
 #ifndef MT_CT2_DIR_H
 #define MT_CT2_DIR_H
 
 #include <stddef.h>
 
-typedef struct {
-    char **tok;
-    int n;
-    char path[64]; /* the file's name, for messages */
-} mt_ct2_vocab;
+#include "ct2_layout.h"
 
-typedef struct {
-    char eos[64], start[64];
-    int add_source_eos, add_source_bos, has_start;
-} mt_ct2_config;
-
-void mt_ct2_vocab_free(mt_ct2_vocab *v);
-/* The id of token s, or -1. */
-int mt_ct2_vocab_find(const mt_ct2_vocab *v, const char *s);
-/* The source and target vocabularies of dir: shared_vocabulary (*shared = 1, src only), or
- * source_ and target_vocabulary. */
-int mt_ct2_vocabs_load(const char *dir, mt_ct2_vocab *src, mt_ct2_vocab *tgt, int *shared, char *err,
-                       size_t errlen);
-/* dir/config.json (optional: CTranslate2 before 3.0 wrote none) into c. */
-int mt_ct2_config_load(const char *dir, mt_ct2_config *c, char *err, size_t errlen);
+/* dir/config.json (optional: CTranslate2 before 3.0 wrote none) into c, refusing the
+ * options this engine does not implement (add_source_bos, a null decoder_start_token,
+ * another layer_norm_epsilon, multi-query attention, AWQ). */
+int mt_ct2_config_load(const char *dir, mt_ct2_tokens *c, char *err, size_t errlen);
 
 #endif

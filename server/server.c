@@ -121,9 +121,10 @@ static void on_loaded(void *u, int i, const mt_service_model *m)
     (void)i;
     char q1[600], q2[100], q3[800];
     mt_log_write(((mt_server *)u)->log, MT_LOG_INFO, "model_loaded",
-                 "model=%s dir=%s compute_type=%s compute=%s source=%s target=%s language_tokens=%d d_model=%d "
-                 "layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
-                 mt_log_quote(q2, sizeof q2, m->name), mt_log_quote(q1, sizeof q1, m->path), m->compute_type,
+                 "model=%s dir=%s format=%s compute_type=%s compute=%s source=%s target=%s language_tokens=%d "
+                 "d_model=%d layers=%d+%d beam=%d max_length=%d load_ms=%.1f",
+                 mt_log_quote(q2, sizeof q2, m->name), mt_log_quote(q1, sizeof q1, m->path), m->format,
+                 m->compute_type,
                  mt_log_quote(q3, sizeof q3, m->compute_detail), m->source, m->target, m->language_tokens,
                  m->d_model, m->encoder_layers, m->decoder_layers, m->default_beam_size, m->default_max_length,
                  m->load_ms);

@@ -16,6 +16,8 @@ imported by test_server.py and the other server tests (`import mtfixtures as ts`
   require_server         raises (an error, not a skip) when mt-server is not built
   nginx_conf             a main nginx.conf whose every path lies in a private directory
   eval_check             a tools/eval_*.py --check run on the bundled en-de model (77 without it)
+  tiny_ct2_dir, argos_package_dir   a CTranslate2 directory from tests/fuzz/ct2 (no peer needed)
+                         and an unpacked argos-translate package around a CTranslate2 directory
 
 Every server started is killed at exit if a test did not stop it. Standard library only.
 """
@@ -292,3 +294,41 @@ def eval_check(tool, args=(), timeout=900):
         return 77
     return subprocess.run([sys.executable, os.path.join(SRC, "tools", tool), "--check", *args, "--cli", CLI,
                            "--model", BUNDLED], timeout=timeout).returncode
+
+
+# ----------------------------------------------------------------------------- CTranslate2 / argos
+
+CT2_SEEDS = os.path.join(SRC, "tests", "fuzz", "ct2")  # tiny model.bin files CTranslate2's spec classes wrote
+CT2_TINY_TOKENS = ["</s>", "<unk>", "<s>"] + ["t%d" % i for i in range(7)]  # their shared vocabulary
+
+
+def tiny_ct2_dir(out, spm=None, seed="post_float32.bin"):
+    """A CTranslate2 directory at out without the peer: tests/fuzz/ct2/SEED as model.bin, its
+    shared_vocabulary.json and config.json (source eos, start token </s>, as a converted Marian
+    model has), and spm copied as sentencepiece.model when given. Returns out."""
+    os.makedirs(out)
+    shutil.copy(os.path.join(CT2_SEEDS, seed), os.path.join(out, "model.bin"))
+    with open(os.path.join(out, "shared_vocabulary.json"), "w") as f:
+        json.dump(CT2_TINY_TOKENS, f)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump({"add_source_bos": False, "add_source_eos": True, "bos_token": "<s>", "decoder_start_token": "</s>",
+                   "eos_token": "</s>", "layer_norm_epsilon": None, "unk_token": "<unk>"}, f)
+    if spm:
+        shutil.copy(spm, os.path.join(out, "sentencepiece.model"))
+    return out
+
+
+def argos_package_dir(out, model_dir, spm, from_code="xx", to_code="yy"):
+    """An unpacked argos-translate package at out, as argos-translate leaves one under
+    ~/.local/share/argos-translate/packages/: metadata.json (from_code, to_code),
+    sentencepiece.model (a copy of spm) and model/ (the plain files of the CTranslate2
+    directory model_dir, its own sentencepiece.model left out). Returns out."""
+    os.makedirs(os.path.join(out, "model"))
+    with open(os.path.join(out, "metadata.json"), "w") as f:
+        json.dump({"package_version": "1.0", "argos_version": "1.9", "from_code": from_code, "to_code": to_code,
+                   "type": "translate"}, f)
+    shutil.copy(spm, os.path.join(out, "sentencepiece.model"))
+    for name in os.listdir(model_dir):
+        if name != "sentencepiece.model" and os.path.isfile(os.path.join(model_dir, name)):
+            shutil.copy(os.path.join(model_dir, name), os.path.join(out, "model", name))
+    return out

@@ -12,6 +12,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mtfixtures  # noqa: E402
+
 BUILD = os.environ.get("MT_BUILD_DIR", "build")
 SOURCE = os.environ.get("MT_SOURCE_DIR", ".")
 CLI = os.path.join(BUILD, "cli", "mt-translate")
@@ -322,19 +325,18 @@ class CommandLineTest(RandomModelCase):
         shutil.copytree(self.model, partial, dirs_exist_ok=True)
         os.remove(os.path.join(partial, "tokenizer_config.json"))
         missing = os.path.join(self.tmp, "xx-yy")
-        ct2 = os.path.join(self.tmp, "ct2-bare")
-        os.makedirs(ct2, exist_ok=True)
-        for name in ("model.bin", "config.json", "shared_vocabulary.json"):
-            open(os.path.join(ct2, name), "w").close()
-        argos = os.path.join(self.tmp, "argos-package")
-        os.makedirs(os.path.join(argos, "model"), exist_ok=True)
-        for name in ("metadata.json", "sentencepiece.model", "model/model.bin"):
-            open(os.path.join(argos, name), "w").close()
+        # A CTranslate2 directory or an argos-translate package loads in place
+        # (test_ctranslate2_and_argos_directories_translate); a part missing is named.
+        ct2 = mtfixtures.tiny_ct2_dir(os.path.join(self.tmp, "ct2-no-spm"))
+        argos = mtfixtures.argos_package_dir(os.path.join(self.tmp, "argos-no-vocab"), ct2,
+                                             os.path.join(self.model, "source.spm"))
+        os.remove(os.path.join(argos, "model", "shared_vocabulary.json"))
         for args, needle in [
-            (["--model", ct2], f"{ct2} is a CTranslate2 model without the Marian tokenizer files this engine "
-                               "reads (tokenizer_config.json, vocab.json, source.spm, target.spm missing)"),
-            (["--model", argos], f"{argos} is an argos-translate package: install it as a model directory with "
-                                 f"`mt-models install {argos}`"),
+            (["--model", ct2], f"{ct2}/sentencepiece.model: missing: a CTranslate2 directory needs its "
+                               "SentencePiece model beside model.bin (sentencepiece.model, or source.spm and "
+                               "target.spm)"),
+            (["--model", argos], f"{argos}/model has no shared_vocabulary.json (or .txt) nor "
+                                 "source_vocabulary.json (or .txt)"),
             (["--model", missing], f"no model at {missing} (try: mt-models list, or ls models/)"),
             (["--model", empty], f"{empty} is not a model directory: it has none of config.json, "
                                  "tokenizer_config.json, vocab.json, source.spm, target.spm"),
@@ -345,6 +347,34 @@ class CommandLineTest(RandomModelCase):
         ]:
             with self.subTest(args=args):
                 self.one_line_error([CLI] + args, 1, needle)
+
+    def test_ctranslate2_and_argos_directories_translate(self):
+        """What b93ae05 answered with 'install it': an unpacked argos-translate package and a bare
+        CTranslate2 directory with its SentencePiece model now translate in place (tiny
+        CTranslate2 model of tests/fuzz/ct2), the package's pair from its metadata.json, the
+        same ids as the same package installed with mt-models install; the bare directory
+        names no pair and asks for one."""
+        spm = os.path.join(self.model, "source.spm")
+        ct2 = mtfixtures.tiny_ct2_dir(os.path.join(self.tmp, "ct2-bare"), spm=spm)
+        argos = mtfixtures.argos_package_dir(os.path.join(self.tmp, "argos-package"), ct2, spm)
+        ids = "3 4 5\n9 8 7 6 5\n4\n"
+        args = ["--input", "ids", "--output", "ids", "--max-length", "12"]
+        pkg = run(["--model", argos] + args, ids).stdout.decode().splitlines()
+        self.assertEqual(len(pkg), 3)
+        bare = run(["--model", ct2 + ":xx:yy"] + args, ids).stdout.decode().splitlines()
+        self.assertEqual(bare, pkg)
+        text = run(["--model", argos, "--max-length", "12"], "A dog runs.\n\nTwo men talk.\n").stdout.decode()
+        self.assertEqual(len(text.split("\n")), 4, text)  # three lines out, the empty one kept
+        self.one_line_error([CLI, "--model", ct2], 1, f"{ct2} is a CTranslate2 model without metadata.json naming "
+                            f"its languages: give the pair (--model {ct2}:SRC:TGT, or --source-lang and --target-lang)")
+        self.one_line_error([CLI, "--model", argos + ":en:de"], 1, "translates xx -> yy (its metadata.json), "
+                            "not en -> de")
+        models = os.path.join(BUILD, "cli", "mt-models")
+        env = dict(os.environ, MT_MODELS_DIR=os.path.join(self.tmp, "installed-argos"))
+        r = subprocess.run([models, "install", argos], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        installed = os.path.join(self.tmp, "installed-argos", "argos-xx-yy")
+        self.assertEqual(run(["--model", installed] + args, ids).stdout.decode().splitlines(), pkg)
 
     def test_help_lists_every_option(self):
         """Every long option of mt-translate's getopt table (and of the decoding table,

@@ -5,6 +5,7 @@
  * the sorted list of language tokens. Encode and decode only read the struct.
  */
 #include "tokenizer.h"
+#include "ct2_layout.h"
 #include "status.h"
 #include "utf8.h"
 
@@ -174,6 +175,59 @@ static void vocab_free(struct vocab *v)
     memset(v, 0, sizeof(*v));
 }
 
+/* Room for size ids and n pieces of arena_bytes in all; the hash empty. */
+static int vocab_alloc(struct vocab *v, int32_t size, size_t n, size_t arena_bytes, const char *path, char *err,
+                       size_t errlen)
+{
+    v->size = size;
+    uint32_t nslots = 1;
+    while (nslots < 2 * (uint32_t)n)
+        nslots <<= 1;
+    v->mask = nslots - 1;
+    v->piece = calloc((size_t)size, sizeof(*v->piece));
+    v->arena = malloc(arena_bytes);
+    v->slots = malloc((size_t)nslots * sizeof(*v->slots));
+    if (v->piece == NULL || v->arena == NULL || v->slots == NULL) {
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    memset(v->slots, 0xff, (size_t)nslots * sizeof(*v->slots)); /* all -1 */
+    return 0;
+}
+
+/* Gives id the piece key (copied to *at, which advances) and, unless the piece already has
+ * an id, hashes it to this one: the first id of a piece listed twice wins, as CTranslate2
+ * maps strings to ids. */
+static void vocab_put(struct vocab *v, int32_t id, const char *key, char **at)
+{
+    size_t len = strlen(key);
+    memcpy(*at, key, len + 1);
+    v->piece[id] = *at;
+    *at += len + 1;
+    uint32_t i = hash_bytes(key, len) & v->mask;
+    for (; v->slots[i] >= 0; i = (i + 1) & v->mask)
+        if (strcmp(v->piece[v->slots[i]], key) == 0)
+            return;
+    v->slots[i] = id;
+}
+
+/* A CTranslate2 vocabulary (ct2_layout.h): token i is id i. */
+static int vocab_from_ct2(struct vocab *v, const mt_ct2_vocab *c, const char *path, char *err, size_t errlen)
+{
+    memset(v, 0, sizeof(*v));
+    size_t arena_bytes = 0;
+    for (int i = 0; i < c->n; i++)
+        arena_bytes += strlen(c->tok[i]) + 1;
+    if (vocab_alloc(v, c->n, (size_t)c->n, arena_bytes, path, err, errlen) != 0) {
+        vocab_free(v);
+        return -1;
+    }
+    char *at = v->arena;
+    for (int i = 0; i < c->n; i++)
+        vocab_put(v, i, c->tok[i], &at);
+    return 0;
+}
+
 /* Loads path (an object piece -> id). size_limit >= 0 (config.json's vocabulary size)
  * bounds the ids; otherwise the ids must be below the number of entries. */
 static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, const char *limit_name,
@@ -233,20 +287,8 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
         arena_bytes += strlen(key) + 1;
     }
 
-    v->size = (int32_t)size;
-    uint32_t nslots = 1;
-    while (nslots < 2 * (uint32_t)n)
-        nslots <<= 1;
-    v->mask = nslots - 1;
-    v->piece = calloc((size_t)size, sizeof(*v->piece));
-    v->arena = malloc(arena_bytes);
-    v->slots = malloc((size_t)nslots * sizeof(*v->slots));
-    if (v->piece == NULL || v->arena == NULL || v->slots == NULL) {
-        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", path);
+    if (vocab_alloc(v, (int32_t)size, n, arena_bytes, path, err, errlen) != 0)
         goto done;
-    }
-    memset(v->slots, 0xff, (size_t)nslots * sizeof(*v->slots)); /* all -1 */
-
     char *at = v->arena;
     json_object_foreach(root, key, val) {
         int32_t id = (int32_t)json_integer_value(val);
@@ -255,14 +297,7 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
                     v->piece[id], key, (int)id);
             goto done;
         }
-        size_t len = strlen(key);
-        memcpy(at, key, len + 1);
-        v->piece[id] = at;
-        at += len + 1;
-        uint32_t i = hash_bytes(key, len) & v->mask; /* keys are unique (JSON_REJECT_DUPLICATES) */
-        while (v->slots[i] >= 0)
-            i = (i + 1) & v->mask;
-        v->slots[i] = id;
+        vocab_put(v, id, key, &at); /* keys are unique (JSON_REJECT_DUPLICATES) */
     }
     rc = 0;
 done:
@@ -373,6 +408,38 @@ static int special_id(const mt_tokenizer *tok, const char *name, const char *key
     return 0;
 }
 
+/* What both loaders do once the vocabularies are in: the unknown and eos ids, the tokens
+ * decoding drops, the language tokens, the SentencePiece models. 0 or -1 with a message. */
+static int finish_load(mt_tokenizer *tok, const struct specials *sp, const char *vocab_path,
+                       const char *tgt_vocab_path, const char *cfg_path, const char *src_spm, const char *tgt_spm,
+                       char *err, size_t errlen)
+{
+    int32_t unk = vocab_find(&tok->src, sp->unk, strlen(sp->unk));
+    if (unk < 0) {
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: unknown token \"%s\" not found", vocab_path, sp->unk);
+        return -1;
+    }
+    tok->unk_id = unk;
+    if (special_id(tok, sp->eos, "eos_token_id", sp->eos_id, vocab_path, cfg_path, &tok->eos_id,
+                   err, errlen) != 0)
+        return -1;
+    if (sp->pad_id >= 0 && sp->pad_id >= tok->tgt->size) {
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: pad_token_id %lld is not below the vocabulary size %d",
+                cfg_path, (long long)sp->pad_id, (int)tok->tgt->size);
+        return -1;
+    }
+
+    if (build_target_skip(tok, sp, tgt_vocab_path, err, errlen) != 0 ||
+        build_lang_list(tok, vocab_path, err, errlen) != 0)
+        return -1;
+
+    if ((tok->src_spm = mt_spm_load(src_spm, err, errlen)) == NULL ||
+        (tok->tgt_spm = mt_spm_load(tgt_spm, err, errlen)) == NULL)
+        return -1;
+
+    return 0;
+}
+
 mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
 {
     if (dir == NULL || dir[0] == '\0') {
@@ -438,27 +505,8 @@ mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
         tok->tgt = &tok->tgt_own;
     }
 
-    int32_t unk = vocab_find(&tok->src, sp.unk, strlen(sp.unk));
-    if (unk < 0) {
-        mt_error(MT_ERR_INVALID, err, errlen, "%s: unknown token \"%s\" not found", vocab_path, sp.unk);
-        goto fail;
-    }
-    tok->unk_id = unk;
-    if (special_id(tok, sp.eos, "eos_token_id", sp.eos_id, vocab_path, cfg_path, &tok->eos_id,
-                   err, errlen) != 0)
-        goto fail;
-    if (sp.pad_id >= 0 && sp.pad_id >= tok->tgt->size) {
-        mt_error(MT_ERR_INVALID, err, errlen, "%s: pad_token_id %lld is not below the vocabulary size %d",
-                cfg_path, (long long)sp.pad_id, (int)tok->tgt->size);
-        goto fail;
-    }
-
-    if (build_target_skip(tok, &sp, separate ? tvocab_path : vocab_path, err, errlen) != 0 ||
-        build_lang_list(tok, vocab_path, err, errlen) != 0)
-        goto fail;
-
-    if ((tok->src_spm = mt_spm_load(src_spm, err, errlen)) == NULL ||
-        (tok->tgt_spm = mt_spm_load(tgt_spm, err, errlen)) == NULL)
+    if (finish_load(tok, &sp, vocab_path, separate ? tvocab_path : vocab_path, cfg_path, src_spm, tgt_spm, err,
+                    errlen) != 0)
         goto fail;
 
     json_decref(cfg);
@@ -469,6 +517,49 @@ fail:
     json_decref(tcfg);
     mt_tokenizer_free(tok);
     return NULL;
+}
+
+mt_tokenizer *mt_tokenizer_load_ct2(const mt_ct2_layout *layout, char *err, size_t errlen)
+{
+    if (layout == NULL || layout->model_dir[0] == '\0') {
+        mt_error(MT_ERR_INVALID, err, errlen, "no CTranslate2 model directory given");
+        return NULL;
+    }
+    const char *dir = layout->model_dir;
+    mt_ct2_tokens tokens;
+    mt_ct2_vocab src = {0}, tgt = {0};
+    int shared = 0;
+    if (mt_ct2_tokens_load(dir, &tokens, err, errlen) != 0 ||
+        mt_ct2_vocabs_load(dir, &src, &tgt, &shared, err, errlen) != 0)
+        return NULL;
+    char cfg_path[MT_CT2_PATH + 16], vocab_path[MT_CT2_PATH + 80], tvocab_path[MT_CT2_PATH + 80];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
+    snprintf(vocab_path, sizeof vocab_path, "%s/%s", dir, src.name);
+    snprintf(tvocab_path, sizeof tvocab_path, "%s/%s", dir, shared ? src.name : tgt.name);
+    /* The special tokens as `mt-models install` writes them into tokenizer_config.json:
+     * config.json's eos and unk, "<pad>" (absent from CTranslate2 vocabularies: no-op). */
+    struct specials sp = {.eos = tokens.eos, .unk = tokens.unk, .pad = "<pad>", .eos_id = -1, .pad_id = -1};
+    mt_tokenizer *tok = calloc(1, sizeof(*tok));
+    if (tok == NULL)
+        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", dir);
+    int rc = tok == NULL || vocab_from_ct2(&tok->src, &src, vocab_path, err, errlen) != 0 ? -1 : 0;
+    if (rc == 0) {
+        tok->tgt = &tok->src;
+        if (!shared) {
+            rc = vocab_from_ct2(&tok->tgt_own, &tgt, tvocab_path, err, errlen);
+            tok->tgt = &tok->tgt_own;
+        }
+    }
+    mt_ct2_vocab_free(&src);
+    mt_ct2_vocab_free(&tgt);
+    if (rc == 0)
+        rc = finish_load(tok, &sp, vocab_path, tvocab_path, cfg_path, layout->source_spm, layout->target_spm, err,
+                         errlen);
+    if (rc != 0) {
+        mt_tokenizer_free(tok);
+        return NULL;
+    }
+    return tok;
 }
 
 void mt_tokenizer_free(mt_tokenizer *tok)

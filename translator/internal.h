@@ -9,6 +9,7 @@ struct mt_translator {
     mt_tokenizer *tok;
     char *name, *source_lang, *target_lang;
     int target_token;   /* source id of ">>target<<" for multilingual models, else -1 */
+    const char *format; /* mt_translator_format: a string constant */
 };
 
 #include <stdio.h>

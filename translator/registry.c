@@ -56,6 +56,7 @@ static int add_model(mt_service *svc, int i, const char *name, const char *path,
     d->target = mt_translator_target_lang(tr);
     d->compute_type = mt_compute_type_name(mt_model_compute_type(m));
     d->compute_detail = keep(svc, mt_model_compute_detail(m));
+    d->format = mt_translator_format(tr);
     d->language_tokens = mt_translator_target_count(tr);
     d->d_model = in->d_model;
     d->encoder_layers = in->encoder_layers;

@@ -39,24 +39,36 @@ static int read_languages(const char *dir, char **src, char **tgt, char *err, si
     return 0;
 }
 
-/* The caller's pair against the one tokenizer_config.json names (when it names one). */
-static int check_pair(const mt_translator *tr, const char *dir, char *err, size_t errlen)
+/* The caller's pair against the one the model names (when it names one): its
+ * tokenizer_config.json, or an argos-translate package's metadata.json (layout). */
+static int check_pair(const mt_translator *tr, const char *dir, const mt_ct2_layout *layout, char *err,
+                      size_t errlen)
 {
     char *src = NULL, *tgt = NULL, e[8];
-    if (read_languages(dir, &src, &tgt, e, sizeof e)) { /* no pair named: any is taken */
+    if (layout && layout->from[0]) {
+        src = dup_str(layout->from);
+        tgt = dup_str(layout->to);
+    } else if (layout || read_languages(dir, &src, &tgt, e, sizeof e)) { /* no pair named: any is taken */
         free(src), free(tgt);
         return 0;
     }
+    if (!src || !tgt) {
+        free(src), free(tgt);
+        return mt_error(-1, err, errlen, "out of memory");
+    }
     int bad = strcasecmp(src, tr->source_lang) != 0 || strcasecmp(tgt, tr->target_lang) != 0;
     if (bad)
-        mt_error(-1, err, errlen, "model %s translates %s -> %s (its tokenizer_config.json), not %s -> %s; "
+        mt_error(-1, err, errlen, "model %s translates %s -> %s (its %s), not %s -> %s; "
                  "drop the language override or pick a model for that pair", dir, src, tgt,
-                 tr->source_lang, tr->target_lang);
+                 layout ? "metadata.json" : "tokenizer_config.json", tr->source_lang, tr->target_lang);
     free(src), free(tgt);
     return bad ? -1 : 0;
 }
 
-/* Names the files a directory lacks before any loader reads it: a folder that is not a
+/* Which loader reads dir: 0 a Marian directory (its tokenizer files all there; the weights
+ * model.safetensors, or a CTranslate2 model.bin as `mt-models install` leaves it), 1 a
+ * CTranslate2 directory or an argos-translate package read in place (ct2_layout.h), or -1
+ * naming the files a directory lacks before any loader reads it: a folder that is not a
  * model would otherwise be reported as a JSON error in its tokenizer_config.json. The
  * weights are left to the model loader (it knows the formats); the loaders still check
  * every file they read. */
@@ -75,21 +87,9 @@ static int missing_files(const char *dir, char *err, size_t errlen)
         snprintf(list + used, sizeof list - used, "%s%s", missing ? ", " : "", files[i]);
         missing++;
     }
-    /* The two layouts LibreTranslate users have on disk: the engine reads their weights
-     * (model.bin) but not their tokenizer files, which `mt-models install` writes. */
-    snprintf(path, sizeof path, "%s/metadata.json", dir);
-    int argos = access(path, F_OK) == 0;
-    snprintf(path, sizeof path, "%s/model/model.bin", dir);
-    argos = argos && access(path, F_OK) == 0;
-    if (missing && argos)
-        return mt_error(-1, err, errlen, "%s is an argos-translate package: install it as a model directory with "
-                        "`mt-models install %s`", dir, dir);
-    snprintf(path, sizeof path, "%s/model.bin", dir);
-    if (missing && access(path, F_OK) == 0)
-        return mt_error(-1, err, errlen, "%s is a CTranslate2 model without the Marian tokenizer files this engine "
-                        "reads (%s missing): copy them from the model it was converted from (its spm models as "
-                        "source.spm and target.spm), or install the argos-translate package it came from with "
-                        "`mt-models install`", dir, list);
+    /* The two layouts LibreTranslate users have on disk: read in place */
+    if (missing && mt_ct2_layout_probe(dir))
+        return 1;
     if (missing == N)
         return mt_error(-1, err, errlen, "%s is not a model directory: it has none of %s (the files of a Hugging "
                         "Face MarianMT / OPUS-MT model)", dir, list);
@@ -114,7 +114,9 @@ mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, c
                  stat(dir, &st) == 0 ? " (it is not a directory)" : "");
         return NULL;
     }
-    if (missing_files(dir, err, errlen))
+    int in_place = missing_files(dir, err, errlen);
+    mt_ct2_layout layout;
+    if (in_place < 0 || (in_place && mt_ct2_layout_find(dir, &layout, err, errlen)))
         return NULL;
     mt_translator *tr = calloc(1, sizeof *tr);
     if (!tr) {
@@ -122,6 +124,7 @@ mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, c
         return NULL;
     }
     tr->target_token = -1;
+    tr->format = !in_place ? "marian" : layout.kind == MT_CT2_ARGOS_PACKAGE ? "argos-package" : "ctranslate2";
     /* the model's name is its directory's basename: "models/en-de/" -> "en-de" */
     size_t end = strlen(dir);
     while (end > 1 && dir[end - 1] == '/')
@@ -130,19 +133,25 @@ mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, c
     while (start > 0 && dir[start - 1] != '/')
         start--;
     tr->name = strndup(dir + start, end - start);
-    tr->source_lang = dup_str(source_lang);
-    tr->target_lang = dup_str(target_lang);
+    tr->source_lang = dup_str(source_lang ? source_lang : in_place && layout.from[0] ? layout.from : NULL);
+    tr->target_lang = dup_str(target_lang ? target_lang : in_place && layout.to[0] ? layout.to : NULL);
+    if (in_place && (!tr->source_lang || !tr->target_lang)) {
+        mt_error(-1, err, errlen, "%s is a CTranslate2 model without metadata.json naming its languages: give the "
+                 "pair (--model %s:SRC:TGT, or --source-lang and --target-lang)", dir, dir);
+        mt_translator_free(tr);
+        return NULL;
+    }
     if (!tr->name || ((!tr->source_lang || !tr->target_lang) &&
                           read_languages(dir, &tr->source_lang, &tr->target_lang, err, errlen))) {
         mt_translator_free(tr);
         return NULL;
     }
-    tr->model = mt_model_load_ex(dir, opts, err, errlen);
+    tr->model = mt_model_load_ex(in_place ? layout.model_dir : dir, opts, err, errlen);
     if (!tr->model) {
         mt_translator_free(tr);
         return NULL;
     }
-    tr->tok = mt_tokenizer_load(dir, err, errlen);
+    tr->tok = in_place ? mt_tokenizer_load_ct2(&layout, err, errlen) : mt_tokenizer_load(dir, err, errlen);
     if (!tr->tok) {
         mt_translator_free(tr);
         return NULL;
@@ -169,7 +178,7 @@ mt_translator *mt_translator_load_ex(const char *dir, const char *source_lang, c
     /* A bilingual model translates the pair its tokenizer_config.json names: a pair the
      * caller gives (--target-lang, --model DIR:SRC:TGT) must agree with it, or the model
      * would silently output its own language under another name (issue 14). */
-    if (n_langs == 0 && (source_lang || target_lang) && check_pair(tr, dir, err, errlen)) {
+    if (n_langs == 0 && (source_lang || target_lang) && check_pair(tr, dir, in_place ? &layout : NULL, err, errlen)) {
         mt_translator_free(tr);
         return NULL;
     }
@@ -193,6 +202,7 @@ const mt_tokenizer *mt_translator_tokenizer(const mt_translator *tr) { return tr
 const char *mt_translator_source_lang(const mt_translator *tr) { return tr->source_lang; }
 const char *mt_translator_target_lang(const mt_translator *tr) { return tr->target_lang; }
 const char *mt_translator_name(const mt_translator *tr) { return tr->name; }
+const char *mt_translator_format(const mt_translator *tr) { return tr->format; }
 const mt_model_info *mt_translator_model_info(const mt_translator *tr) { return mt_model_get_info(tr->model); }
 const char *mt_translator_blas_name(void) { return mt_blas_core_name(); }
 

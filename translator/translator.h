@@ -32,6 +32,10 @@ const mt_tokenizer *mt_translator_tokenizer(const mt_translator *tr);
 const char *mt_translator_source_lang(const mt_translator *tr);
 const char *mt_translator_target_lang(const mt_translator *tr);
 const char *mt_translator_name(const mt_translator *tr); /* directory basename */
+/* How the directory was read: "marian" (the Marian tokenizer files, the weights
+ * model.safetensors or an installed CTranslate2 model.bin), "argos-package" or
+ * "ctranslate2" (read in place: ct2_layout.h). A string constant. */
+const char *mt_translator_format(const mt_translator *tr);
 const mt_model_info *mt_translator_model_info(const mt_translator *tr); /* dimensions, defaults */
 const char *mt_translator_blas_name(void); /* the BLAS kernels in use ("SkylakeX") */
 

@@ -79,6 +79,8 @@ typedef struct {
     const char *name, *path, *source, *target;
     const char *compute_type;   /* the type in use ("float32") */
     const char *compute_detail; /* its kernels and packing, in words */
+    const char *format;         /* how its directory was read: "marian", or in place
+                                 * "argos-package" / "ctranslate2" */
     int language_tokens;        /* ">>xxx<<" target tokens of a multilingual model */
     int d_model, encoder_layers, decoder_layers, default_beam_size, default_max_length;
     double load_ms;

@@ -1,4 +1,6 @@
-/* tokenizer.h: MarianTokenizer-compatible text <-> ids for an OPUS-MT model directory.
+/* tokenizer.h: MarianTokenizer-compatible text <-> ids for an OPUS-MT model directory, and
+ * the same over a CTranslate2 directory or argos-translate package read in place
+ * (mt_tokenizer_load_ct2).
  *
  * Source side: SentencePiece (source.spm) splits text into pieces, vocab.json maps
  * pieces to ids (unknown piece -> unk id), eos is appended; a leading ">>xxx<<"
@@ -18,11 +20,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ct2_layout.h"
+
 typedef struct mt_tokenizer mt_tokenizer;
 
 /* Loads DIR/source.spm, DIR/target.spm, DIR/vocab.json (+ target_vocab.json) and
  * the special token ids from DIR/config.json and DIR/tokenizer_config.json. */
 mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen);
+
+/* Loads the tokenizer of a CTranslate2 model where it lies (an argos-translate package or a
+ * bare CTranslate2 directory, its files found by mt_ct2_layout_find); reads, never writes.
+ * SentencePiece pieces map to the CTranslate2 vocabulary by string, as CTranslate2 and
+ * argos-translate map them: a piece listed twice takes its first id, a piece not listed
+ * config.json's unk_token. Encoding appends config.json's eos_token (the model drops it
+ * when config.json's add_source_eos is false, so the source reads as CTranslate2 builds
+ * it); decoding drops eos, unk, "<pad>" and ">>xx<<" tokens. This is the mapping `mt-models
+ * install` writes into vocab.json and tokenizer_config.json, so a package loaded in place
+ * and the same package installed give the same ids and the same text. Errors name the file
+ * (a missing or invalid vocabulary, config.json or SentencePiece model). */
+mt_tokenizer *mt_tokenizer_load_ct2(const mt_ct2_layout *layout, char *err, size_t errlen);
 void mt_tokenizer_free(mt_tokenizer *tok);
 
 /* Encodes UTF-8 text (len bytes) to source ids ending in eos. Writes at most cap ids;
