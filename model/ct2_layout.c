@@ -184,8 +184,7 @@ static int exists(char *buf, size_t cap, const char *dir, const char *name)
 int mt_ct2_layout_probe(const char *dir)
 {
     char p[MT_CT2_PATH + 32];
-    return exists(p, sizeof p, dir, "model.bin") ||
-           (exists(p, sizeof p, dir, "metadata.json") && exists(p, sizeof p, dir, "model/model.bin"));
+    return exists(p, sizeof p, dir, "model.bin") || exists(p, sizeof p, dir, "metadata.json");
 }
 
 /* A language code of metadata.json: letters, digits, '-' and '_', 1 to 15 of them. */

@@ -18,11 +18,21 @@ shared_vocabulary.json} and a stanza/ folder that is not read. Checked:
 - broken packages (no metadata.json, no to_code, no model.bin, not a zip) fail naming the
   problem and leave nothing in the models directory; a zip entry that climbs out of the
   package (model/../../x) is never written.
+The same package unpacked (as argos-translate leaves it in
+~/.local/share/argos-translate/packages/) and loaded in place, without installing:
+- with beam 4 the same ids and text as the package installed, greedy the same ids as
+  CTranslate2 itself on the package's model/ with its sentencepiece.model;
+- mt-server --models-dir over a directory holding an installed model (models/de-en) and the
+  unpacked package lists both in /languages and translates as the installed package does.
+TestInPlace (no peer: the tiny CTranslate2 model of tests/fuzz/ct2): a read-only package
+loads and nothing in it changes; a missing or corrupt sentencepiece.model, vocabulary or
+metadata.json is refused with a message naming the file.
 """
 import http.server
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,6 +49,7 @@ MT_TRANSLATE = os.path.join(BUILD_DIR, "cli", "mt-translate")
 MT_MODELS = os.path.join(BUILD_DIR, "cli", "mt-models")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import testmain  # noqa: E402
+import mtfixtures  # noqa: E402
 
 LINES = ["A man is riding a bicycle down the street.", "Two dogs play in the snow.",
          "The children are reading books in the library.", "A woman in a red dress is singing on a stage.",
@@ -87,11 +98,62 @@ class TestArgos(unittest.TestCase):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
     @staticmethod
-    def translate(model, output):
-        r = subprocess.run([MT_TRANSLATE, "--model", model, "--beam", "4", "--compute-type", "float32", "--output",
+    def translate(model, output, beam="4"):
+        r = subprocess.run([MT_TRANSLATE, "--model", model, "--beam", beam, "--compute-type", "float32", "--output",
                             output], input="\n".join(LINES) + "\n", capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
         return r.stdout.splitlines()
+
+    def unpacked(self, name):
+        """The package unpacked under tmp/NAME/ as argos-translate installs it: NAME/ROOT."""
+        with zipfile.ZipFile(self.pkg) as z:
+            z.extractall(os.path.join(self.tmp, name))
+        return os.path.join(self.tmp, name, ROOT.rstrip("/"))
+
+    def test_in_place_equals_installed_and_ctranslate2(self):
+        """The unpacked package loaded in place: beam 4 ids and text as the same package
+        installed with mt-models install (and as models/en-de); greedy ids as CTranslate2's own
+        on the package's model/ with the package's sentencepiece.model."""
+        pkg = self.unpacked("in-place")
+        models_dir = os.path.join(self.tmp, "m-in-place")
+        self.models("m-in-place", "install", pkg, models_dir=models_dir)
+        installed = os.path.join(models_dir, "argos-en-de")
+        ids, text = self.translate(pkg, "ids"), self.translate(pkg, "text")
+        self.assertEqual(len(ids), len(LINES))
+        self.assertEqual(ids, self.translate(installed, "ids"))
+        self.assertEqual(text, self.translate(installed, "text"))
+        self.assertEqual((ids, text), (self.ref_ids, self.ref_text))
+        greedy = self.translate(pkg, "ids", beam="1")
+        ref = ct2_translate(os.path.join(pkg, "model"), os.path.join(pkg, "sentencepiece.model"), LINES, 1)
+        same = sum(a == b for a, b in zip(greedy, ref))
+        print("greedy, package in place vs CTranslate2 on it: %d/%d identical" % (same, len(LINES)))
+        self.assertEqual(greedy, ref)
+
+    def test_server_models_dir_installed_and_in_place(self):
+        """mt-server --models-dir over an installed model (a copy of models/de-en) and an
+        unpacked argos package: /languages lists both pairs, the log names the package's format,
+        en -> de translates as the installed package does."""
+        models_dir = os.path.join(self.tmp, "m-mixed")
+        os.makedirs(models_dir)
+        shutil.copytree(os.path.join(SOURCE_DIR, "models", "de-en"), os.path.join(models_dir, "de-en"))
+        with zipfile.ZipFile(self.pkg) as z:
+            z.extractall(models_dir)
+        server = mtfixtures.Server(["--models-dir", models_dir, "--workers", "1", "--beam-size", "4",
+                                    "--compute-type", "float32"], name="argos-mixed")
+        try:
+            status, _, body = server.request("GET", "/languages")
+            self.assertEqual(status, 200, body)
+            targets = {x["code"]: x["targets"] for x in json.loads(body)}
+            self.assertEqual((targets["en"], targets["de"]), (["de"], ["en"]))
+            status, _, body = server.request("POST", "/translate", json.dumps(
+                {"q": LINES, "source": "en", "target": "de"}), {"Content-Type": "application/json"})
+            self.assertEqual(status, 200, body)
+            self.assertEqual(json.loads(body)["translatedText"], self.ref_text)
+            log = server.log()
+        finally:
+            server.stop()
+        self.assertRegex(log, r"event=model_loaded model=\S*translate-en_de-1_0\S* dir=\S+ format=argos-package ")
+        self.assertRegex(log, r"event=model_loaded model=\S*de-en\S* dir=\S+ format=marian ")
 
     def models(self, name, *args, models_dir=None, ok=True):
         env = dict(os.environ, MT_MODELS_DIR=models_dir or os.path.join(self.tmp, name))
@@ -337,6 +399,124 @@ class TestArgos(unittest.TestCase):
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(r.returncode, 1)
         self.assertIn("failed; not starting", r.stderr)
+
+
+def ct2_translate(model_dir, spm, lines, beam):
+    """CTranslate2's output ids for lines, as argos-translate runs it: the pieces of spm in,
+    the output tokens mapped to their first id in the model's shared vocabulary."""
+    prog = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import ctranslate2, sentencepiece as spm
+a = json.load(sys.stdin)
+sp = spm.SentencePieceProcessor(model_file=a["spm"])
+index = {}
+for i, t in enumerate(json.load(open(a["model"] + "/shared_vocabulary.json"))):
+    index.setdefault(t, i)
+tr = ctranslate2.Translator(a["model"], device="cpu", compute_type="float32", intra_threads=1)
+res = tr.translate_batch([sp.encode(l, out_type=str) for l in a["lines"]], beam_size=a["beam"],
+                         max_decoding_length=255)
+for r in res:
+    print(" ".join(str(index[t]) for t in r.hypotheses[0]))
+"""
+    r = subprocess.run(["/usr/bin/python3", "-c", prog, os.path.join(PEER, "python")], capture_output=True,
+                       text=True, timeout=600, input=json.dumps({"model": model_dir, "spm": spm, "lines": lines,
+                                                                 "beam": beam}))
+    if r.returncode:
+        raise AssertionError("CTranslate2: " + r.stderr)
+    return r.stdout.splitlines()
+
+
+def snapshot(root):
+    """Every path under root with its type, size and modification time."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for name in dirs + files:
+            st = os.lstat(os.path.join(d, name))
+            out[os.path.relpath(os.path.join(d, name), root)] = (stat.S_IFMT(st.st_mode), st.st_size, st.st_mtime_ns)
+    return out
+
+
+class TestInPlace(unittest.TestCase):
+    """Packages loaded in place without the peer: the tiny CTranslate2 model of
+    tests/fuzz/ct2 with a SentencePiece model of tests/fixtures."""
+    SPM = os.path.join(SOURCE_DIR, "tests", "fixtures", "opus-mt-tc-big-en-pt", "source.spm")
+    IDS = "3 4 5\n9 8 7 6 5\n4\n"
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(MT_TRANSLATE):
+            raise unittest.SkipTest(MT_TRANSLATE + " is not built")
+        cls.tmp = tempfile.mkdtemp(prefix="test-argos-in-place-")
+        cls.ct2 = mtfixtures.tiny_ct2_dir(os.path.join(cls.tmp, "ct2"))
+
+    @classmethod
+    def tearDownClass(cls):
+        for d, dirs, _ in os.walk(cls.tmp):  # the read-only copy, writable again to be removed
+            for name in dirs:
+                os.chmod(os.path.join(d, name), 0o755)
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def package(self, name, **kw):
+        return mtfixtures.argos_package_dir(os.path.join(self.tmp, name), self.ct2, self.SPM, **kw)
+
+    def run_ids(self, model):
+        return subprocess.run([MT_TRANSLATE, "--model", model, "--input", "ids", "--output", "ids", "--max-length",
+                               "12"], input=self.IDS, capture_output=True, text=True, timeout=120)
+
+    def test_read_only_package_loads_and_nothing_is_written(self):
+        writable = self.package("rw")
+        ro = self.package("ro")
+        for d, dirs, files in os.walk(ro):
+            for name in files:
+                os.chmod(os.path.join(d, name), 0o444)
+        for d, dirs, files in list(os.walk(ro, topdown=False)):
+            os.chmod(d, 0o555)
+        before = snapshot(ro)
+        r = self.run_ids(ro)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(r.stdout.splitlines()), 3)
+        self.assertEqual(r.stdout, self.run_ids(writable).stdout)
+        text = subprocess.run([MT_TRANSLATE, "--model", ro, "--max-length", "12"], input="A dog runs.\n",
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertEqual(snapshot(ro), before)
+
+    def broken(self, name, mutate, needle):
+        pkg = self.package(name)
+        mutate(pkg)
+        r = self.run_ids(pkg)
+        self.assertEqual(r.returncode, 1, "exit %d (a signal is negative): %s" % (r.returncode, r.stderr))
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn(needle.replace("PKG", pkg), r.stderr)
+        self.assertNotIn("Sanitizer", r.stderr)
+
+    def test_broken_packages_name_the_file(self):
+        def write(rel, data):
+            def mutate(pkg):
+                with open(os.path.join(pkg, rel), "wb") as f:
+                    f.write(data)
+            return mutate
+
+        def remove(rel):
+            return lambda pkg: os.remove(os.path.join(pkg, rel))
+        for name, mutate, needle in [
+            ("no-spm", remove("sentencepiece.model"), "PKG/sentencepiece.model: missing: the package has no "
+                                                      "SentencePiece model"),
+            ("bad-spm", write("sentencepiece.model", b"\x0a\x05junk!" * 40), "PKG/sentencepiece.model: not a valid "
+                                                                             "SentencePiece model"),
+            ("empty-spm", write("sentencepiece.model", b""), "PKG/sentencepiece.model: not a valid SentencePiece"),
+            ("no-vocab", remove("model/shared_vocabulary.json"), "PKG/model has no shared_vocabulary.json (or .txt)"),
+            ("bad-vocab", write("model/shared_vocabulary.json", b'["</s>", "<unk>"'),
+             "PKG/model/shared_vocabulary.json: invalid JSON"),
+            ("short-vocab", write("model/shared_vocabulary.json", b'["</s>", "<unk>", "<s>"]'),
+             "the vocabularies 3 (shared_vocabulary.json)"),
+            ("bad-meta", write("metadata.json", b'{"from_code": "en", "to_code": "../x"}'),
+             "PKG/metadata.json: from_code and to_code must be language codes"),
+            ("no-model", remove("model/model.bin"), "PKG: the package has no model/model.bin"),
+        ]:
+            with self.subTest(name=name):
+                self.broken(name, mutate, needle)
 
 
 if __name__ == "__main__":

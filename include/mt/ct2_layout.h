@@ -71,8 +71,9 @@ typedef struct {
     char from[16], to[16];        /* metadata.json's from_code / to_code; "" without one */
 } mt_ct2_layout;
 
-/* 1 when dir looks like one of the two layouts (model.bin, or metadata.json and
- * model/model.bin): cheap, no message. */
+/* 1 when dir looks like one of the two layouts (model.bin, or an argos-translate package's
+ * metadata.json, complete or not: mt_ct2_layout_find names what it lacks): cheap, no
+ * message. */
 int mt_ct2_layout_probe(const char *dir);
 /* Fills *l for dir. -1 with a message when dir has no model.bin, no SentencePiece model, or
  * a metadata.json without valid from_code / to_code (letters, digits, '-', '_'). */
