@@ -226,21 +226,24 @@ class StandIn:
 
 # ------------------------------------------------------------------ real server
 
-def real_server(tmp):
+def real_server(tmp, models=None):
     """(url, process or None, log path or None) of a real mt-server to test, or (None, None, None).
-    The server started here stores suggestions and logs every request to tmp/server.log."""
+    The server started here serves models (default: the bundled en-de and de-en), stores
+    suggestions and logs every request to tmp/server.log."""
     url = os.environ.get("MT_WEB_TEST_SERVER")
-    if url:
+    if url and models is None:
         return url.rstrip("/") + "/", None, None
     exe = os.path.join(BUILD, "server", "mt-server")
     if not os.access(exe, os.X_OK):
         return None, None, None
+    if models is None:
+        models = [os.path.join(SOURCE, "models", "en-de"), os.path.join(SOURCE, "models", "de-en")]
     port = free_port()
+    os.makedirs(tmp, exist_ok=True)
     log = os.path.join(tmp, "server.log")
     with open(log, "wb") as out:
-        proc = subprocess.Popen([exe, "--model", os.path.join(SOURCE, "models", "en-de"),
-                                 "--model", os.path.join(SOURCE, "models", "de-en"), "--web-root", WEB,
-                                 "--suggestions-db", os.path.join(tmp, "suggestions.db"),
+        proc = subprocess.Popen([exe] + [a for m in models for a in ("--model", m)] + [
+                                 "--web-root", WEB, "--suggestions-db", os.path.join(tmp, "suggestions.db"),
                                  "--workers", "1", "--port", str(port)],
                                 stdout=out, stderr=subprocess.STDOUT)
     url = "http://127.0.0.1:%d/" % port
@@ -507,6 +510,38 @@ class WebPage(unittest.TestCase):
         self.wait(lambda d: self.el("translation").text.strip() == want["translatedText"], "the translation")
         self.wait(lambda d: "German" in self.el("detected").text, "the detected language")
         self.screenshot("desktop-auto.png")
+
+    def test_pivot_pair_real_server(self):
+        """German -> French with only de-en and en-fr loaded: /languages offers fr for de (a
+        pivot through English), the page offers it and shows what the API answers."""
+        if not os.access(os.path.join(BUILD, "server", "mt-server"), os.X_OK):
+            self.skipTest("no mt-server in this build")
+        sys.path.insert(0, HERE)
+        import mtfixtures as mtf
+        # a tiny random model labelled en -> fr: the route, not the French, is under test
+        en_fr = mtf.relabel(mtf.make_model("web-en-fr", 7), "en", "fr")
+        url, proc, _ = real_server(os.path.join(self.tmp, "pivot"),
+                                   [os.path.join(SOURCE, "models", "de-en"), en_fr])
+        try:
+            self.open(url)
+            src = Select(self.el("source-lang"))
+            src.select_by_value("de")
+            targets = [o.get_attribute("value") for o in Select(self.el("target-lang")).options]
+            self.assertIn("fr", targets)
+            self.assertIn("en", targets)
+            Select(self.el("target-lang")).select_by_value("fr")
+            sentence = "Zwei Hunde spielen im Schnee."
+            self.el("source-text").send_keys(sentence)
+            want = api(url, "translate", {"q": sentence, "source": "de", "target": "fr"})
+            via = api(url, "translate", {"q": sentence, "source": "de", "target": "en"})["translatedText"]
+            by_hand = api(url, "translate", {"q": via, "source": "en", "target": "fr"})["translatedText"]
+            self.assertEqual(want["translatedText"], by_hand)
+            self.assertTrue(want["translatedText"].strip(), want)
+            self.wait(lambda d: self.el("translation").text.strip() == want["translatedText"].strip(),
+                      "the pivot translation %r" % want["translatedText"])
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
 
     def test_page_stand_in(self):
         with StandIn() as s:
