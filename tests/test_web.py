@@ -20,7 +20,9 @@ $MT_BUILD_DIR/tests/web-screenshots).
 Server: $MT_WEB_TEST_SERVER (a running mt-server with the page and every endpoint); else
 the real mt-server of this build, started on the bundled en-de and de-en models: text,
 auto-detection (a German sentence is detected and goes to de-en) and file upload, each
-checked against what the server's own API answers, with the screenshots. The stand-in
+checked against what the server's own API answers, with the screenshots; a second one
+serves only de-en and a random en-fr, so German -> French is offered and goes through
+English (the pivot). The stand-in
 server below (serves web/, fakes the endpoints in LibreTranslate's shapes with fixed
 settings) tests what needs fixed answers: the char limit, the API key field, the exact
 requests the page sends.
