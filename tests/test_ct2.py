@@ -14,6 +14,12 @@ converted by the peer's hf_to_ct2.py (float32 and int8) translates 100 Multi30k 
 beam 4 token-identically to models/en-de itself (float32), greedy identically to
 CTranslate2 on the same directory; beam 4 against CTranslate2 and int8 are counted and
 printed (the search and the int8 products differ by design; floors only).
+
+In place (mt_tokenizer_load_ct2: no vocab.json, no tokenizer_config.json): a bare directory
+with only model.bin, config.json, its vocabularies and a SentencePiece model (source.spm +
+target.spm, or sentencepiece.model) gives the ids of the same directory with the Marian
+tokenizer files (TestFiles: shared and separate vocabularies, .json and .txt) and, with the
+peer, greedy the ids of CTranslate2 on it and beam 4 those of models/en-de (TestEnDe).
 """
 import json
 import os
@@ -143,6 +149,30 @@ class TestFiles(unittest.TestCase):
                 n = len(TINY_TARGET if seed == "separate.bin" else TINY_TOKENS)
                 for line in out:
                     self.assertTrue(all(0 <= int(t) < n for t in line.split()), line)
+
+    def test_in_place_equals_marian_files(self):
+        """The tiny models without the Marian tokenizer files (vocab.json, tokenizer_config.json,
+        source.spm/target.spm), a sentencepiece.model instead, the pair given: the same ids as
+        with them; separate vocabularies read from .json and .txt alike; with the peer, CTranslate2's."""
+        py = peer_python()
+        for seed in ("post_float32.bin", "separate.bin", "pre_norm.bin"):
+            with self.subTest(seed=seed):
+                marian = tiny_dir(self.tmp, seed, "marian-" + seed.split(".")[0])
+                bare = os.path.join(self.tmp, "bare-" + seed.split(".")[0])
+                os.makedirs(bare)
+                for name in ("model.bin", "config.json", "shared_vocabulary.json", "source_vocabulary.json"):
+                    if os.path.exists(os.path.join(marian, name)):
+                        shutil.copy(os.path.join(marian, name), bare)
+                if seed == "separate.bin":  # the target side as one token a line
+                    with open(os.path.join(bare, "target_vocabulary.txt"), "w") as f:
+                        f.write("\n".join(TINY_TARGET) + "\n")
+                shutil.copy(os.path.join(SPM_FIXTURE, "source.spm"), os.path.join(bare, "sentencepiece.model"))
+                ours = self.translate_ids(bare + ":en:de", "--beam", "1")
+                self.assertEqual(ours, self.translate_ids(marian, "--beam", "1"))
+                self.assertEqual(self.translate_ids(bare + ":en:de"), self.translate_ids(marian))  # the default beam
+                if py:
+                    self.assertEqual(ours, ct2_ids(py, marian, [[int(t) for t in line.split()] for line in self.IDS],
+                                                   1, 11))
 
     def test_version_3_equals_version_6(self):
         self.assertEqual(self.translate_ids(tiny_dir(self.tmp, "v3.bin", "v3-eq")),
@@ -323,6 +353,22 @@ for r in res:
         self.assertEqual(len(got), self.N)
         same = sum(a == b for a, b in zip(got, ref))
         print("beam 4, CTranslate2 float32 directory vs models/en-de: %d/%d identical" % (same, self.N))
+        self.assertEqual(got, ref)
+
+    def test_bare_directory_in_place(self):
+        """The float32 directory as CTranslate2 writes it, with only models/en-de's source.spm and
+        target.spm beside it (no vocab.json, no tokenizer_config.json), read in place: beam 4 the
+        ids of models/en-de, greedy CTranslate2's own."""
+        bare = os.path.join(self.tmp, "bare-float32")
+        os.makedirs(bare)
+        for name in ("model.bin", "config.json", "shared_vocabulary.json"):
+            shutil.copy(os.path.join(self.dirs["float32"], name), bare)
+        for name in ("source.spm", "target.spm"):
+            shutil.copy(os.path.join(EN_DE, name), bare)
+        self.assertEqual(self.ours(bare + ":en:de", 4), self.ours(EN_DE, 4))
+        got, ref = self.ours(bare + ":en:de", 1), self.ct2(self.dirs["float32"], 1, "float32")
+        same = sum(a == b for a, b in zip(got, ref))
+        print("greedy, bare CTranslate2 directory in place vs CTranslate2: %d/%d identical" % (same, self.N))
         self.assertEqual(got, ref)
 
     def test_float32_greedy_equals_ctranslate2(self):
