@@ -8,9 +8,19 @@ in two steps. Checked over LibreTranslate's API:
   step's n-best on the first step's best translations;
 - source "auto" reaches the pivot route (detected German); direct pairs stay direct;
 - the native answer names both models ("pivot": {"via": "en", "models": [de-en, en-fr]}).
+TestPivotDeadlineAndCancel (tiny random models; a slow one never emits eos, so each of its
+sentences runs 256 decoding steps): a pivot request whose deadline (--request-timeout 1)
+passes during its slow first step answers 504 and its second step never runs: no more
+sentences dropped than the first step had (a second step, prepared after the deadline,
+would drop its own too), and a direct request on the second model still works; a pivot
+request whose client goes away during the first step, or during the (slow) second step, is
+cancelled (its sentences counted as dropped), and the server then stops with exit status 0
+and no sanitizer report (under ASan a leak makes the exit status non-zero).
 """
 import json
 import os
+import re
+import socket
 import sys
 import tempfile
 import unittest
@@ -111,6 +121,91 @@ class TestPivot(unittest.TestCase):
         self.assertNotEqual(one, "Two dogs play in the snow.")
         self.assertEqual(self.translate(TEXTS[1], "de", "en")["translatedText"],
                          self.translate([TEXTS[1]], "de", "en")["translatedText"][0])
+
+
+def slow_model(name, seed, source, target):
+    """A random model that never emits eos (its sentences run to max_length 256): seconds of
+    work per batch even on a fast machine, so a request is still in its step when checked."""
+    return mtf.relabel(mtf.make_model(name, seed, ["--eos-bias", "-50", "--d-model", "256", "--ffn", "1024",
+                                                   "--layers", "2", "4", "--max-length", "256"]),
+                       source, target)
+
+
+def lines(tag, n):
+    return ["Ein Mann fährt mit dem Fahrrad die Straße hinunter, %s Hunde spielen im Schnee %d." % (tag, i)
+            for i in range(n)]
+
+
+class TestPivotDeadlineAndCancel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        mtf.require_server()
+        cls.models = [slow_model("slow-de-en", 3, "de", "en"),                  # de->fr: a slow first step
+                      mtf.relabel(mtf.make_model("tiny-en-fr", 7), "en", "fr"),
+                      mtf.relabel(mtf.make_model("tiny-es-en", 8), "es", "en"),  # es->it: a slow second step
+                      slow_model("slow-en-it", 5, "en", "it")]
+
+    def start(self, *extra):
+        args = []
+        for m in self.models:
+            args += ["--model", m]
+        server = mtf.Server(args + ["--workers", "1", "--sentence-cache-mb", "0"] + list(extra), name="pivot-deadline")
+        self.addCleanup(server.stop)
+        return server
+
+    def stop_clean(self, server):
+        rc = server.stop()
+        log = server.log()
+        self.assertEqual(rc, 0, log[-3000:])  # under ASan a leak makes this non-zero
+        self.assertNotIn("Sanitizer", log)
+        self.assertNotIn("runtime error:", log)
+
+    def test_deadline_during_first_step(self):
+        server = self.start("--request-timeout", "1")
+        n = 24
+        st, _, body = server.post_json({"q": lines("drei", n), "source": "de", "target": "fr"})
+        self.assertEqual(st, 504, body)
+        self.assertIn("request timeout", json.dumps(body))
+        dropped = server.metric("mt_sentences_cancelled_total")
+        self.assertGreater(dropped, 0)   # the first step was cut short
+        self.assertLessEqual(dropped, n)  # and no second step was queued to be dropped in turn
+        self.assertEqual(server.metric("mt_queue_requests"), 0)
+        st, _, body = server.post_json({"q": "A dog.", "source": "en", "target": "fr"})
+        self.assertEqual(st, 200, body)
+        self.assertEqual(server.metric("mt_sentences_cancelled_total"), dropped)
+        self.stop_clean(server)
+
+    def gone_during(self, server, source, target, texts, step_running):
+        """Sends a pivot request on a raw socket, closes it once step_running() holds, and waits
+        until the server has dropped the request."""
+        body = json.dumps({"q": texts, "source": source, "target": target}).encode()
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=60)
+        sock.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        try:
+            self.assertTrue(mtf.wait_until(step_running, timeout=120), server.metrics())
+        finally:
+            sock.close()
+        self.assertTrue(mtf.wait_until(lambda: server.metric("mt_queue_requests") == 0
+                                       and server.metric("mt_workers_busy") == 0, timeout=120), server.metrics())
+
+    def test_cancelled_in_either_step_frees_everything(self):
+        """Each step is a job of its own, whose first batch the queue-wait histogram counts:
+        one count, the first step computing; two, the second."""
+        server = self.start()
+
+        def step_computing(k):
+            started = server.metric("mt_queue_wait_seconds_count")
+            return lambda: server.metric("mt_queue_wait_seconds_count") >= started + k and \
+                server.metric("mt_workers_busy") > 0
+        # in the first step: the slow de->en model computing (the second cannot have begun)
+        self.gone_during(server, "de", "fr", lines("vier", 16), step_computing(1))
+        dropped = server.metric("mt_sentences_cancelled_total")
+        self.assertGreater(dropped, 0)
+        # in the second step: es->en's (tiny, quick) step done, the slow en->it model computing
+        self.gone_during(server, "es", "it", lines("fünf", 4), step_computing(2))
+        self.assertGreater(server.metric("mt_sentences_cancelled_total"), dropped)
+        self.stop_clean(server)
 
 
 if __name__ == "__main__":
