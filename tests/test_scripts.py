@@ -373,6 +373,7 @@ class ScriptLint(unittest.TestCase):
             self.skipTest("shellcheck is not installed")
         scripts = [TRANSLATE_FILE, TRANSLATE_DIR] + [os.path.join(SOURCE, "scripts", n) for n in
                                                      ("install-deps.sh", "quickstart.sh", "build.sh")]
+        scripts.append(os.path.join(SOURCE, "tools", "train_gpu.sh"))
         r = subprocess.run(["shellcheck"] + scripts, capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 

@@ -299,6 +299,83 @@ class PrepareCorpus(unittest.TestCase):
         self.assertFalse([e for e in en if e.startswith("%") and e != "%1 files"])
 
 
+class TrainGpuScript(unittest.TestCase):
+    """tools/train_gpu.sh end to end on the CPU (DEVICE=cpu), as the GPU session runs it:
+    two mixtures packed into one pack, four directions trained at once by a tiny model,
+    the int8 export cut into parts that come back together."""
+
+    def test_four_directions_from_one_pack(self):
+        import gzip
+        import sentencepiece as spm
+        with tempfile.TemporaryDirectory() as tmp:
+            specs, spms = [], []
+            for x in ("fr", "de"):
+                shared = os.path.join(tmp, f"shared-{x}")
+                fake_shared(shared, x)
+                data = os.path.join(tmp, f"mix-{x}")
+                proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
+                                       "--shared", shared, "--out", data, "--lang", x,
+                                       "--number-pairs", "200", "--symbol-pairs", "50",
+                                       "--skip-vocab"], capture_output=True, text=True, timeout=300)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                text = []
+                for side in ("en", x):
+                    with gzip.open(os.path.join(data, f"train.{side}.gz"), "rt", encoding="utf-8") as f:
+                        text += f.read().splitlines()
+                spm.SentencePieceTrainer.train(
+                    sentence_iterator=iter(text), model_prefix=os.path.join(data, "spm"),
+                    vocab_size=700, model_type="unigram", bos_id=-1, eos_id=0, unk_id=1,
+                    pad_id=-1, hard_vocab_limit=False, byte_fallback=True, split_digits=True,
+                    minloglevel=2)
+                specs += ["--pack", f"{x}={data}"]
+                spms += ["--spm", f"{x}={os.path.join(data, 'spm.model')}"]
+            pack = os.path.join(tmp, "pack")
+            proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "pack_training_data.py"),
+                                   *specs, *spms, "--to", pack], capture_output=True, text=True,
+                                  timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            meta = json.loads(proc.stdout)
+            self.assertEqual(sorted(meta["langs"]), ["de", "fr"])
+            # Tatoeba x2, debian-l10n, number copies, symbol copies of both
+            self.assertEqual(meta["langs"]["fr"]["pairs"], 3 * 2 + 3 + 200 + 2 * 50)
+            out, export = os.path.join(tmp, "out"), os.path.join(tmp, "export")
+            env = dict(os.environ, DEVICE="cpu", THREADS="1", PYTHON=PYTHON,
+                       OPENBLAS_CORETYPE="SkylakeX")
+            proc = subprocess.run(["bash", os.path.join(SOURCE, "tools", "train_gpu.sh"),
+                                   "--pack", pack, "--pairs", "en-fr fr-en en-de de-en",
+                                   "--minutes", "0.4", "--size", "32 2 1 2 64",
+                                   "--max-tokens", "256", "--warmup", "10", "--lr", "3e-3",
+                                   "--out", out, "--export", export],
+                                  capture_output=True, text=True, timeout=600, env=env)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            for pair in ("en-fr", "fr-en", "en-de", "de-en"):
+                with open(os.path.join(out, pair, "train.log"), encoding="utf-8") as f:
+                    self.assertIn("selected", f.read())
+            self.assertEqual(sorted(os.listdir(export)),
+                             ["de-en.tar.xz", "en-de.tar.xz", "en-fr.tar.xz", "fr-en.tar.xz"])
+            restored = os.path.join(tmp, "restored")
+            os.makedirs(restored)
+            for pair in ("en-fr", "fr-en", "en-de", "de-en"):
+                proc = subprocess.run(["tar", "-xJf", os.path.join(export, f"{pair}.tar.xz"),
+                                       "-C", restored], capture_output=True, text=True, timeout=120)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+            for pair in ("en-fr", "fr-en", "en-de", "de-en"):
+                d = os.path.join(restored, pair)
+                for name in FILES + ["train.log", "training.json"]:
+                    self.assertTrue(os.path.exists(os.path.join(d, name)), (pair, name))
+                header, _ = safetensors_io.read_header(os.path.join(d, "model.safetensors"))
+                self.assertEqual(header["model.shared.weight"]["dtype"], "I8", pair)
+                with open(os.path.join(d, "tokenizer_config.json"), encoding="utf-8") as f:
+                    cfg = json.load(f)
+                self.assertEqual(f"{cfg['source_lang']}-{cfg['target_lang']}", pair)
+                exe = os.path.join(BUILD, "cli", "mt-translate") if BUILD else ""
+                if exe and os.path.exists(exe):
+                    run = subprocess.run([exe, "--model", d, "--max-length", "8"],
+                                         input="Page 3 of 12\n", capture_output=True,
+                                         text=True, timeout=120)
+                    self.assertEqual(run.returncode, 0, run.stderr)
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import testmain

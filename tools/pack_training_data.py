@@ -1,13 +1,15 @@
 #!/usr/bin/python3
-"""Pack a prepared training mixture for a machine without ../shared, and unpack it there.
+"""Pack prepared training mixtures for a machine without ../shared, and unpack them there.
 
---pack DATA --to DIR: DATA is a directory tools/prepare_corpus.py wrote (train.{en,X}.gz,
-valid.{en,X}.gz); DIR gets pairs.tsv.xz (each distinct pair once with its count in the
-mixture: the mixture repeats Tatoeba and other corpora, so this is about a third of the
-size), the validation files and the vocabulary (--spm). --unpack DIR --to WORK writes
-train.en / train.X (the mixture again, each pair as often as its count), the validation
-files and spm.model into WORK. The language is read from DATA/mixture.json when packing
-and from DIR/pack.json when unpacking.
+--pack X=DATA [--pack Y=DATA ...] --to DIR: each DATA is a directory that
+tools/prepare_corpus.py wrote for English<->X (train.{en,X}.gz, valid.{en,X}.gz,
+spm.model or --spm X=PATH). DIR gets pairs.tsv.xz (each distinct pair once with its
+count in the mixture, every language in one stream sorted by the English side, so the
+English sentences that debian-l10n and Tatoeba share between German and French cost
+little), X.valid.en.gz, X.valid.X.gz and X.spm.model for each X, and pack.json.
+--unpack DIR --to WORK writes WORK/X/train.en and WORK/X/train.X (the mixture again,
+each pair as often as its count, in the packed order: train.py batches by length and
+shuffles itself), WORK/X/valid.{en,X}.gz and WORK/X/spm.model for each X in the pack.
 """
 import argparse
 import collections
@@ -19,9 +21,7 @@ import shutil
 import sys
 
 
-def pack(data, to, spm_path):
-    with open(os.path.join(data, "mixture.json"), encoding="utf-8") as f:
-        lang = json.load(f)["pair"].split("-")[1]
+def read_mixture(data, lang):
     counts = collections.Counter()
     with gzip.open(os.path.join(data, "train.en.gz"), "rt", encoding="utf-8") as fe, \
             gzip.open(os.path.join(data, f"train.{lang}.gz"), "rt", encoding="utf-8") as fx:
@@ -30,53 +30,87 @@ def pack(data, to, spm_path):
             if "\t" in e or "\t" in x:
                 sys.exit(f"a training line holds a tab: {e[:60]!r}")
             counts[(e, x)] += 1
+    return counts
+
+
+def pack(specs, spms, to):
     os.makedirs(to, exist_ok=True)
-    with lzma.open(os.path.join(to, "pairs.tsv.xz"), "wt", encoding="utf-8", preset=9) as out:
-        for (e, x), n in sorted(counts.items()):
-            out.write(f"{n}\t{e}\t{x}\n")
-    for name in (f"valid.en.gz", f"valid.{lang}.gz"):
-        shutil.copyfile(os.path.join(data, name), os.path.join(to, name))
-    shutil.copyfile(spm_path, os.path.join(to, "spm.model"))
-    meta = {"lang": lang, "distinct_pairs": len(counts), "pairs": sum(counts.values()),
-            "source": os.path.abspath(data)}
+    rows, meta = [], {"langs": {}}
+    for lang, data in specs:
+        with open(os.path.join(data, "mixture.json"), encoding="utf-8") as f:
+            got = json.load(f)["pair"].split("-")[1]
+        if got != lang:
+            sys.exit(f"{data} holds en-{got}, not en-{lang}")
+        counts = read_mixture(data, lang)
+        rows.extend((e, lang, n, x) for (e, x), n in counts.items())
+        for side in ("en", lang):
+            shutil.copyfile(os.path.join(data, f"valid.{side}.gz"),
+                            os.path.join(to, f"{lang}.valid.{side}.gz"))
+        shutil.copyfile(spms.get(lang) or os.path.join(data, "spm.model"),
+                        os.path.join(to, f"{lang}.spm.model"))
+        meta["langs"][lang] = {"distinct_pairs": len(counts), "pairs": sum(counts.values()),
+                               "source": os.path.abspath(data)}
+    rows.sort()
+    with lzma.open(os.path.join(to, "pairs.tsv.xz"), "wt", encoding="utf-8",
+                   preset=9 | lzma.PRESET_EXTREME) as out:
+        for e, lang, n, x in rows:
+            out.write(f"{lang}\t{n}\t{e}\t{x}\n")
     with open(os.path.join(to, "pack.json"), "w", encoding="utf-8") as f:
         json.dump(meta, f, indent=2)
+    meta["bytes"] = sum(os.path.getsize(os.path.join(to, n)) for n in os.listdir(to))
     print(json.dumps(meta))
 
 
 def unpack(src, to):
     with open(os.path.join(src, "pack.json"), encoding="utf-8") as f:
         meta = json.load(f)
-    lang = meta["lang"]
-    os.makedirs(to, exist_ok=True)
-    n = 0
-    with lzma.open(os.path.join(src, "pairs.tsv.xz"), "rt", encoding="utf-8") as inp, \
-            open(os.path.join(to, "train.en"), "w", encoding="utf-8") as fe, \
-            open(os.path.join(to, f"train.{lang}"), "w", encoding="utf-8") as fx:
+    langs = meta["langs"]
+    files, n = {}, collections.Counter()
+    for lang in langs:
+        os.makedirs(os.path.join(to, lang), exist_ok=True)
+        files[lang] = (open(os.path.join(to, lang, "train.en"), "w", encoding="utf-8"),
+                       open(os.path.join(to, lang, f"train.{lang}"), "w", encoding="utf-8"))
+    with lzma.open(os.path.join(src, "pairs.tsv.xz"), "rt", encoding="utf-8") as inp:
         for line in inp:
-            count, e, x = line.rstrip("\n").split("\t")
+            lang, count, e, x = line.rstrip("\n").split("\t")
+            fe, fx = files[lang]
             for _ in range(int(count)):
                 fe.write(e + "\n")
                 fx.write(x + "\n")
-                n += 1
-    if n != meta["pairs"]:
-        sys.exit(f"unpacked {n} pairs, the pack says {meta['pairs']}")
-    for name in ("valid.en.gz", f"valid.{lang}.gz", "spm.model"):
-        shutil.copyfile(os.path.join(src, name), os.path.join(to, name))
-    print(f"unpacked {n} pairs ({meta['distinct_pairs']} distinct) into {to}")
+            n[lang] += int(count)
+    for fe, fx in files.values():
+        fe.close()
+        fx.close()
+    for lang, m in langs.items():
+        if n[lang] != m["pairs"]:
+            sys.exit(f"unpacked {n[lang]} en-{lang} pairs, the pack says {m['pairs']}")
+        for name in ("valid.en.gz", f"valid.{lang}.gz", "spm.model"):
+            shutil.copyfile(os.path.join(src, f"{lang}.{name}"), os.path.join(to, lang, name))
+        print(f"unpacked {n[lang]} en-{lang} pairs ({m['distinct_pairs']} distinct) "
+              f"into {os.path.join(to, lang)}")
+
+
+def lang_path(spec, what):
+    lang, sep, path = spec.partition("=")
+    if not sep or lang not in ("de", "fr") or not path:
+        sys.exit(f"{what} wants LANG=PATH with LANG de or fr, not {spec!r}")
+    return lang, path
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--pack", metavar="DATA")
+    p.add_argument("--pack", action="append", default=[], metavar="X=DATA")
+    p.add_argument("--spm", action="append", default=[], metavar="X=PATH",
+                   help="the vocabulary to pack for X (default DATA/spm.model)")
     p.add_argument("--unpack", metavar="DIR")
     p.add_argument("--to", required=True)
-    p.add_argument("--spm", help="the vocabulary to pack (default DATA/spm.model)")
     a = p.parse_args()
     if bool(a.pack) == bool(a.unpack):
-        p.error("give one of --pack and --unpack")
+        p.error("give --pack (one or more) or --unpack")
     if a.pack:
-        pack(a.pack, a.to, a.spm or os.path.join(a.pack, "spm.model"))
+        specs = [lang_path(s, "--pack") for s in a.pack]
+        spms = dict(lang_path(s, "--spm") for s in a.spm)
+        pack(specs, spms, a.to)
     else:
         unpack(a.unpack, a.to)
 

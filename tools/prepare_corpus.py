@@ -268,6 +268,9 @@ def main():
                         "others may use; the en-de models shipped so far had 3)")
     p.add_argument("--tatoeba-times", type=int, default=2)
     p.add_argument("--debian-times", type=int, default=1)
+    p.add_argument("--debian-fraction", type=float, default=1.0,
+                   help="keep this seeded share of debian-l10n's pairs (the data pack for a "
+                        "GPU machine must fit its 64 MiB transfer: training/README.md)")
     p.add_argument("--extra", action="append", default=[], metavar="PATH[:TIMES]",
                    help="a further corpus (gzip TSV: en, X, source; tools/corpus/ makes "
                         "them) and its copies in the mixture (default 1); repeatable")
@@ -329,6 +332,8 @@ def main():
             n = len(kept)
             kept = [(e, t) for e, t in kept if not numbers_disagree(e, t)]
             mismatched = n - len(kept)
+        if name == "debian-l10n" and args.debian_fraction < 1.0:
+            kept = random.Random(args.seed + 3000).sample(kept, round(len(kept) * args.debian_fraction))
         mixture.extend(kept * times)
         distinct.update(kept)
         if name in ("tatoeba", "debian-l10n") and not args.no_byte_fallback and args.symbol_pairs:
@@ -338,6 +343,8 @@ def main():
             mixture.extend(extra)
             counts[f"{name} symbol copies"] = {"pairs": len(extra), "times": 1}
         counts[name] = {"pairs": len(kept), "dropped_as_eval_sentences": in_eval,
+                        **({"fraction_kept": args.debian_fraction}
+                           if name == "debian-l10n" and args.debian_fraction < 1.0 else {}),
                         "dropped_numbers_disagree": mismatched, "times": times, "en_words": sum(len(e.split()) for e, _ in kept),
                         f"{x}_words": sum(len(t.split()) for _, t in kept)}
     if args.number_pairs:

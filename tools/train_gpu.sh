@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# Both directions of one language pair trained at once on one GPU, from a data pack made
-# here by tools/pack_training_data.py (unique pairs with their mixture counts, the
-# validation files and the vocabulary), for a machine that has a GPU but not ../shared.
-#   tools/train_gpu.sh --pack DIR --pairs "en-fr fr-en" --minutes M --out DIR [--size "D E D H F"]
-# Each direction's model directory ends in OUT/<pair> (the selected checkpoint or average,
-# as tools/train.py selects on the CPU), its log in OUT/<pair>/train.log. The trainers stop
-# by themselves at --minutes (counted from their start, data loading included); a watchdog
-# asks them to stop 30 s later still, so that selection and export always run.
+# Several translation directions trained at once on one GPU (one trainer process each),
+# from data packs made here by tools/pack_training_data.py (unique pairs with their
+# mixture counts, the validation files and the vocabulary), for a machine that has a GPU
+# but not ../shared.
+#   tools/train_gpu.sh --pack DIR [--pack DIR ...] --pairs "en-fr fr-en ..." --minutes M
+#       --out DIR [--size "D E D H F"] [--init-from PAIR=MODEL_DIR ...] [--export DIR]
+# A pair takes the pack whose pack.json names its other language (one pack may hold
+# several: pack_training_data.py --pack fr=DATA --pack de=DATA). Each direction's model
+# directory ends in OUT/<pair> (the selected checkpoint or average, as tools/train.py
+# selects on the CPU), its log in OUT/<pair>/train.log. The trainers stop by themselves
+# at --minutes (counted from their start, data loading included); a watchdog asks them
+# to stop 30 s later still, so that selection and export always run. --export DIR:
+# each directory stored int8 (tools/quantize_model.py) as DIR/<pair>.tar.xz, cut into
+# parts of 15 MiB (<pair>.tar.xz.00, .01: `cat` them back together) when larger: what
+# comes back through the device's channel (8 files of at most 16 MiB, 64 MiB in all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pack= pairs="en-fr fr-en" minutes=8 out= size="512 6 2 8 1536" lr=7e-4 warmup=800 max_tokens=16384
+usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+packs=() inits=() pairs="en-fr fr-en" minutes=8 out='' export_dir=
+size="512 6 2 8 1536" lr=7e-4 warmup=800 max_tokens=16384
 while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || usage
   case $1 in
-    --pack) pack=$2; shift 2 ;;
+    --pack) packs+=("$2"); shift 2 ;;
     --pairs) pairs=$2; shift 2 ;;
     --minutes) minutes=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
@@ -20,27 +30,45 @@ while [ $# -gt 0 ]; do
     --lr) lr=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --max-tokens) max_tokens=$2; shift 2 ;;
-    *) sed -n '2,9p' "$0" >&2; exit 2 ;;
+    --init-from) inits+=("$2"); shift 2 ;;
+    --export) export_dir=$2; shift 2 ;;
+    *) usage ;;
   esac
 done
-[ -n "$pack" ] && [ -n "$out" ] || { sed -n '2,9p' "$0" >&2; exit 2; }
+if [ ${#packs[@]} -eq 0 ] || [ -z "$out" ]; then usage; fi
 py=${PYTHON:-python3}
 read -r d_model enc dec heads ffn <<< "$size"
+bf16=(--bf16)
+[ "${DEVICE:-cuda}" = cuda ] || bf16=()
+# Varying batch shapes make PyTorch's caching allocator grow and split its pool; the
+# first French run's first epoch ran at a third of the later epochs' speed.
+export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}
 work=$(mktemp -d)
-"$py" tools/pack_training_data.py --unpack "$pack" --to "$work"
-nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+trap 'rm -rf "$work"' EXIT
+for pack in "${packs[@]}"; do
+  "$py" tools/pack_training_data.py --unpack "$pack" --to "$work/data"
+done
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader 2>/dev/null || true
 pids=()
 for pair in $pairs; do
   src=${pair%-*} tgt=${pair#*-}
+  x=$src; [ "$x" = en ] && x=$tgt
+  d=$work/data/$x
+  [ -f "$d/spm.model" ] || { echo "train_gpu.sh: no pack holds en-$x (for $pair)" >&2; exit 2; }
+  init=()
+  for spec in "${inits[@]+"${inits[@]}"}"; do
+    [ "${spec%%=*}" = "$pair" ] && init=(--init-from "${spec#*=}")
+  done
   mkdir -p "$out/$pair" "$work/run-$pair"
   "$py" tools/train.py --device "${DEVICE:-cuda}" --src-lang "$src" --tgt-lang "$tgt" \
-      --train-src "$work/train.$src" --train-tgt "$work/train.$tgt" \
-      --valid-src "$work/valid.$src.gz" --valid-tgt "$work/valid.$tgt.gz" \
-      --spm "$work/spm.model" --out "$out/$pair" --run-dir "$work/run-$pair" \
+      --train-src "$d/train.$src" --train-tgt "$d/train.$tgt" \
+      --valid-src "$d/valid.$src.gz" --valid-tgt "$d/valid.$tgt.gz" \
+      --spm "$d/spm.model" "${init[@]+"${init[@]}"}" --out "$out/$pair" --run-dir "$work/run-$pair" \
       --d-model "$d_model" --encoder-layers "$enc" --decoder-layers "$dec" --layers "$enc" \
       --heads "$heads" --ffn "$ffn" --max-tokens "$max_tokens" --lr "$lr" --warmup "$warmup" \
       --epochs 100 --time-budget-min "$minutes" --checkpoint-min 1 --average 4 --keep 2 \
-      --threads 4 --bf16 --seed 1 --log-every 200 --stop-file "$work/STOP" \
+      --threads "${THREADS:-3}" "${bf16[@]+"${bf16[@]}"}" --seed 1 \
+      --log-every 200 --stop-file "$work/STOP" \
       > "$out/$pair.log" 2>&1 &
   pids+=($!)
 done
@@ -54,5 +82,22 @@ for pair in $pairs; do
   mv "$out/$pair.log" "$out/$pair/train.log"
   tail -n 4 "$out/$pair/train.log"
 done
-rm -rf "$work"
+if [ -n "$export_dir" ]; then
+  # One archive per direction, so that a part lost on the way costs one model only.
+  mkdir -p "$export_dir" "$work/int8"
+  for pair in $pairs; do
+    [ -f "$out/$pair/model.safetensors" ] || continue
+    "$py" tools/quantize_model.py "$out/$pair" "$work/int8/$pair" >/dev/null
+    tar -C "$work/int8" -cf - "$pair" | xz -6 -T0 > "$work/$pair.tar.xz"
+    if [ "$(stat -c %s "$work/$pair.tar.xz")" -gt $((15 * 1024 * 1024)) ]; then
+      split -b 15M -d "$work/$pair.tar.xz" "$export_dir/$pair.tar.xz."
+    else
+      mv "$work/$pair.tar.xz" "$export_dir/"
+    fi
+  done
+  for pair in $pairs; do
+    echo "== $pair"; grep -E "parameters|train pairs|selected|done in" "$out/$pair/train.log" || true
+  done
+  ls -l "$export_dir"
+fi
 exit "$status"
