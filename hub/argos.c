@@ -328,6 +328,18 @@ static int resolve_index(const mh_options *o, const char *code, char *link, size
     return rc;
 }
 
+/* A message of ct2_layout.c names the files as they lie in the temporary directory
+ * ("TMP/metadata.json: ...", "TMP: the package has no ..."): the user knows the package. */
+static void name_source(char *err, size_t errlen, const char *tmp, const char *source)
+{
+    size_t n = strlen(tmp);
+    if (!err || strncmp(err, tmp, n) || (err[n] != '/' && err[n] != ':'))
+        return;
+    char rest[1024];
+    snprintf(rest, sizeof rest, "%s", err + n + (err[n] == '/'));
+    snprintf(err, errlen, "%s%s%s", source, err[n] == '/' ? ": " : "", rest);
+}
+
 int mh_is_argos_source(const char *s)
 {
     size_t n = strlen(s);
@@ -400,8 +412,10 @@ int mh_install_argos(const mh_options *o, const char *source, const char *dest, 
         rc = copy_package_dir(source, tmp, err, errlen);
     else
         rc = unpack_zip(zip_file, tmp, err, errlen);
-    if (rc || (rc = adapt(tmp, &meta, from, to, err, errlen)))
+    if (rc || (rc = adapt(tmp, &meta, from, to, err, errlen))) {
+        name_source(err, errlen, tmp, source);
         goto done;
+    }
     if (dest)
         snprintf(target, sizeof target, "%s", dest);
     else

@@ -225,7 +225,7 @@ static int find_spm(const char *dir, mt_ct2_layout *l, char *err, size_t errlen)
         mt_strfmt(l->source_spm, sizeof l->source_spm, "%s", p);
     } else {
         mt_strfmt(p, sizeof p, "%s/sentencepiece.model", dir);
-        if (l->kind == MT_CT2_ARGOS_PACKAGE)
+        if (l->kind == MT_CT2_ARGOS_PACKAGE || l->from[0]) /* a package, or one flattened (hub/argos.c) */
             return mt_error(MT_ERR_INVALID, err, errlen, "%s: missing: the package has no SentencePiece model (nor "
                             "model/source.spm)", p);
         return mt_error(MT_ERR_INVALID, err, errlen, "%s: missing: a CTranslate2 directory needs its SentencePiece "

@@ -26,7 +26,8 @@ The same package unpacked (as argos-translate leaves it in
   unpacked package lists both in /languages and translates as the installed package does.
 TestInPlace (no peer: the tiny CTranslate2 model of tests/fuzz/ct2): a read-only package
 loads and nothing in it changes; a missing or corrupt sentencepiece.model, vocabulary or
-metadata.json is refused with a message naming the file.
+metadata.json is refused with a message naming the file; mt-server --models-dir serves an
+unpacked package beside an installed model.
 """
 import http.server
 import json
@@ -481,6 +482,41 @@ class TestInPlace(unittest.TestCase):
                               capture_output=True, text=True, timeout=120)
         self.assertEqual(text.returncode, 0, text.stderr)
         self.assertEqual(snapshot(ro), before)
+
+    def test_server_models_dir_installed_and_in_place(self):
+        """mt-server --models-dir over a copy of models/de-en and an unpacked package (xx -> yy):
+        /languages lists both, and the package translates as mt-translate does with it."""
+        models_dir = os.path.join(self.tmp, "served")
+        os.makedirs(models_dir)
+        shutil.copytree(os.path.join(SOURCE_DIR, "models", "de-en"), os.path.join(models_dir, "de-en"))
+        pkg = mtfixtures.argos_package_dir(os.path.join(models_dir, "translate-xx_yy-1_0"), self.ct2, self.SPM)
+        server = mtfixtures.Server(["--models-dir", models_dir, "--workers", "1", "--max-length", "12"],
+                                   name="argos-in-place")
+        try:
+            status, _, body = server.request("GET", "/languages")
+            self.assertEqual(status, 200, body)
+            targets = {x["code"]: x["targets"] for x in json.loads(body)}
+            self.assertEqual((targets["de"], targets["xx"]), (["en"], ["yy"]))
+            status, _, body = server.post_json({"q": "A dog runs.", "source": "xx", "target": "yy"})
+            self.assertEqual(status, 200, body)
+            want = subprocess.run([MT_TRANSLATE, "--model", pkg, "--max-length", "12"], input="A dog runs.\n",
+                                  capture_output=True, text=True, timeout=120).stdout.rstrip("\n")
+            self.assertEqual(body["translatedText"], want)
+            log = server.log()
+        finally:
+            server.stop()
+        self.assertRegex(log, r"event=model_loaded model=\S*translate-xx_yy-1_0\S* dir=\S+ format=argos-package ")
+
+    def test_install_names_the_package_not_its_temporary_copy(self):
+        """mt-models install reads the package's files as the engine does (ct2_layout.c) from its
+        temporary copy; a message names the package the user gave."""
+        pkg = self.package("install-no-spm")
+        os.remove(os.path.join(pkg, "sentencepiece.model"))
+        env = dict(os.environ, MT_MODELS_DIR=os.path.join(self.tmp, "m-install-no-spm"))
+        r = subprocess.run([MT_MODELS, "install", pkg], capture_output=True, text=True, timeout=120, env=env)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(pkg + ": sentencepiece.model: missing: the package has no SentencePiece model", r.stderr)
+        self.assertNotIn(".install-argos", r.stderr)
 
     def broken(self, name, mutate, needle):
         pkg = self.package(name)
