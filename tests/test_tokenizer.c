@@ -1,4 +1,5 @@
-/* test_tokenizer.c: the tokenizer on the real OPUS-MT en-pt files (tests/fixtures), and its errors.
+/* test_tokenizer.c: the tokenizer on the real OPUS-MT en-pt files (tests/fixtures), and its errors;
+ * the same over a CTranslate2 vocabulary read in place (mt_tokenizer_load_ct2).
  *
  * Expected ids come from python3-sentencepiece + vocab.json with MarianTokenizer's rules
  * (tests/test_tokenizer_vs_python.py checks hundreds more). Broken model directories are
@@ -514,6 +515,94 @@ START_TEST(test_separate_vocabs)
 }
 END_TEST
 
+/* ---- a CTranslate2 vocabulary read in place (mt_tokenizer_load_ct2) ------------------ */
+
+/* tmpdir as a CTranslate2 directory: its vocabulary text (one token a line), config.json,
+ * and the fixture's source.spm for both sides. */
+static mt_tokenizer *load_ct2(const char *vocab_txt, const char *config, char *e, size_t elen)
+{
+    put_text("shared_vocabulary.txt", vocab_txt);
+    if (config)
+        put_text("config.json", config);
+    else
+        drop_file("config.json");
+    mt_ct2_layout l = {.kind = MT_CT2_DIRECTORY};
+    snprintf(l.model_dir, sizeof l.model_dir, "%s", tmpdir);
+    ck_assert_int_lt(snprintf(l.source_spm, sizeof l.source_spm, "%s/source.spm", fixture), (int)sizeof l.source_spm);
+    ck_assert_int_lt(snprintf(l.target_spm, sizeof l.target_spm, "%s/source.spm", fixture), (int)sizeof l.target_spm);
+    return mt_tokenizer_load_ct2(&l, e, elen);
+}
+
+/* The contract: pieces -> ids by string (the first id of a piece listed twice), unknown
+ * pieces -> config.json's unk_token, eos (config.json's eos_token) appended, decoding drops
+ * eos, unk, <pad> and >>xx<< but decodes a duplicate's other id; CTranslate2's defaults
+ * without config.json. */
+START_TEST(test_ct2_vocabulary)
+{
+    static const char vocab[] = "[UNK]\n<s>\n[EOS]\n\xe2\x96\x81Hello\n\xe2\x96\x81world\n!\n"
+                                "\xe2\x96\x81Hello\n>>por<<\n<pad>\n";
+    mt_tokenizer *t = load_ct2(vocab, "{\"eos_token\": \"[EOS]\", \"unk_token\": \"[UNK]\"}", err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    int32_t e[8];
+    ck_assert_int_eq(mt_tokenizer_encode(t, "Hello world!", 12, e, 8, err, sizeof err), 4);
+    ck_assert_int_eq(e[0], 3); /* the first of the two ids of "\u2581Hello" */
+    ck_assert_int_eq(e[1], 4);
+    ck_assert_int_eq(e[2], 5);
+    ck_assert_int_eq(e[3], 2); /* [EOS] */
+    ck_assert_int_eq(mt_tokenizer_encode(t, "Hello there", 11, e, 8, err, sizeof err), 3);
+    ck_assert_int_eq(e[1], 0); /* "\u2581there" is not listed: [UNK] */
+    ck_assert_int_eq(mt_tokenizer_unk_id(t), 0);
+    ck_assert_int_eq(mt_tokenizer_source_id(t, ">>por<<"), 7);
+    ck_assert_int_eq(mt_tokenizer_language_token_count(t), 1);
+    static const int32_t ids[] = {3, 0, 6, 7, 8, 5, 2};
+    char out[64];
+    ck_assert_int_eq(mt_tokenizer_decode(t, ids, 7, out, sizeof out, err, sizeof err), 12);
+    ck_assert_str_eq(out, "Hello Hello!");
+    static const int32_t big[] = {9};
+    ck_assert_int_eq(mt_tokenizer_decode(t, big, 1, out, sizeof out, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "size 9") != NULL, "%s", err);
+    mt_tokenizer_free(t);
+
+    /* no config.json (CTranslate2 before 3.0): </s> and <unk> */
+    t = load_ct2("<unk>\n<s>\n</s>\n\xe2\x96\x81Hello\n", NULL, err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    ck_assert_int_eq(mt_tokenizer_encode(t, "Hello world", 11, e, 8, err, sizeof err), 3);
+    ck_assert_int_eq(e[0], 3);
+    ck_assert_int_eq(e[1], 0);
+    ck_assert_int_eq(e[2], 2);
+    mt_tokenizer_free(t);
+}
+END_TEST
+
+START_TEST(test_ct2_errors_name_the_file)
+{
+    char path[PATH_MAX + 64];
+    ck_assert_ptr_null(load_ct2("<unk>\n<s>\n\xe2\x96\x81Hello\n", "{}", err, sizeof err));
+    snprintf(path, sizeof path, "%s/shared_vocabulary.txt", tmpdir);
+    ck_assert_msg(strstr(err, path) && strstr(err, "\"</s>\" not found"), "%s", err);
+    ck_assert_ptr_null(load_ct2("<s>\n</s>\n", "{}", err, sizeof err));
+    ck_assert_msg(strstr(err, path) && strstr(err, "\"<unk>\" not found"), "%s", err);
+    ck_assert_ptr_null(load_ct2("", "{}", err, sizeof err));
+    ck_assert_msg(strstr(err, path) && strstr(err, "is empty"), "%s", err);
+    ck_assert_ptr_null(load_ct2("<unk>\n</s>\n", "{\"eos_token\": 3}", err, sizeof err));
+    snprintf(path, sizeof path, "%s/config.json", tmpdir);
+    ck_assert_msg(strstr(err, path) && strstr(err, "\"eos_token\" must be a token"), "%s", err);
+    put_text("config.json", "{}");
+    drop_file("shared_vocabulary.txt");
+    mt_ct2_layout l = {.kind = MT_CT2_DIRECTORY};
+    snprintf(l.model_dir, sizeof l.model_dir, "%s", tmpdir);
+    ck_assert_int_lt(snprintf(l.source_spm, sizeof l.source_spm, "%s/source.spm", fixture), (int)sizeof l.source_spm);
+    /* not a SentencePiece model: */
+    ck_assert_int_lt(snprintf(l.target_spm, sizeof l.target_spm, "%s/config.json", fixture), (int)sizeof l.target_spm);
+    ck_assert_ptr_null(mt_tokenizer_load_ct2(&l, err, sizeof err));
+    ck_assert_msg(strstr(err, "has no shared_vocabulary.json (or .txt)"), "%s", err);
+    put_text("shared_vocabulary.json", "[\"<unk>\", \"</s>\"]");
+    ck_assert_ptr_null(mt_tokenizer_load_ct2(&l, err, sizeof err));
+    ck_assert_msg(strstr(err, l.target_spm) && strstr(err, "not a valid SentencePiece model"), "%s", err);
+    ck_assert_ptr_null(mt_tokenizer_load_ct2(NULL, err, sizeof err));
+}
+END_TEST
+
 static Suite *tokenizer_suite(void)
 {
     Suite *s = suite_create("tokenizer");
@@ -541,6 +630,8 @@ static Suite *tokenizer_suite(void)
     tcase_add_test(bad, test_bad_configs);
     tcase_add_test(bad, test_bad_spm);
     tcase_add_test(bad, test_separate_vocabs);
+    tcase_add_test(bad, test_ct2_vocabulary);
+    tcase_add_test(bad, test_ct2_errors_name_the_file);
     suite_add_tcase(s, bad);
     return s;
 }
