@@ -1,11 +1,12 @@
-/* tokenizer.c: MarianTokenizer-compatible text <-> ids (see tokenizer.h).
+/* tokenizer.c: MarianTokenizer-compatible text <-> ids (see tokenizer.h); a CTranslate2
+ * vocabulary read in place is loaded by load_ct2.c into the same struct (tokenizer_impl.h).
  *
  * Everything is built at load: the id -> piece tables, a piece -> id hash for the
  * source vocabulary, a per-id "dropped by decode" flag for the target vocabulary and
  * the sorted list of language tokens. Encode and decode only read the struct.
  */
 #include "tokenizer.h"
-#include "ct2_layout.h"
+#include "tokenizer_impl.h"
 #include "status.h"
 #include "utf8.h"
 
@@ -22,28 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* One vocabulary file (vocab.json or target_vocab.json). */
-struct vocab {
-    int32_t size;       /* ids are 0 .. size-1 */
-    const char **piece; /* (size) id -> piece, NULL where no piece has that id; into arena */
-    char *arena;        /* every piece, NUL-terminated, back to back */
-    int32_t *slots;     /* (mask+1) open-addressing hash of ids by piece, -1 = empty */
-    uint32_t mask;
-};
-
-struct mt_tokenizer {
-    mt_spm *src_spm;          /* source.spm: encode */
-    mt_spm *tgt_spm;          /* target.spm: decode */
-    struct vocab src;         /* vocab.json */
-    struct vocab tgt_own;     /* target_vocab.json, only with separate_vocabs */
-    const struct vocab *tgt;  /* &src, or &tgt_own with separate_vocabs */
-    int32_t eos_id;           /* appended by encode */
-    int32_t unk_id;           /* source id of pieces missing from vocab.json */
-    unsigned char *tgt_skip;  /* (tgt->size) 1 = decode drops this id (specials, >>xx<<) */
-    const char **lang;        /* (n_lang) ">>xxx<<" pieces of the source vocab, sorted */
-    int n_lang;
-};
 
 
 /* ---- small helpers --------------------------------------------------------------- */
@@ -167,7 +146,7 @@ static int json_token(const json_t *obj, const char *key, const char *def, const
 
 /* ---- vocabularies ---------------------------------------------------------------- */
 
-static void vocab_free(struct vocab *v)
+void mt_tok_vocab_free(struct vocab *v)
 {
     free(v->piece);
     free(v->arena);
@@ -176,7 +155,7 @@ static void vocab_free(struct vocab *v)
 }
 
 /* Room for size ids and n pieces of arena_bytes in all; the hash empty. */
-static int vocab_alloc(struct vocab *v, int32_t size, size_t n, size_t arena_bytes, const char *path, char *err,
+int mt_tok_vocab_alloc(struct vocab *v, int32_t size, size_t n, size_t arena_bytes, const char *path, char *err,
                        size_t errlen)
 {
     v->size = size;
@@ -198,7 +177,7 @@ static int vocab_alloc(struct vocab *v, int32_t size, size_t n, size_t arena_byt
 /* Gives id the piece key (copied to *at, which advances) and, unless the piece already has
  * an id, hashes it to this one: the first id of a piece listed twice wins, as CTranslate2
  * maps strings to ids. */
-static void vocab_put(struct vocab *v, int32_t id, const char *key, char **at)
+void mt_tok_vocab_put(struct vocab *v, int32_t id, const char *key, char **at)
 {
     size_t len = strlen(key);
     memcpy(*at, key, len + 1);
@@ -209,23 +188,6 @@ static void vocab_put(struct vocab *v, int32_t id, const char *key, char **at)
         if (strcmp(v->piece[v->slots[i]], key) == 0)
             return;
     v->slots[i] = id;
-}
-
-/* A CTranslate2 vocabulary (ct2_layout.h): token i is id i. */
-static int vocab_from_ct2(struct vocab *v, const mt_ct2_vocab *c, const char *path, char *err, size_t errlen)
-{
-    memset(v, 0, sizeof(*v));
-    size_t arena_bytes = 0;
-    for (int i = 0; i < c->n; i++)
-        arena_bytes += strlen(c->tok[i]) + 1;
-    if (vocab_alloc(v, c->n, (size_t)c->n, arena_bytes, path, err, errlen) != 0) {
-        vocab_free(v);
-        return -1;
-    }
-    char *at = v->arena;
-    for (int i = 0; i < c->n; i++)
-        vocab_put(v, i, c->tok[i], &at);
-    return 0;
 }
 
 /* Loads path (an object piece -> id). size_limit >= 0 (config.json's vocabulary size)
@@ -287,7 +249,7 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
         arena_bytes += strlen(key) + 1;
     }
 
-    if (vocab_alloc(v, (int32_t)size, n, arena_bytes, path, err, errlen) != 0)
+    if (mt_tok_vocab_alloc(v, (int32_t)size, n, arena_bytes, path, err, errlen) != 0)
         goto done;
     char *at = v->arena;
     json_object_foreach(root, key, val) {
@@ -297,13 +259,13 @@ static int vocab_load(struct vocab *v, const char *path, int64_t size_limit, con
                     v->piece[id], key, (int)id);
             goto done;
         }
-        vocab_put(v, id, key, &at); /* keys are unique (JSON_REJECT_DUPLICATES) */
+        mt_tok_vocab_put(v, id, key, &at); /* keys are unique (JSON_REJECT_DUPLICATES) */
     }
     rc = 0;
 done:
     json_decref(root);
     if (rc != 0)
-        vocab_free(v);
+        mt_tok_vocab_free(v);
     return rc;
 }
 
@@ -313,13 +275,6 @@ static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
-
-/* Special-token names and ids read from config.json and tokenizer_config.json. */
-struct specials {
-    const char *eos, *unk, *pad;  /* token texts (borrowed from the tokenizer_config JSON) */
-    int64_t eos_id, pad_id;       /* config.json, -1 if absent */
-    const json_t *extra;          /* tokenizer_config additional_special_tokens, or NULL */
-};
 
 static int build_target_skip(mt_tokenizer *tok, const struct specials *sp, const char *tgt_path,
                              char *err, size_t errlen)
@@ -410,7 +365,7 @@ static int special_id(const mt_tokenizer *tok, const char *name, const char *key
 
 /* What both loaders do once the vocabularies are in: the unknown and eos ids, the tokens
  * decoding drops, the language tokens, the SentencePiece models. 0 or -1 with a message. */
-static int finish_load(mt_tokenizer *tok, const struct specials *sp, const char *vocab_path,
+int mt_tok_finish_load(mt_tokenizer *tok, const struct specials *sp, const char *vocab_path,
                        const char *tgt_vocab_path, const char *cfg_path, const char *src_spm, const char *tgt_spm,
                        char *err, size_t errlen)
 {
@@ -505,7 +460,7 @@ mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
         tok->tgt = &tok->tgt_own;
     }
 
-    if (finish_load(tok, &sp, vocab_path, separate ? tvocab_path : vocab_path, cfg_path, src_spm, tgt_spm, err,
+    if (mt_tok_finish_load(tok, &sp, vocab_path, separate ? tvocab_path : vocab_path, cfg_path, src_spm, tgt_spm, err,
                     errlen) != 0)
         goto fail;
 
@@ -519,57 +474,14 @@ fail:
     return NULL;
 }
 
-mt_tokenizer *mt_tokenizer_load_ct2(const mt_ct2_layout *layout, char *err, size_t errlen)
-{
-    if (layout == NULL || layout->model_dir[0] == '\0') {
-        mt_error(MT_ERR_INVALID, err, errlen, "no CTranslate2 model directory given");
-        return NULL;
-    }
-    const char *dir = layout->model_dir;
-    mt_ct2_tokens tokens;
-    mt_ct2_vocab src = {0}, tgt = {0};
-    int shared = 0;
-    if (mt_ct2_tokens_load(dir, &tokens, err, errlen) != 0 ||
-        mt_ct2_vocabs_load(dir, &src, &tgt, &shared, err, errlen) != 0)
-        return NULL;
-    char cfg_path[MT_CT2_PATH + 16], vocab_path[MT_CT2_PATH + 80], tvocab_path[MT_CT2_PATH + 80];
-    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", dir);
-    snprintf(vocab_path, sizeof vocab_path, "%s/%s", dir, src.name);
-    snprintf(tvocab_path, sizeof tvocab_path, "%s/%s", dir, shared ? src.name : tgt.name);
-    /* The special tokens as `mt-models install` writes them into tokenizer_config.json:
-     * config.json's eos and unk, "<pad>" (absent from CTranslate2 vocabularies: no-op). */
-    struct specials sp = {.eos = tokens.eos, .unk = tokens.unk, .pad = "<pad>", .eos_id = -1, .pad_id = -1};
-    mt_tokenizer *tok = calloc(1, sizeof(*tok));
-    if (tok == NULL)
-        mt_error(MT_ERR_INVALID, err, errlen, "%s: out of memory", dir);
-    int rc = tok == NULL || vocab_from_ct2(&tok->src, &src, vocab_path, err, errlen) != 0 ? -1 : 0;
-    if (rc == 0) {
-        tok->tgt = &tok->src;
-        if (!shared) {
-            rc = vocab_from_ct2(&tok->tgt_own, &tgt, tvocab_path, err, errlen);
-            tok->tgt = &tok->tgt_own;
-        }
-    }
-    mt_ct2_vocab_free(&src);
-    mt_ct2_vocab_free(&tgt);
-    if (rc == 0)
-        rc = finish_load(tok, &sp, vocab_path, tvocab_path, cfg_path, layout->source_spm, layout->target_spm, err,
-                         errlen);
-    if (rc != 0) {
-        mt_tokenizer_free(tok);
-        return NULL;
-    }
-    return tok;
-}
-
 void mt_tokenizer_free(mt_tokenizer *tok)
 {
     if (tok == NULL)
         return;
     mt_spm_free(tok->src_spm);
     mt_spm_free(tok->tgt_spm);
-    vocab_free(&tok->src);
-    vocab_free(&tok->tgt_own);
+    mt_tok_vocab_free(&tok->src);
+    mt_tok_vocab_free(&tok->tgt_own);
     free(tok->tgt_skip);
     free(tok->lang);
     free(tok);
