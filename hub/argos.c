@@ -3,7 +3,10 @@
  * model as source.spm and target.spm, and what the tokenizer reads beside them
  * (vocab.json from the CTranslate2 vocabulary, tokenizer_config.json with the package's
  * from_code / to_code). The package comes as a .argosmodel zip (a file or a URL) or as an
- * unpacked package directory (~/.local/share/argos-translate/packages/NAME).
+ * unpacked package directory (~/.local/share/argos-translate/packages/NAME), which the
+ * engine also loads in place: the files are found, the vocabularies and tokens read by
+ * ct2_layout.c (include/mt/ct2_layout.h), the same reading as the engine's, so an installed
+ * package and the same package loaded in place translate alike.
  *
  * From a zip only the entries a package defines are read: ROOT/metadata.json,
  * ROOT/sentencepiece.model and the plain files of ROOT/model/ (ROOT the one folder that
