@@ -293,6 +293,33 @@ static int pack_blocks(mt_packed *p, dnnl_engine_t eng, const float *w, float *s
     return rc;
 }
 
+/* Packed weights are streamed from memory once per decoder step (a float32 transformer-
+ * base step reads about 200 MB of them at beam 4, the output projection alone 119 MB), so
+ * at few rows a product runs at the speed of memory, and with 4 KiB pages every 4 KiB
+ * costs a TLB miss and a page walk. Maps of 2 MiB or more therefore start on a 2 MiB
+ * boundary and ask for transparent huge pages over their whole 2 MiB pages (the tail,
+ * and maps under 2 MiB, keep small pages: a huge page there would hold memory the weights
+ * do not use). Streaming 208 MB measured 23 GB/s on small pages, 31 GB/s on huge ones
+ * (Zen 5, one thread). Where THP is off ("never") the advice is ignored: same as before. */
+enum { HUGE_PAGE = 2 << 20 };
+
+static void *map_weights(size_t bytes)
+{
+    if (bytes < HUGE_PAGE)
+        return mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t span = bytes + HUGE_PAGE - PAGE; /* room to slide to a 2 MiB boundary */
+    unsigned char *raw = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED)
+        return MAP_FAILED;
+    unsigned char *at = (unsigned char *)round_up((size_t)(uintptr_t)raw, HUGE_PAGE);
+    if (at > raw)
+        munmap(raw, (size_t)(at - raw));
+    if (raw + span > at + bytes)
+        munmap(at + bytes, (size_t)(raw + span - (at + bytes)));
+    madvise(at, bytes / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE); /* advice: failure changes nothing */
+    return at;
+}
+
 mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, char *err, size_t errlen)
 {
     if (!packable(type) || n < 1 || k < 1) {
@@ -325,7 +352,7 @@ mt_packed *mt_packed_create(mt_compute_type type, const float *w, int n, int k, 
         weights = p->stride * (size_t)(p->blocks - 1) + round_up(dnnl_memory_desc_get_size(&p->md[1]), ALIGN);
         size_t extra = type == MT_COMPUTE_INT8 ? 2 * round_up(sizeof(float) * (size_t)n, ALIGN) : 0;
         p->map_bytes = round_up(weights + extra, PAGE);
-        p->map = mmap(NULL, p->map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        p->map = map_weights(p->map_bytes);
         if (p->map == MAP_FAILED) {
             p->map = NULL;
             rc = (mt_strfmt(err, errlen, "cannot allocate %zu bytes for packed weights: %s", p->map_bytes,
