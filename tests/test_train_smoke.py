@@ -306,6 +306,7 @@ class TrainGpuScript(unittest.TestCase):
 
     def test_four_directions_from_one_pack(self):
         import gzip
+        import re
         import sentencepiece as spm
         with tempfile.TemporaryDirectory() as tmp:
             specs, spms = [], []
@@ -331,13 +332,16 @@ class TrainGpuScript(unittest.TestCase):
                 spms += ["--spm", f"{x}={os.path.join(data, 'spm.model')}"]
             pack = os.path.join(tmp, "pack")
             proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "pack_training_data.py"),
-                                   *specs, *spms, "--to", pack], capture_output=True, text=True,
-                                  timeout=300)
+                                   *specs, *spms, "--omit-copies", "--to", pack],
+                                  capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             meta = json.loads(proc.stdout)
             self.assertEqual(sorted(meta["langs"]), ["de", "fr"])
-            # Tatoeba x2, debian-l10n, number copies, symbol copies of both
-            self.assertEqual(meta["langs"]["fr"]["pairs"], 3 * 2 + 3 + 200 + 2 * 50)
+            # Tatoeba x2 and debian-l10n packed; number copies and the symbol copies of
+            # both made again on unpacking
+            self.assertEqual(meta["langs"]["fr"]["pairs"], 3 * 2 + 3)
+            self.assertEqual(meta["langs"]["fr"]["copies_to_make"],
+                             {"seed": 1, "symbol": 2 * 50, "number": 200})
             out, export = os.path.join(tmp, "out"), os.path.join(tmp, "export")
             env = dict(os.environ, DEVICE="cpu", THREADS="1", PYTHON=PYTHON,
                        OPENBLAS_CORETYPE="SkylakeX")
@@ -348,9 +352,14 @@ class TrainGpuScript(unittest.TestCase):
                                    "--out", out, "--export", export],
                                   capture_output=True, text=True, timeout=600, env=env)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            for x in ("fr", "de"):
+                self.assertIn(f"made 300 copy pairs for en-{x} again", proc.stdout)
             for pair in ("en-fr", "fr-en", "en-de", "de-en"):
                 with open(os.path.join(out, pair, "train.log"), encoding="utf-8") as f:
-                    self.assertIn("selected", f.read())
+                    log = f.read()
+                self.assertIn("selected", log)
+                # 309 but for a pair whose side the tiny vocabulary encodes as nothing
+                self.assertGreaterEqual(int(re.search(r"train pairs (\d+)", log).group(1)), 300)
             self.assertEqual(sorted(os.listdir(export)),
                              ["de-en.tar.xz", "en-de.tar.xz", "en-fr.tar.xz", "fr-en.tar.xz"])
             restored = os.path.join(tmp, "restored")

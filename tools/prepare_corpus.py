@@ -320,6 +320,7 @@ def main():
         name = os.path.basename(path).split(".")[0]
         corpora[name] = (path, None, int(times or 1))
     mixture, distinct, counts = [], set(), {}
+    copies = []  # the made-up pairs (symbol and number copies), also in copies.tsv.gz
     for name, (path, path_x, times) in corpora.items():
         if times == 0:
             continue
@@ -341,6 +342,7 @@ def main():
             # almost absent from the corpora, so a few examples teach the copying.
             extra = symbol_pairs(kept, args.symbol_pairs, sym_rng)
             mixture.extend(extra)
+            copies.extend(extra)
             counts[f"{name} symbol copies"] = {"pairs": len(extra), "times": 1}
         counts[name] = {"pairs": len(kept), "dropped_as_eval_sentences": in_eval,
                         **({"fraction_kept": args.debian_fraction}
@@ -350,6 +352,7 @@ def main():
     if args.number_pairs:
         extra = number_pairs(sorted(distinct), args.number_pairs, random.Random(args.seed + 2000))
         mixture.extend(extra)
+        copies.extend(extra)
         counts["number copies"] = {"pairs": len(extra), "times": 1}
     rng.shuffle(mixture)
 
@@ -362,6 +365,9 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     write_lines(os.path.join(args.out, "train.en.gz"), [e for e, _ in mixture])
     write_lines(os.path.join(args.out, f"train.{x}.gz"), [t for _, t in mixture])
+    # pack_training_data.py --omit-copies leaves these out of a pack and has them made
+    # again where the pack is unpacked (the same functions, its own seed).
+    write_lines(os.path.join(args.out, "copies.tsv.gz"), [f"{e}\t{t}" for e, t in copies])
     write_lines(os.path.join(args.out, "valid.en.gz"), [e for e, _ in valid])
     write_lines(os.path.join(args.out, f"valid.{x}.gz"), [t for _, t in valid])
     # Vocabulary text: a seeded sample of the distinct sentences, so that
