@@ -8,6 +8,12 @@ in two steps. Checked over LibreTranslate's API:
   step's n-best on the first step's best translations;
 - source "auto" reaches the pivot route (detected German); direct pairs stay direct;
 - the native answer names both models ("pivot": {"via": "en", "models": [de-en, en-fr]}).
+TestPivotPerStepOptions (tiny random models of 512 and 256 positions, greedy / beam 4,
+length_penalty 1 / 2): each step takes its own model's defaults (a plain de->fr request
+answered 400 when the first model's max_length 512 was checked against the second's 256
+positions) and equals the two steps by hand (translations, scores, n-best); a given
+max_length beyond a step's positions is refused naming that step; returned alignments are
+refused on a pivot route.
 TestPivotDeadlineAndCancel (tiny random models; a slow one never emits eos, so each of its
 sentences runs 256 decoding steps): a pivot request whose deadline (--request-timeout 1)
 passes during its slow first step answers 504 and its second step never runs: no more
@@ -121,6 +127,107 @@ class TestPivot(unittest.TestCase):
         self.assertNotEqual(one, "Two dogs play in the snow.")
         self.assertEqual(self.translate(TEXTS[1], "de", "en")["translatedText"],
                          self.translate([TEXTS[1]], "de", "en")["translatedText"][0])
+
+
+def set_generation(model, **kw):
+    """Sets keys of model's generation_config.json (num_beams, length_penalty): the model's
+    own decoding defaults."""
+    path = os.path.join(model, "generation_config.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    cfg.update(kw)
+    with open(path, "w") as f:
+        json.dump(cfg, f)
+    return model
+
+
+class TestPivotPerStepOptions(unittest.TestCase):
+    """Each step takes its own model's decoding defaults (max_length, num_beams,
+    length_penalty) and is checked against its own model's limits. Tiny random models: a
+    "long" one (512 positions, max_length 512, greedy, length_penalty 1) and a "short" one
+    (256 positions, max_length 200, beam 4, length_penalty 2), each also relabelled:
+    de->fr goes long then short, es->it short then long."""
+
+    @classmethod
+    def setUpClass(cls):
+        mtf.require_server()
+        long_ = set_generation(mtf.make_model("long", 11, ["--max-positions", "512", "--max-length", "512"]),
+                               num_beams=1, length_penalty=1.0)
+        short = set_generation(mtf.make_model("short", 12, ["--max-positions", "256", "--max-length", "200"]),
+                               num_beams=4, length_penalty=2.0)
+        models = [mtf.relabel(long_, "de", "en", out=os.path.join(mtf.TMP, "long-de-en")),
+                  mtf.relabel(short, "en", "fr", out=os.path.join(mtf.TMP, "short-en-fr")),
+                  mtf.relabel(short, "es", "en", out=os.path.join(mtf.TMP, "short-es-en")),
+                  mtf.relabel(long_, "en", "it", out=os.path.join(mtf.TMP, "long-en-it"))]
+        args = []
+        for m in models:
+            args += ["--model", m]
+        cls.server = mtf.Server(args + ["--sentence-cache-mb", "0"], name="pivot-per-step")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def native(self, texts, source, target, status=200, **kw):
+        st, _, body = self.server.post_json(dict(text=texts, source=source, target=target, **kw))
+        self.assertEqual(st, status, body)
+        return body
+
+    def by_hand(self, texts, source, target, **kw):
+        """The pivot's answer and the two steps by hand: de->en (one hypothesis, the request's
+        options but n_best), then en->fr of its translations with the request's options."""
+        got = self.native(texts, source, target, **kw)
+        first = {k: v for k, v in kw.items() if k != "n_best"}
+        via = self.native(texts, source, "en", **first)["translations"]
+        return got, self.native(via, "en", target, **kw)
+
+    def assert_same(self, got, hand):
+        self.assertEqual(got["translations"], hand["translations"])
+        self.assertEqual(len(got["scores"]), len(hand["scores"]))
+        for a, b in zip(got["scores"], hand["scores"]):  # the second step's length_penalty and beam
+            self.assertAlmostEqual(a, b, places=3)
+        self.assertEqual(got.get("n_best"), hand.get("n_best"))
+
+    def test_plain_request_takes_each_steps_defaults(self):
+        """No options: de->fr (512-position first step, 256 second) answers 200, not 400 for the
+        first model's max_length 512; es->it scores with its second model's greedy search and
+        length_penalty 1, not the first's beam 4 and length_penalty 2."""
+        for source, target in (("de", "fr"), ("es", "it")):
+            with self.subTest(pair=source + "->" + target):
+                got, hand = self.by_hand(TEXTS, source, target)
+                self.assertEqual(got["pivot"]["via"], "en")
+                self.assert_same(got, hand)
+
+    def test_n_best_is_the_second_steps(self):
+        for source, target in (("de", "fr"), ("es", "it")):
+            with self.subTest(pair=source + "->" + target):
+                got, hand = self.by_hand(TEXTS[:2], source, target, n_best=3)
+                self.assertEqual(len(got["n_best"][0]), 3)
+                self.assert_same(got, hand)
+
+    def test_explicit_max_length(self):
+        """A given max_length holds for both steps (as on a direct route, more than a model's
+        positions is refused, not cut): within both models' limits the answer is the two steps
+        with it; beyond a step's limit, 400 naming that step and its limit."""
+        for source, target in (("de", "fr"), ("es", "it")):
+            with self.subTest(pair=source + "->" + target):
+                got, hand = self.by_hand(TEXTS, source, target, max_length=5)
+                self.assert_same(got, hand)
+        # direct en->fr refuses 300 (256 positions); so does de->fr in its second step
+        self.assertIn("256", json.dumps(self.native(TEXTS[0], "en", "fr", status=400, max_length=300)))
+        for source, target, step in (("de", "fr", "en->fr"), ("es", "it", "es->en")):
+            with self.subTest(pair=source + "->" + target):
+                msg = json.dumps(self.native(TEXTS[0], source, target, status=400, max_length=300))
+                self.assertIn(step, msg)
+                self.assertIn("limit of 256", msg)
+        self.native(TEXTS[0], "de", "it", max_length=300)  # both steps have 512 positions
+
+    def test_alignments_refused(self):
+        """The second step's alignments would point into the English between the steps."""
+        self.native(TEXTS[0], "en", "fr", return_alignments=True)
+        msg = json.dumps(self.native(TEXTS[0], "de", "fr", status=400, return_alignments=True))
+        self.assertIn("return_alignments", msg)
+        self.assertIn("through en", msg)
 
 
 def slow_model(name, seed, source, target):

@@ -58,17 +58,59 @@ static void fail(mt_service_job *j, int outcome, const char *fmt, const char *a,
     snprintf(j->message, sizeof j->message, fmt, a, b);
 }
 
-/* The options of a step on route r: the request's resolved knobs, the step's own model
- * data (bad ids, unknown id) and target token. */
-static void step_options(mt_service *svc, const mt_route *r, const mt_service_options *opts, mt_service_options *out)
+/* The options of one step of pivot route `pr` (step 0: source -> via, 1: via -> target),
+ * resolved as a direct request on that step's route would be: the request's own options
+ * (opts->asked) over the service's defaults over that step's model's defaults (max_length,
+ * num_beams, length_penalty differ between models), then checked against that model
+ * (max_length against its positions, as a direct route refuses more rather than cutting
+ * it). The first step gives one hypothesis to the second: n_best, scores and alignments
+ * are the second step's. A message names the step. */
+static int step_options(const mt_service *svc, const mt_route *pr, int step, const mt_service_options *opts,
+                        mt_service_options *out, char *err, size_t errlen)
 {
+    const mt_route *r = mt_langs_get(svc->langs, step ? pr->hop2 : pr->hop1);
     mt_service_options d;
     mt_service_options_default(svc, r->model, &d);
     *out = *opts;
-    out->search.bad_ids = d.search.bad_ids;
-    out->search.n_bad_ids = d.search.n_bad_ids;
-    out->search.unk_id = d.search.unk_id;
+    out->search = d.search; /* the step's model data too: bad ids, unknown id */
     out->target_lang = r->by_token ? r->target : NULL;
+    mt_decoding asked = opts->asked;
+    if (step == 0)
+        asked.set &= ~((1u << MT_OPT_N_BEST) | (1u << MT_OPT_RETURN_SCORES) | (1u << MT_OPT_RETURN_ALIGNMENTS));
+    char msg[200];
+    int rc = mt_service_apply_decoding(svc, &asked, &out->search, msg, sizeof msg);
+    if (!rc) rc = mt_service_check_options(svc, r->model, out, msg, sizeof msg);
+    if (rc)
+        return mt_error(rc, err, errlen, "%s->%s is translated through %s; its %s step %s->%s: %s", pr->source,
+                        pr->target, r->source, step ? "second" : "first", r->source, r->target, msg);
+    return MT_SERVICE_OK;
+}
+
+/* What a pivot route refuses, then both steps' options. */
+static int pivot_options(const mt_service *svc, int route, const mt_service_options *opts, mt_service_options *o1,
+                         mt_service_options *o2, char *err, size_t errlen)
+{
+    const mt_route *r = mt_langs_get(svc->langs, route);
+    const mt_route *r1 = mt_langs_get(svc->langs, r->hop1), *r2 = mt_langs_get(svc->langs, r->hop2);
+    if (opts->input == MT_FORMAT_IDS || opts->output_ids || opts->target_prefix)
+        return mt_error(MT_SERVICE_INVALID, err, errlen, "%s-%s is translated through %s (%s-%s, then %s-%s): "
+                        "ids in or out and a target prefix belong to one model and are not taken there",
+                        r->source, r->target, r1->target, r1->source, r1->target, r2->source, r2->target);
+    if (opts->search.return_alignments)
+        return mt_error(MT_SERVICE_INVALID, err, errlen, "%s-%s is translated through %s (%s-%s, then %s-%s): "
+                        "return_alignments is not available there (the second step's alignments point into "
+                        "the %s text between the steps, not into the request's)",
+                        r->source, r->target, r1->target, r1->source, r1->target, r2->source, r2->target,
+                        r1->target);
+    int rc = step_options(svc, r, 0, opts, o1, err, errlen);
+    return rc ? rc : step_options(svc, r, 1, opts, o2, err, errlen);
+}
+
+int mt_pivot_check_options(const mt_service *svc, int route, const mt_service_options *opts, char *err,
+                           size_t errlen)
+{
+    mt_service_options o1, o2;
+    return pivot_options(svc, route, opts, &o1, &o2, err, errlen);
 }
 
 int mt_pivot_prepare(mt_service *svc, int route, const mt_service_options *opts, int n, const char *const *texts,
@@ -77,10 +119,7 @@ int mt_pivot_prepare(mt_service *svc, int route, const mt_service_options *opts,
     *job = NULL;
     const mt_route *r = mt_langs_get(svc->langs, route);
     const mt_route *r1 = mt_langs_get(svc->langs, r->hop1), *r2 = mt_langs_get(svc->langs, r->hop2);
-    if (opts->input == MT_FORMAT_IDS || opts->output_ids || opts->target_prefix)
-        return mt_error(MT_SERVICE_INVALID, err, errlen, "%s-%s is translated through %s (%s-%s, then %s-%s): "
-                        "ids in or out and a target prefix belong to one model and are not taken there",
-                        r->source, r->target, r1->target, r1->source, r1->target, r2->source, r2->target);
+    mt_service_options o1;
     mt_service_job *j = calloc(1, sizeof *j);
     struct mt_pivot *p = calloc(1, sizeof *p);
     if (!j || !p) {
@@ -96,12 +135,7 @@ int mt_pivot_prepare(mt_service *svc, int route, const mt_service_options *opts,
     p->svc = svc;
     p->model2 = r2->model;
     snprintf(p->pair2, sizeof p->pair2, "%s->%s", r2->source, r2->target);
-    step_options(svc, r2, opts, &p->opts2);
-    int rc = mt_service_check_options(svc, r2->model, &p->opts2, err, errlen);
-    mt_service_options o1;
-    step_options(svc, r1, opts, &o1);
-    o1.search.n_best = 1; /* the second step reads one translation */
-    if (o1.search.beam_size < 1) o1.search.beam_size = 1;
+    int rc = pivot_options(svc, route, opts, &o1, &p->opts2, err, errlen);
     if (!rc) rc = mt_service_prepare(svc, r1->model, &o1, n, texts, lens, &p->hop[0], err, errlen);
     if (rc) {
         mt_pivot_free(j);

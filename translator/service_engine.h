@@ -37,6 +37,9 @@ typedef struct {
     unsigned protect;         /* MT_PROTECT_* kinds kept byte for byte, in text and HTML
                                * (default MT_PROTECT_ALL; 0: none) */
     int one_sentence;         /* 1: each text unit is one sentence (mt_translator_segment_whole) */
+    mt_decoding asked;        /* the request's own decoding options (resolve keeps them; none by
+                               * default): a pivot route resolves each step's search from them
+                               * over that step's model's defaults (pivot.c) */
 } mt_service_options;
 
 /* The model's search defaults (n_best 1, unk_id the tokenizer's), plain text in and out,
@@ -86,5 +89,12 @@ int mt_service_translate(mt_service *svc, int model, const mt_service_options *o
  * MT_SERVICE_INVALID with a message naming the field. */
 int mt_service_resolve_options(const mt_service *svc, int route, const mt_service_request *rq,
                                mt_service_options *opts, char *err, size_t errlen);
+
+/* The search part of that: the service's defaults and then `asked` over o (which holds a
+ * model's defaults, mt_service_options_default), then the policy and n_best <= beam_size.
+ * MT_SERVICE_OK or MT_SERVICE_INVALID with a message; the model's ranges are left to
+ * mt_service_check_options. */
+int mt_service_apply_decoding(const mt_service *svc, const mt_decoding *asked, mt_search_options *o, char *err,
+                              size_t errlen);
 
 #endif

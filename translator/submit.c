@@ -68,6 +68,25 @@ void mt_service_request_init(mt_service_request *rq)
 
 #define GIVEN(set, id) ((set) & (1u << (id)))
 
+int mt_service_apply_decoding(const mt_service *svc, const mt_decoding *asked, mt_search_options *o, char *err,
+                              size_t errlen)
+{
+    mt_decoding d = {{0}, 0};
+    mt_decoding_merge(&d, &svc->defaults);
+    mt_decoding_merge(&d, asked);
+    mt_decoding_apply(&d, o); /* the model's defaults, then d over them */
+    unsigned set = asked->set;
+    if (!GIVEN(svc->defaults.set | set, MT_OPT_N_BEST)) o->n_best = 1;
+    /* n_best without a beam size widens the beam; sampling draws one hypothesis */
+    if (GIVEN(set, MT_OPT_N_BEST) && !GIVEN(set, MT_OPT_BEAM_SIZE) && o->beam_size < o->n_best)
+        o->beam_size = o->n_best;
+    if (o->sampling_topk != 1 && !GIVEN(set, MT_OPT_BEAM_SIZE) && o->n_best <= 1) o->beam_size = 1;
+    if (o->n_best > o->beam_size)
+        return mt_error(MT_SERVICE_INVALID, err, errlen, "n_best (%d) must not exceed beam_size (%d)", o->n_best,
+                        o->beam_size);
+    return MT_SERVICE_OK;
+}
+
 int mt_service_resolve_options(const mt_service *svc, int route, const mt_service_request *rq,
                                mt_service_options *opts, char *err, size_t errlen)
 {
@@ -81,20 +100,11 @@ int mt_service_resolve_options(const mt_service *svc, int route, const mt_servic
     opts->protect = rq->protect;
     opts->one_sentence = rq->one_sentence;
     opts->deadline = rq->deadline;
-    mt_decoding d = {{0}, 0};
-    mt_decoding_merge(&d, &svc->defaults);
-    mt_decoding_merge(&d, &rq->decoding);
-    mt_search_options *o = &opts->search; /* the model's defaults, then d over them */
-    mt_decoding_apply(&d, o);
-    unsigned set = rq->decoding.set;
-    if (!GIVEN(svc->defaults.set | set, MT_OPT_N_BEST)) o->n_best = 1;
-    /* n_best without a beam size widens the beam; sampling draws one hypothesis */
-    if (GIVEN(set, MT_OPT_N_BEST) && !GIVEN(set, MT_OPT_BEAM_SIZE) && o->beam_size < o->n_best)
-        o->beam_size = o->n_best;
-    if (o->sampling_topk != 1 && !GIVEN(set, MT_OPT_BEAM_SIZE) && o->n_best <= 1) o->beam_size = 1;
-    if (o->n_best > o->beam_size)
-        return mt_error(MT_SERVICE_INVALID, err, errlen, "n_best (%d) must not exceed beam_size (%d)", o->n_best,
-                        o->beam_size);
+    opts->asked = rq->decoding;
+    int rc = mt_service_apply_decoding(svc, &rq->decoding, &opts->search, err, errlen);
+    if (rc) return rc;
+    if (r->hop1 >= 0) /* each step against its own model */
+        return mt_pivot_check_options(svc, route, opts, err, errlen);
     return mt_service_check_options(svc, r->model, opts, err, errlen);
 }
 
