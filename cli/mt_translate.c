@@ -6,7 +6,6 @@
  * loads the model, resolves the options and runs the pipeline, batching the sentences of
  * a chunk of lines by length across --workers threads, so both always agree. */
 #include <errno.h>
-#include <dirent.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +19,7 @@ extern char **environ;
 
 #include "config.h"
 #include "cpus.h"
+#include "models_dir.h"
 #include "mt_file.h"
 #include "service.h"
 
@@ -58,8 +58,9 @@ static void usage(FILE *f)
             "                          models/en-de, or one from `mt-models list`); :SRC:TGT as\n"
             "                          --source-lang/--target-lang, as mt-server's --model takes it\n"
             "  --models-dir DIR        instead of --model: the model for --source-lang/--target-lang\n"
-            "                          among those installed in DIR (each subdirectory with a\n"
-            "                          config.json, as mt-server --models-dir; `mt-models list`)\n"
+            "                          among the models in DIR (each subdirectory with a config.json,\n"
+            "                          or an unpacked argos-translate package, used in place), as\n"
+            "                          mt-server --models-dir serves them; `mt-models list`\n"
             "  -t, --threads N, --threads-per-worker N\n"
             "                          compute threads of each worker (default 1)\n"
             "  --workers N             translation worker threads, each running batches (default 0:\n"
@@ -273,63 +274,37 @@ static int parse_args(int argc, char **argv, cli_args *a)
     return split_model_spec(a);
 }
 
-static int cmp_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
-
-/* --models-dir DIR: the first model installed there (name order, as mt-server reads the
- * directory) whose pair, from its tokenizer_config.json, matches the languages given
- * (either may be left out; with neither, DIR must hold one model). Sets a->model, 0; -1
- * after a one-line message naming the pairs there. */
+/* --models-dir DIR: the first model there (models_dir.h: the models mt-server --models-dir
+ * serves, installed ones and unpacked argos-translate packages, in name order) whose pair
+ * matches the languages given (either may be left out; with neither, DIR must hold one
+ * model). Sets a->model, 0; -1 after a one-line message naming the pairs there. */
 static int pick_model(cli_args *a)
 {
     static char chosen[4096]; /* lives as long as the arguments */
-    DIR *d = opendir(a->models_dir);
-    if (!d) {
-        fprintf(stderr, "mt-translate: --models-dir %s: %s\n", a->models_dir, strerror(errno));
+    mt_models_entry *list;
+    int n;
+    char err[512];
+    if (mt_models_dir_list(a->models_dir, &list, &n, err, sizeof err)) {
+        fprintf(stderr, "mt-translate: --models-dir %s\n", err);
         return -1;
     }
-    char **names = NULL;
-    int n = 0, cap = 0, nomem = 0;
-    struct dirent *e;
-    while (!nomem && (e = readdir(d))) {
-        char path[4096];
-        struct stat sb;
-        if (e->d_name[0] == '.' ||
-            (size_t)snprintf(path, sizeof path, "%s/%s/config.json", a->models_dir, e->d_name) >= sizeof path ||
-            stat(path, &sb) || !S_ISREG(sb.st_mode))
-            continue;
-        if (n == cap) {
-            char **more = realloc(names, sizeof *more * (size_t)(cap = cap ? 2 * cap : 16));
-            if (!more) nomem = 1;
-            else names = more;
-        }
-        if (!nomem && !(names[n++] = strdup(e->d_name))) nomem = 1, n--;
-    }
-    closedir(d);
-    if (!nomem && n) qsort(names, (size_t)n, sizeof *names, cmp_name);
     char pairs[1024] = "";
     size_t used = 0;
     int hit = -1;
-    for (int i = 0; i < n && !nomem; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s/tokenizer_config.json", a->models_dir, names[i]);
-        json_t *tc = json_load_file(path, 0, NULL);
-        const char *src = json_string_value(json_object_get(tc, "source_lang"));
-        const char *tgt = json_string_value(json_object_get(tc, "target_lang"));
-        int ok = (!a->source_lang || (src && !strcasecmp(src, a->source_lang))) &&
-                 (!a->target_lang || (tgt && !strcasecmp(tgt, a->target_lang)));
+    for (int i = 0; i < n; i++) {
+        const char *src = list[i].source, *tgt = list[i].target;
+        int ok = (!a->source_lang || !strcasecmp(src, a->source_lang)) &&
+                 (!a->target_lang || !strcasecmp(tgt, a->target_lang));
         if (ok && hit < 0 && (a->source_lang || a->target_lang || n == 1)) hit = i;
         if (used < sizeof pairs)
-            used += (size_t)snprintf(pairs + used, sizeof pairs - used, "%s%s (%s->%s)", i ? ", " : "", names[i],
-                                     src ? src : "?", tgt ? tgt : "?");
-        json_decref(tc);
+            used += (size_t)snprintf(pairs + used, sizeof pairs - used, "%s%s (%s->%s%s)", i ? ", " : "",
+                                     list[i].name, *src ? src : "?", *tgt ? tgt : "?",
+                                     list[i].kind == MT_MODELS_ARGOS_PACKAGE ? ", argos package" : "");
     }
     int rc = 0;
-    if (nomem) {
-        fprintf(stderr, "mt-translate: out of memory\n");
-        rc = -1;
-    } else if (n == 0) {
-        fprintf(stderr, "mt-translate: --models-dir %s: no model there (a directory with config.json; mt-models "
-                        "install puts them there)\n", a->models_dir);
+    if (n == 0) {
+        fprintf(stderr, "mt-translate: --models-dir %s: no model there (a directory with config.json, as mt-models "
+                        "install puts them there, or an unpacked argos-translate package)\n", a->models_dir);
         rc = -1;
     } else if (hit < 0 && !a->source_lang && !a->target_lang) {
         fprintf(stderr, "mt-translate: --models-dir %s holds %d models; pick one with --source-lang/--target-lang: "
@@ -340,11 +315,10 @@ static int pick_model(cli_args *a)
                 a->source_lang ? a->source_lang : "any", a->target_lang ? a->target_lang : "any", pairs);
         rc = -1;
     } else {
-        snprintf(chosen, sizeof chosen, "%s/%s", a->models_dir, names[hit]);
+        snprintf(chosen, sizeof chosen, "%s", list[hit].path);
         a->model = chosen;
     }
-    for (int i = 0; i < n; i++) free(names[i]);
-    free(names);
+    mt_models_dir_free(list, n);
     return rc;
 }
 

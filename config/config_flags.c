@@ -12,11 +12,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config_internal.h"
+#include "models_dir.h"
 #include "status.h"
 
 /* ------------------------------------------------------------------ environment */
@@ -73,63 +72,27 @@ static int model_item(void *user, const char *s, size_t n)
     return 0;
 }
 
-static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* 1 when dir/name is a model: a subdirectory with config.json (as mt-models installs them),
- * or an unpacked argos-translate package (metadata.json and model/model.bin, as
- * ~/.local/share/argos-translate/packages/ holds them; the engine reads it in place). */
-static int is_model_dir(const char *dir, const char *name)
-{
-    static const char *const marks[][2] = {{"config.json", NULL}, {"metadata.json", "model/model.bin"}};
-    for (int k = 0; k < 2; k++) {
-        int all = 1;
-        for (int i = 0; i < 2 && marks[k][i] && all; i++) {
-            char path[4096];
-            struct stat sb;
-            all = (size_t)snprintf(path, sizeof path, "%s/%s/%s", dir, name, marks[k][i]) < sizeof path &&
-                  stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
-        }
-        if (all) return 1;
-    }
-    return 0;
-}
-
-/* --models-dir DIR: every model installed there (is_model_dir), in name order; their
- * languages come from their own files. */
+/* --models-dir DIR: every model there (models_dir.h: installed ones and unpacked
+ * argos-translate packages), in name order; their languages come from their own files. */
 static int add_models_dir(mt_config *cfg, const char *dir, char *err, size_t errlen)
 {
-    DIR *d = opendir(dir);
-    if (!d) return mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s: %s", dir, strerror(errno));
-    char **names = NULL;
-    int n = 0, cap = 0, rc = 0;
-    struct dirent *e;
-    while (!rc && (e = readdir(d))) {
-        if (e->d_name[0] == '.' || !is_model_dir(dir, e->d_name))
-            continue;
-        if (n == cap) {
-            cap = cap ? 2 * cap : 16;
-            char **more = realloc(names, sizeof *more * (size_t)cap);
-            if (!more) rc = -1;
-            else names = more;
-        }
-        if (!rc && !(names[n] = malloc(strlen(dir) + strlen(e->d_name) + 2))) rc = -1;
-        if (!rc) sprintf(names[n++], "%s/%s", dir, e->d_name);
-    }
-    closedir(d);
-    if (!rc && n == 0) rc = mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s: no model there (a directory "
-                                     "with config.json, as mt-models install puts them there, or an unpacked "
-                                     "argos-translate package)", dir);
-    else if (rc) mt_error(MT_ERR_NOMEM, err, errlen, "out of memory");
-    if (!rc) qsort(names, (size_t)n, sizeof *names, cmp_name);
+    mt_models_entry *list;
+    int n, rc = 0;
+    char e[512];
+    if (mt_models_dir_list(dir, &list, &n, e, sizeof e))
+        return mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s", e);
+    if (n == 0) rc = mt_error(MT_ERR_INVALID, err, errlen, "--models-dir %s: no model there (a directory "
+                              "with config.json, as mt-models install puts them there, or an unpacked "
+                              "argos-translate package)", dir);
     model_item_ctx c = {cfg, err, errlen, "--models-dir"};
-    for (int i = 0; i < n; i++) {
-        if (!rc && strchr(names[i], ':')) /* a ':' would read as DIR:SRC:TGT */
+    for (int i = 0; i < n && !rc; i++) {
+        if (strchr(list[i].path, ':')) /* a ':' would read as DIR:SRC:TGT */
             rc = mt_error(MT_ERR_INVALID, err, errlen, "--models-dir: %s has a ':' in its path; give it with --model",
-                          names[i]);
-        if (!rc && model_item(&c, names[i], strlen(names[i]))) rc = -1;
-        free(names[i]);
+                          list[i].path);
+        else if (model_item(&c, list[i].path, strlen(list[i].path)))
+            rc = -1;
     }
-    free(names);
+    mt_models_dir_free(list, n);
     return rc;
 }
 

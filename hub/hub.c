@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hub_internal.h"
+#include "models_dir.h"
 #include "status.h"
 
 void mh_options_default(mh_options *o)
@@ -368,18 +369,25 @@ done:
 
 /* ---- list, remove -------------------------------------------------------------------- */
 
-static long long dir_bytes(const char *dir)
+/* The bytes of dir's files, its subdirectories' too (an argos package keeps model/), links
+ * to directories not followed. */
+static long long dir_bytes(const char *dir, int depth)
 {
-    DIR *d = opendir(dir);
+    DIR *d = depth < 8 ? opendir(dir) : NULL;
     if (!d)
         return 0;
     long long total = 0;
     struct dirent *e;
     char p[4200];
     struct stat sb;
-    while ((e = readdir(d)))
-        if (e->d_name[0] != '.' && !stat(mt_strfmt(p, sizeof p, "%s/%s", dir, e->d_name), &sb) && S_ISREG(sb.st_mode))
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' || lstat(mt_strfmt(p, sizeof p, "%s/%s", dir, e->d_name), &sb))
+            continue;
+        if (S_ISDIR(sb.st_mode))
+            total += dir_bytes(p, depth + 1);
+        else if (!stat(p, &sb) && S_ISREG(sb.st_mode))
             total += sb.st_size;
+    }
     closedir(d);
     return total;
 }
@@ -429,41 +437,36 @@ static void stored_type(const char *dir, char *out, size_t len)
 
 int mh_list(const mh_options *o, FILE *out, char *err, size_t errlen)
 {
-    DIR *d = opendir(o->models_dir);
-    if (!d) {
-        if (errno == ENOENT) {
-            fprintf(out, "no models installed in %s\n", o->models_dir);
-            return 0;
-        }
-        return mt_error(MT_ERR_INVALID, err, errlen, "cannot read %s: %s", o->models_dir, strerror(errno));
+    struct stat sb;
+    if (stat(o->models_dir, &sb) && errno == ENOENT) {
+        fprintf(out, "no models installed in %s\n", o->models_dir);
+        return 0;
     }
-    struct dirent *e;
-    char dir[4200], p[4400], type[32];
-    int n = 0;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        mt_strfmt(dir, sizeof dir, "%s/%s", o->models_dir, e->d_name);
-        if (access(mt_strfmt(p, sizeof p, "%s/config.json", dir), R_OK))
-            continue;
-        json_t *tc = json_load_file(mt_strfmt(p, sizeof p, "%s/tokenizer_config.json", dir), 0, NULL);
-        json_t *man = json_load_file(mt_strfmt(p, sizeof p, "%s/.mt-install.json", dir), 0, NULL);
-        const char *src = json_string_value(json_object_get(tc, "source_lang"));
-        const char *tgt = json_string_value(json_object_get(tc, "target_lang"));
-        char pair[80];
-        snprintf(pair, sizeof pair, "%s -> %s", src ? src : "?", tgt ? tgt : "?");
-        stored_type(dir, type, sizeof type);
+    mt_models_entry *list;
+    int n;
+    char e[512], type[32];
+    if (mt_models_dir_list(o->models_dir, &list, &n, e, sizeof e))
+        return mt_error(MT_ERR_INVALID, err, errlen, "cannot read %s", e);
+    for (int i = 0; i < n; i++) {
+        const mt_models_entry *m = &list[i];
+        char p[4400], pair[80];
+        snprintf(pair, sizeof pair, "%s -> %s", *m->source ? m->source : "?", *m->target ? m->target : "?");
+        json_t *man = json_load_file(mt_strfmt(p, sizeof p, "%s/.mt-install.json", m->path), 0, NULL);
         const char *repo = json_string_value(json_object_get(man, "repo"));
-        if (!n++)
+        int in_place = m->kind == MT_MODELS_ARGOS_PACKAGE; /* the engine reads it where it lies */
+        if (in_place)
+            snprintf(type, sizeof type, "ct2");
+        else
+            stored_type(m->path, type, sizeof type);
+        if (!i)
             fprintf(out, "%-32s %-16s %10s  %-9s %s\n", "NAME", "PAIR", "SIZE", "STORED", "FROM");
-        fprintf(out, "%-32s %-16s %8.1f MB  %-9s %s\n", e->d_name, pair, (double)dir_bytes(dir) / 1e6, type,
-                repo ? repo : "-");
-        json_decref(tc);
+        fprintf(out, "%-32s %-16s %8.1f MB  %-9s %s\n", m->name, pair, (double)dir_bytes(m->path, 0) / 1e6, type,
+                in_place ? "argos package, used in place" : repo ? repo : "-");
         json_decref(man);
     }
-    closedir(d);
     if (!n)
         fprintf(out, "no models installed in %s\n", o->models_dir);
+    mt_models_dir_free(list, n);
     return 0;
 }
 
@@ -476,6 +479,10 @@ int mh_remove(const mh_options *o, const char *name, char *err, size_t errlen)
     struct stat sb;
     if (lstat(dir, &sb) || !S_ISDIR(sb.st_mode))
         return mt_error(MT_ERR_INVALID, err, errlen, "no model '%s' in %s", name, o->models_dir);
+    if (access(mt_strfmt(p, sizeof p, "%s/config.json", dir), F_OK) &&
+        !access(mt_strfmt(p, sizeof p, "%s/metadata.json", dir), F_OK))
+        return mt_error(MT_ERR_INVALID, err, errlen, "%s is an argos-translate package used in place, not installed "
+                        "by mt-models; not removed (argospm remove, or delete the directory yourself)", dir);
     if (access(mt_strfmt(p, sizeof p, "%s/config.json", dir), F_OK))
         return mt_error(MT_ERR_INVALID, err, errlen, "%s is not a model directory (no config.json); not removed", dir);
     mt_strfmt(away, sizeof away, "%s/.remove-%s.%ld", o->models_dir, name, (long)getpid());

@@ -460,7 +460,8 @@ class ModelsDirTest(unittest.TestCase):
     """mt-translate --models-dir DIR: the model for the pair asked among those installed in
     DIR (models/en-de and models/de-en linked there, beside a directory without
     config.json), as --model would run it; a pair none serves is one line naming the
-    pairs there."""
+    pairs there. Unpacked argos-translate packages there are models too, as mt-server
+    --models-dir serves them (the same listing, models_dir.h)."""
 
     @classmethod
     def setUpClass(cls):
@@ -507,6 +508,37 @@ class ModelsDirTest(unittest.TestCase):
             os.symlink(self.models["en-de"], os.path.join(one, "en-de"))
         text = "Hello world.\n"
         self.assertEqual(run(["--models-dir", one], text).stdout, run(["--model", self.models["en-de"]], text).stdout)
+
+    def test_argos_package_is_picked_as_mt_server_serves_it(self):
+        """An unpacked argos-translate package in DIR (tiny CTranslate2 model of tests/fuzz/ct2,
+        pair xx -> yy in its metadata.json) is one of DIR's models, used in place, as
+        mt-server --models-dir serves it: picked by its pair, it translates as --model
+        PACKAGE does; a directory with metadata.json but no model/model.bin is no model."""
+        d = os.path.join(self.tmp, "with-argos")
+        os.makedirs(os.path.join(d, "half-package"))
+        with open(os.path.join(d, "half-package", "metadata.json"), "w") as f:
+            f.write('{"from_code": "fr", "to_code": "de"}')
+        os.symlink(self.models["en-de"], os.path.join(d, "en-de"))
+        spm = os.path.join(self.models["en-de"], "source.spm")
+        ct2 = mtfixtures.tiny_ct2_dir(os.path.join(self.tmp, "argos-ct2"), spm=spm)
+        pkg = mtfixtures.argos_package_dir(os.path.join(d, "argos-xx-yy"), ct2, spm)
+        ids = "3 4 5\n9 8 7 6 5\n4\n"
+        args = ["--input", "ids", "--output", "ids", "--max-length", "12"]
+        want = run(["--model", pkg] + args, ids).stdout
+        self.assertEqual(len(want.splitlines()), 3)
+        for flags in (["--source-lang", "xx", "--target-lang", "yy"], ["--target", "YY"]):
+            with self.subTest(flags=flags):
+                self.assertEqual(run(["--models-dir", d] + flags + args, ids).stdout, want)
+        text = "Hello world.\n"
+        self.assertEqual(run(["--models-dir", d, "--source-lang", "en"], text).stdout,
+                         run(["--model", self.models["en-de"]], text).stdout)
+        self.one_line_error([CLI, "--models-dir", d], 1, f"--models-dir {d} holds 2 models; pick one with "
+                            "--source-lang/--target-lang: argos-xx-yy (xx->yy, argos package), en-de (en->de)")
+        self.one_line_error([CLI, "--models-dir", d, "--source-lang", "fr"], 1, "has no model for fr -> any")
+        only = os.path.join(self.tmp, "only-argos")
+        os.makedirs(only)
+        os.symlink(pkg, os.path.join(only, "pkg"))
+        self.assertEqual(run(["--models-dir", only] + args, ids).stdout, want)
 
     def test_errors_name_the_pairs_installed(self):
         pairs = "de-en (de->en), en-de (en->de)"

@@ -501,6 +501,32 @@ class OfflineListRemove(HubTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(os.listdir(self.models), ["not-a-model"])
 
+    def test_argos_package_listed_in_place(self):
+        """An unpacked argos-translate package in the models directory (tiny CTranslate2 model of
+        tests/fuzz/ct2; mt-server and mt-translate --models-dir use it in place) is listed, in
+        name order with the installed model: its pair from metadata.json, its size (model/
+        included), marked as used in place; remove leaves it, saying why."""
+        import mtfixtures
+        self.assert_installed(self.install("Helsinki-NLP/opus-mt-en-de"), "opus-mt-en-de")
+        spm = os.path.join(SOURCE_DIR, "models", "en-de", "source.spm")
+        if not os.path.exists(spm):
+            self.skipTest(f"{spm} is not there")
+        ct2 = mtfixtures.tiny_ct2_dir(os.path.join(WORK, "argos-ct2-%d" % os.getpid()), spm=spm)
+        pkg = mtfixtures.argos_package_dir(os.path.join(self.models, "argos-xx-yy"), ct2, spm)
+        size = sum(os.path.getsize(os.path.join(root, f)) for root, _, files in os.walk(pkg) for f in files)
+        p = self.mt_models("list")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = p.stdout.splitlines()
+        self.assertEqual([r.split()[0] for r in rows], ["NAME", "argos-xx-yy", "opus-mt-en-de"], p.stdout)
+        self.assertEqual(rows[1].split(), ["argos-xx-yy", "xx", "->", "yy", "%.1f" % (size / 1e6), "MB", "ct2",
+                                           "argos", "package,", "used", "in", "place"])
+        self.assertIn("Helsinki-NLP/opus-mt-en-de", rows[2])
+        p = self.mt_models("remove", "argos-xx-yy")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("is an argos-translate package used in place, not installed by mt-models; not removed",
+                      p.stderr)
+        self.assertTrue(os.path.exists(os.path.join(pkg, "model", "model.bin")))
+
     def test_default_models_dir(self):
         env = self.env(XDG_DATA_HOME=os.path.join(self.models, "xdg"))
         del env["MT_MODELS_DIR"]
