@@ -80,7 +80,9 @@ for pid in "${pids[@]}"; do wait "$pid" || status=1; done
 kill "$watchdog" 2>/dev/null || true
 for pair in $pairs; do
   mv "$out/$pair.log" "$out/$pair/train.log"
-  tail -n 4 "$out/$pair/train.log"
+  # A trainer that did not finish shows more: its log comes back only on stdout.
+  if grep -q "done in" "$out/$pair/train.log"; then n=4; else n=40; fi
+  echo "== $pair"; tail -n "$n" "$out/$pair/train.log"
 done
 if [ -n "$export_dir" ]; then
   # One archive per direction, so that a part lost on the way costs one model only.
