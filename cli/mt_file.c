@@ -27,25 +27,7 @@ static int translate_units(void *user, const char *const *texts, const size_t *l
     rq.texts = texts;
     rq.lens = lens;
     rq.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
-    mt_translation *res = calloc((size_t)n, sizeof *res);
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (mt_service_translate_request(fc->svc, &rq, res, err, errlen) != MT_SERVICE_OK) {
-        free(res);
-        return -1;
-    }
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        out[i] = rc ? NULL : strdup(res[i].texts[0]);
-        if (!out[i] && !rc) rc = -1, snprintf(err, errlen, "out of memory");
-        mt_translation_clear(&res[i]);
-    }
-    free(res);
-    if (rc)
-        for (int i = 0; i < n; i++) free(out[i]), out[i] = NULL;
-    return rc;
+    return mt_service_translate_texts(fc->svc, &rq, out, err, errlen) == MT_SERVICE_OK ? 0 : -1;
 }
 
 /* "\r<name> [#####.....]  42% (21/50)" redrawn in place. */

@@ -114,27 +114,7 @@ static int translate_units(void *user, const char *const *texts, const size_t *l
     rq.texts = texts;
     rq.lens = lens;
     rq.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
-    mt_translation *res = calloc((size_t)n, sizeof *res);
-    if (!res) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int st = mt_service_translate_request(fj->srv->svc, &rq, res, err, errlen);
-    int rc = 0;
-    for (int i = 0; i < n; i++) {
-        out[i] = NULL;
-        if (st == MT_SERVICE_OK && !rc) {
-            out[i] = strdup(res[i].n_best > 0 ? res[i].texts[0] : "");
-            if (!out[i]) rc = -1, snprintf(err, errlen, "out of memory");
-        }
-        if (st == MT_SERVICE_OK) mt_translation_clear(&res[i]);
-    }
-    free(res);
-    if (st != MT_SERVICE_OK || rc) {
-        for (int i = 0; i < n; i++) free(out[i]), out[i] = NULL;
-        return -1;
-    }
-    return 0;
+    return mt_service_translate_texts(fj->srv->svc, &rq, out, err, errlen) == MT_SERVICE_OK ? 0 : -1;
 }
 
 static void report_progress(void *user, long done, long total)

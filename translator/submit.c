@@ -650,3 +650,27 @@ int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, 
     pthread_mutex_destroy(&w.mu);
     return rc;
 }
+
+int mt_service_translate_texts(mt_service *svc, const mt_service_request *rq, char **out, char *err,
+                               size_t errlen)
+{
+    for (int i = 0; i < rq->n; i++) out[i] = NULL;
+    mt_translation *res = calloc((size_t)rq->n, sizeof *res);
+    if (!res) return mt_error(MT_SERVICE_NOMEM, err, errlen, "out of memory");
+    int rc = mt_service_translate_request(svc, rq, res, err, errlen);
+    if (rc != MT_SERVICE_OK) {
+        free(res);
+        return rc;
+    }
+    for (int i = 0; i < rq->n; i++) {
+        if (rc == MT_SERVICE_OK) {
+            out[i] = strdup(res[i].n_best > 0 ? res[i].texts[0] : "");
+            if (!out[i]) rc = mt_error(MT_SERVICE_NOMEM, err, errlen, "out of memory");
+        }
+        mt_translation_clear(&res[i]);
+    }
+    free(res);
+    if (rc != MT_SERVICE_OK)
+        for (int i = 0; i < rq->n; i++) free(out[i]), out[i] = NULL;
+    return rc;
+}

@@ -274,6 +274,12 @@ void mt_service_task_free(mt_service_task *task);
  * mt_translation_clear). MT_SERVICE_OK or another outcome with a message. */
 int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, mt_translation *out, char *err,
                                  size_t errlen);
+/* The same, keeping only each text's best translation: out[i] a malloc'd string for each
+ * text ("" when it has none), freed by the caller. MT_SERVICE_OK, or another outcome with
+ * a message and every out[i] NULL. What a front end that writes text back (a file
+ * translated unit by unit: formats.h) needs. */
+int mt_service_translate_texts(mt_service *svc, const mt_service_request *rq, char **out, char *err,
+                               size_t errlen);
 
 /* Language detection over the served source languages. */
 int mt_service_can_detect(const mt_service *svc);
