@@ -4,7 +4,6 @@
  * stats merged over the parts, a glossary's masked copies run only where needed, options
  * merged over the service's defaults, the policy between them, and the table's checks. */
 #include <check.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,22 +87,6 @@ static void translate(mt_service *svc, const char *source, int n, const char **t
     ck_assert_msg(mt_service_translate_request(svc, &rq, out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
 }
 
-typedef struct {
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    int done;
-} waiter;
-
-static void wake(mt_service_task *t, void *user)
-{
-    (void)t;
-    waiter *w = user;
-    pthread_mutex_lock(&w->mu);
-    w->done = 1;
-    pthread_cond_signal(&w->cond);
-    pthread_mutex_unlock(&w->mu);
-}
-
 START_TEST(auto_fans_out_and_merges_results_and_stats)
 {
     counts seen = {{0, 0}, 0};
@@ -121,11 +104,7 @@ START_TEST(auto_fans_out_and_merges_results_and_stats)
     mt_service_task *task;
     char err[512];
     ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
-    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    ck_assert_int_eq(mt_service_task_start(task, wake, &w), MT_SERVICE_OK);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done) pthread_cond_wait(&w.cond, &w.mu);
-    pthread_mutex_unlock(&w.mu);
+    ck_assert_msg(mt_service_task_run(task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
     ck_assert_int_eq(mt_service_task_outcome(task, NULL), MT_SERVICE_OK);
     /* each text went to its language's model, in request order */
     ck_assert_int_eq(mt_service_task_detected(task), 2);
@@ -199,12 +178,8 @@ START_TEST(glossary_masks_only_texts_that_lack_a_term)
     rq.glossary = g;
     mt_service_task *task;
     ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
-    waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     long before = seen.sentences[0];
-    ck_assert_int_eq(mt_service_task_start(task, wake, &w), MT_SERVICE_OK);
-    pthread_mutex_lock(&w.mu);
-    while (!w.done) pthread_cond_wait(&w.cond, &w.mu);
-    pthread_mutex_unlock(&w.mu);
+    ck_assert_msg(mt_service_task_run(task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
     ck_assert_int_eq(mt_service_task_outcome(task, NULL), MT_SERVICE_OK);
     const mt_translation *res = mt_service_task_results(task);
     ck_assert_str_eq(res[0].texts[0], plain[0].texts[0]);

@@ -615,15 +615,10 @@ static void wake(mt_service_task *t, void *user)
     pthread_mutex_unlock(&w->mu);
 }
 
-int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, mt_translation *out, char *err,
-                                 size_t errlen)
+int mt_service_task_run(mt_service_task *t, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out * (size_t)rq->n);
-    mt_service_task *t;
-    int rc = mt_service_submit(svc, rq, &t, err, errlen);
-    if (rc) return rc;
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    rc = mt_service_task_start(t, wake, &w);
+    int rc = mt_service_task_start(t, wake, &w);
     if (rc) {
         mt_error(-1, err, errlen, "the translation queue is full");
     } else {
@@ -632,22 +627,34 @@ int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, 
         pthread_mutex_unlock(&w.mu);
         const char *msg;
         rc = mt_service_task_outcome(t, &msg);
-        if (rc == MT_SERVICE_OK) {
-            for (int i = 0; i < rq->n; i++) {
-                out[i] = t->results[i];
-                memset(&t->results[i], 0, sizeof t->results[i]);
-            }
-        } else if (rc == MT_SERVICE_FAILED) {
+        if (rc == MT_SERVICE_FAILED) {
             mt_error(-1, err, errlen, "%s", msg);
         } else if (rc == MT_SERVICE_BUSY) {
             mt_error(-1, err, errlen, "the translation queue is full");
-        } else {
+        } else if (rc != MT_SERVICE_OK) {
             mt_error(-1, err, errlen, "translation was cancelled");
         }
     }
-    mt_service_task_free(t);
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.mu);
+    return rc;
+}
+
+int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, mt_translation *out, char *err,
+                                 size_t errlen)
+{
+    memset(out, 0, sizeof *out * (size_t)rq->n);
+    mt_service_task *t;
+    int rc = mt_service_submit(svc, rq, &t, err, errlen);
+    if (rc) return rc;
+    rc = mt_service_task_run(t, err, errlen);
+    if (rc == MT_SERVICE_OK) {
+        for (int i = 0; i < rq->n; i++) {
+            out[i] = t->results[i];
+            memset(&t->results[i], 0, sizeof t->results[i]);
+        }
+    }
+    mt_service_task_free(t);
     return rc;
 }
 

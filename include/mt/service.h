@@ -18,7 +18,8 @@
  * encoding: input errors are reported here), mt_service_task_start() (queued; the
  * callback follows, on a worker thread, or at once when nothing needs translating), read
  * the outcome, the translations, each text's route and the merged stats,
- * mt_service_task_free(). mt_service_translate_request() does all of it and waits.
+ * mt_service_task_free(). mt_service_task_run() starts and waits;
+ * mt_service_translate_request() does all of it.
  *
  * Below the request layer, service_engine.h's mt_service_prepare()/mt_service_run()
  * translate texts with one model and fully resolved engine options (the service's own
@@ -270,7 +271,12 @@ double mt_service_task_confidence(const mt_service_task *task, int t);
 void mt_service_task_stats(const mt_service_task *task, mt_service_stats *st);
 void mt_service_task_free(mt_service_task *task);
 
-/* Submit, start and wait: out[i] is filled for each text (free each with
+/* Starts the task and waits for its end (for callers that block): its outcome, with a
+ * message when not MT_SERVICE_OK (MT_SERVICE_BUSY also when the queue refused it). The
+ * results, routes and stats are then read as after done; the caller still frees it. */
+int mt_service_task_run(mt_service_task *task, char *err, size_t errlen);
+
+/* Submit, run and wait: out[i] is filled for each text (free each with
  * mt_translation_clear). MT_SERVICE_OK or another outcome with a message. */
 int mt_service_translate_request(mt_service *svc, const mt_service_request *rq, mt_translation *out, char *err,
                                  size_t errlen);
