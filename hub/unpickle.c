@@ -458,9 +458,11 @@ static val *run(unpickler *u)
                 return NULL;
             break;
         }
-        case 'q': case 'r': { /* BINPUT, LONG_BINPUT */
+        case 'q': case 'r': case 'h': case 'j': { /* BINPUT, LONG_BINPUT, BINGET, LONG_BINGET */
             uint64_t idx;
-            if (memo_index(u, op == 'q' ? 1 : 4, &idx) || memo_put(u, idx))
+            if (memo_index(u, op == 'q' || op == 'h' ? 1 : 4, &idx))
+                return NULL;
+            if (op == 'q' || op == 'r' ? memo_put(u, idx) : memo_get(u, idx))
                 return NULL;
             break;
         }
@@ -468,12 +470,6 @@ static val *run(unpickler *u)
             if (memo_put(u, u->nmemo))
                 return NULL;
             break;
-        case 'h': case 'j': { /* BINGET, LONG_BINGET */
-            uint64_t idx;
-            if (memo_index(u, op == 'h' ? 1 : 4, &idx) || memo_get(u, idx))
-                return NULL;
-            break;
-        }
         case 'a': /* APPEND */
             if (!(b = pop(u)) || !(a = pop(u)))
                 return NULL;
@@ -482,11 +478,13 @@ static val *run(unpickler *u)
             if (add_item(u, a, b) || push(u, a))
                 return NULL;
             break;
-        case 'e': /* APPENDS */
+        case 'e': case 'u': /* APPENDS, SETITEMS: the items since the mark, in order */
             if (!(b = pop_mark(u, V_TUPLE)) || !(a = pop(u)))
                 return NULL;
-            if (a->kind != V_LIST)
+            if (op == 'e' && a->kind != V_LIST)
                 return fail(u, "APPENDS to a non-list%s%lld", "", 0), NULL;
+            if (op == 'u' && (a->kind != V_DICT || b->n % 2))
+                return fail(u, "SETITEMS on a non-dict or with an odd count%s%lld", "", 0), NULL;
             for (size_t k = 0; k < b->n; k++)
                 if (add_item(u, a, b->items[k]))
                     return NULL;
@@ -499,17 +497,6 @@ static val *run(unpickler *u)
             if (a->kind != V_DICT)
                 return fail(u, "SETITEM on a non-dict%s%lld", "", 0), NULL;
             if (add_item(u, a, b) || add_item(u, a, c) || push(u, a))
-                return NULL;
-            break;
-        case 'u': /* SETITEMS */
-            if (!(b = pop_mark(u, V_TUPLE)) || !(a = pop(u)))
-                return NULL;
-            if (a->kind != V_DICT || b->n % 2)
-                return fail(u, "SETITEMS on a non-dict or with an odd count%s%lld", "", 0), NULL;
-            for (size_t k = 0; k < b->n; k++)
-                if (add_item(u, a, b->items[k]))
-                    return NULL;
-            if (push(u, a))
                 return NULL;
             break;
         case 'R': /* REDUCE */
