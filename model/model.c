@@ -332,28 +332,29 @@ static int copy_tensor(weight_loader *w, const char *name, int64_t rows, int64_t
     return 0;
 }
 
-static int load_linear(weight_loader *w, const char *prefix, int64_t out, int64_t in, mt_linear_w *lin)
+/* `prefix`.weight (rows, cols; cols 0: a vector of rows) and `prefix`.bias (rows), taken
+ * from the arena in that order: a Linear's or a LayerNorm's two tensors. */
+static int load_weight_bias(weight_loader *w, const char *prefix, int64_t rows, int64_t cols, const float **weight,
+                            const float **bias)
 {
     char name[256];
-    float *wt = take(w, (size_t)(out * in)), *b = take(w, (size_t)out);
-    if (copy_tensor(w, mt_strfmt(name, sizeof name, "%s.weight", prefix), out, in, wt) ||
-        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.bias", prefix), out, 0, b))
+    float *wt = take(w, (size_t)(rows * (cols ? cols : 1))), *b = take(w, (size_t)rows);
+    if (copy_tensor(w, mt_strfmt(name, sizeof name, "%s.weight", prefix), rows, cols, wt) ||
+        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.bias", prefix), rows, 0, b))
         return -1;
-    lin->w = wt;
-    lin->b = b;
+    *weight = wt;
+    *bias = b;
     return 0;
+}
+
+static int load_linear(weight_loader *w, const char *prefix, int64_t out, int64_t in, mt_linear_w *lin)
+{
+    return load_weight_bias(w, prefix, out, in, &lin->w, &lin->b);
 }
 
 static int load_norm(weight_loader *w, const char *prefix, int64_t d, mt_norm *n)
 {
-    char name[256];
-    float *g = take(w, (size_t)d), *b = take(w, (size_t)d);
-    if (copy_tensor(w, mt_strfmt(name, sizeof name, "%s.weight", prefix), d, 0, g) ||
-        copy_tensor(w, mt_strfmt(name, sizeof name, "%s.bias", prefix), d, 0, b))
-        return -1;
-    n->weight = g;
-    n->bias = b;
-    return 0;
+    return load_weight_bias(w, prefix, d, 0, &n->weight, &n->bias);
 }
 
 /* q,k,v projections of `prefix` into one (3d, d) matrix. */
@@ -502,20 +503,41 @@ static int load_embeddings(mt_model *m, weight_loader *w)
     return 0;
 }
 
+/* The self-attention block every layer starts with: `pre`.self_attn's fused q,k,v, its
+ * out_proj and self_attn_layer_norm. */
+static int load_self_attention(weight_loader *w, const char *pre, int64_t d, mt_linear_w *qkv, mt_linear_w *out,
+                               mt_norm *norm)
+{
+    char name[256];
+    if (load_fused_qkv(w, mt_strfmt(name, sizeof name, "%s.self_attn", pre), d, qkv) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, out) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.self_attn_layer_norm", pre), d, norm))
+        return -1;
+    return 0;
+}
+
+/* The feed-forward block every layer ends with: `pre`.fc1 (ffn, d), fc2 (d, ffn) and
+ * final_layer_norm. */
+static int load_feed_forward(weight_loader *w, const char *pre, int64_t d, int64_t ffn, mt_linear_w *fc1,
+                             mt_linear_w *fc2, mt_norm *norm)
+{
+    char name[256];
+    if (load_linear(w, mt_strfmt(name, sizeof name, "%s.fc1", pre), ffn, d, fc1) ||
+        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc2", pre), d, ffn, fc2) ||
+        load_norm(w, mt_strfmt(name, sizeof name, "%s.final_layer_norm", pre), d, norm))
+        return -1;
+    return 0;
+}
+
 static int load_encoder_layer(mt_model *m, weight_loader *w, int l)
 {
     const mt_model_info *in = &m->info;
     int64_t d = in->d_model;
     mt_encoder_layer *L = &m->enc[l];
-    char name[256];
     char pre[128];
     mt_strfmt(pre, sizeof pre, "model.encoder.layers.%d", l);
-    if (load_fused_qkv(w, mt_strfmt(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-        load_linear(w, mt_strfmt(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-        load_norm(w, mt_strfmt(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->attn_norm) ||
-        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc1", pre), in->encoder_ffn_dim, d, &L->fc1) ||
-        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc2", pre), d, in->encoder_ffn_dim, &L->fc2) ||
-        load_norm(w, mt_strfmt(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+    if (load_self_attention(w, pre, d, &L->qkv, &L->out, &L->attn_norm) ||
+        load_feed_forward(w, pre, d, in->encoder_ffn_dim, &L->fc1, &L->fc2, &L->ffn_norm))
         return -1;
     return 0;
 }
@@ -530,9 +552,7 @@ static int load_decoder_layer(mt_model *m, weight_loader *w, int l, float *ckv_w
     char pre[128];
     mt_strfmt(pre, sizeof pre, "model.decoder.layers.%d", l);
     size_t kw = (size_t)(2 * l) * (size_t)(d * d), kb = (size_t)(2 * l * d);
-    if (load_fused_qkv(w, mt_strfmt(name, sizeof name, "%s.self_attn", pre), d, &L->qkv) ||
-        load_linear(w, mt_strfmt(name, sizeof name, "%s.self_attn.out_proj", pre), d, d, &L->out) ||
-        load_norm(w, mt_strfmt(name, sizeof name, "%s.self_attn_layer_norm", pre), d, &L->self_norm) ||
+    if (load_self_attention(w, pre, d, &L->qkv, &L->out, &L->self_norm) ||
         load_linear(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.q_proj", pre), d, d, &L->cross_q) ||
         copy_tensor(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.k_proj.weight", pre), d, d,
                     ckv_w ? ckv_w + kw : NULL) ||
@@ -544,9 +564,7 @@ static int load_decoder_layer(mt_model *m, weight_loader *w, int l, float *ckv_w
                     ckv_b ? ckv_b + kb + (size_t)d : NULL) ||
         load_linear(w, mt_strfmt(name, sizeof name, "%s.encoder_attn.out_proj", pre), d, d, &L->cross_out) ||
         load_norm(w, mt_strfmt(name, sizeof name, "%s.encoder_attn_layer_norm", pre), d, &L->cross_norm) ||
-        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc1", pre), in->decoder_ffn_dim, d, &L->fc1) ||
-        load_linear(w, mt_strfmt(name, sizeof name, "%s.fc2", pre), d, in->decoder_ffn_dim, &L->fc2) ||
-        load_norm(w, mt_strfmt(name, sizeof name, "%s.final_layer_norm", pre), d, &L->ffn_norm))
+        load_feed_forward(w, pre, d, in->decoder_ffn_dim, &L->fc1, &L->fc2, &L->ffn_norm))
         return -1;
     return 0;
 }
