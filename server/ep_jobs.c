@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cond.h"
 #include "formats.h"
 #include "log.h"
 #include "spool.h"
@@ -52,11 +53,7 @@ int srv_jobs_init(mt_server *s, char *err, size_t errlen)
         return -1;
     }
     pthread_mutex_init(&sj->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&sj->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mt_cond_init_monotonic(&sj->cond);
     s->jobs = sj;
     char host[128] = "", worker[200];
     gethostname(host, sizeof host - 1);

@@ -3,6 +3,7 @@
 #include "deepl.h"
 #include "internal.h"
 
+#include "cond.h"
 #include "cpus.h"
 
 #include <netdb.h>
@@ -27,11 +28,7 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
     snprintf(s->host, sizeof s->host, "%s", cfg->host);
     pthread_mutex_init(&s->watch_mu, NULL);
     pthread_mutex_init(&s->conns_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->watch_cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mt_cond_init_monotonic(&s->watch_cond);
     if (srv_cidrs_parse(cfg->trusted_proxies, &s->proxies, &s->n_proxies, err, errlen)) {
         mt_server_free(s);
         return NULL;

@@ -8,6 +8,7 @@
  *
  * The table has its own schema version (mt_jobs_schema) migrated under an advisory lock
  * of its own, beside the store's (store_pg.c), so the two evolve apart. */
+#include "cond.h"
 #include "store_jobs.h"
 #include "store.h"
 #include "store_pg.h"
@@ -227,11 +228,7 @@ mt_jobs *mt_jobs_open(const mt_jobs_options *o, char *err, size_t errlen)
     snprintf(j->ttl, sizeof j->ttl, "%.3f", j->o.ttl);
     snprintf(j->max_attempts, sizeof j->max_attempts, "%d", j->o.max_attempts);
     pthread_mutex_init(&j->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&j->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mt_cond_init_monotonic(&j->cond);
     j->sync_init = 1;
     mt_store_options so = {.url = j->o.url,
                            .statement_timeout_ms = j->o.statement_timeout_ms,

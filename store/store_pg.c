@@ -2,6 +2,7 @@
  * one thread at a time; a connection found broken is dropped and made again. While the
  * database is down, new connections are tried at most once a second and every other call
  * fails at once with the last reason, so requests never queue behind a dead database. */
+#include "cond.h"
 #include "store_pg.h"
 #include "url.h"
 
@@ -288,11 +289,7 @@ store_pg *store_pg_open_schema(const mt_store_options *o, const char *app_name, 
     snprintf(pg->stmt_opt, sizeof pg->stmt_opt, "-c statement_timeout=%d", pg->timeout_ms);
     snprintf(pg->conn_timeout, sizeof pg->conn_timeout, "%d", o->connect_timeout_s > 0 ? o->connect_timeout_s : 3);
     pthread_mutex_init(&pg->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&pg->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mt_cond_init_monotonic(&pg->cond);
     /* one connection at start: a database that cannot be reached or migrated is an error
      * the operator sees at once */
     PGconn *c = connect_one(pg, err, errlen);

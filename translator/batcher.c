@@ -4,6 +4,7 @@
 #include "options_search.h"
 
 #include "cache.h"
+#include "cond.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -592,11 +593,7 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
     if (obs) b->obs = *obs;
     b->scan_cap = b->cfg.max_sentences;
     pthread_mutex_init(&b->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&b->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    mt_cond_init_monotonic(&b->cond);
     b->n_workers = b->cfg.workers;
     b->workers = calloc((size_t)b->n_workers, sizeof *b->workers);
     if (!b->workers) goto nomem;
