@@ -302,6 +302,40 @@ nap() {
   wait "$!"
 }
 
+# The Retry-After seconds in the response headers of file $1 (the last one); empty: none.
+retry_after_of() {
+  sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$1" | tail -n 1
+}
+
+# After a failed try that may be retried ($reason says why): counts it in $attempt and
+# sleeps the backoff, 1, 2, 4 ... 30 s, or the server's $retry_after (at most 60 s), plus
+# jitter. Gives up (exit 1, creating file $2 first when given) after -r retries, or when
+# the next try would start more than -W seconds after the first failure ($first_fail_us),
+# so that a server that stays busy stops the run in bounded time whatever -r says. $1
+# names the request in messages. Runs in its caller's shell: the caller's attempt and
+# first_fail_us (locals of translate_chunk) are the ones counted.
+backoff() {
+  local where=$1 failed=${2:-} delay
+  attempt=$((attempt + 1))
+  if [ "$attempt" -gt "$retries" ]; then
+    msg "$where: giving up after $retries retries ($reason)"
+    [ -z "$failed" ] || touch "$failed"
+    exit 1
+  fi
+  delay=$((1 << (attempt - 1 < 5 ? attempt - 1 : 5)))
+  [ "$delay" -gt 30 ] && delay=30
+  if [ -n "$retry_after" ]; then delay=$((retry_after > 60 ? 60 : retry_after)); fi
+  now_us
+  [ -n "$first_fail_us" ] || first_fail_us=$now
+  if [ $((now + delay * 1000000 - first_fail_us)) -gt $((retry_budget * 1000000)) ]; then
+    msg "$where: giving up: still failing ($reason) after ${retry_budget}s of retries (-W)"
+    [ -z "$failed" ] || touch "$failed"
+    exit 1
+  fi
+  [ "$quiet" -eq 1 ] || msg "$where: $reason, retry $attempt/$retries in ${delay}s"
+  nap "$delay.$((RANDOM % 10))"
+}
+
 # ---------------------------------------------------------------- other formats, whole
 if [ "$mode" = file ]; then
   # The upload's name is the extension alone: a path with ';', ',' or '"' cannot break
@@ -348,12 +382,12 @@ if [ "$mode" = file ]; then
             msg "$name: no progress for ${timeout}s ($done_n/$total_n segments); giving up (-T)"
             exit 1
           fi
-          retry_after=$(sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$tmp/hdr" | tail -n 1)
+          retry_after=$(retry_after_of "$tmp/hdr")
           nap "${retry_after:-1}"
           continue ;;
         429 | 503 | 504)
           reason="HTTP $code"
-          retry_after=$(sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$tmp/hdr" | tail -n 1) ;;
+          retry_after=$(retry_after_of "$tmp/hdr") ;;
         *)
           msg "$name: HTTP $code from $base/$([ "$phase" = upload ] && echo translate_file || echo download_file): $(server_error "$tmp/answer")"
           case $code in
@@ -363,22 +397,7 @@ if [ "$mode" = file ]; then
           exit 1 ;;
       esac
     fi
-    attempt=$((attempt + 1))
-    if [ "$attempt" -gt "$retries" ]; then
-      msg "$name: giving up after $retries retries ($reason)"
-      exit 1
-    fi
-    delay=$((1 << (attempt - 1 < 5 ? attempt - 1 : 5)))
-    [ "$delay" -gt 30 ] && delay=30
-    if [ -n "$retry_after" ]; then delay=$((retry_after > 60 ? 60 : retry_after)); fi
-    now_us
-    [ -n "$first_fail_us" ] || first_fail_us=$now
-    if [ $((now + delay * 1000000 - first_fail_us)) -gt $((retry_budget * 1000000)) ]; then
-      msg "$name: giving up: still failing ($reason) after ${retry_budget}s of retries (-W)"
-      exit 1
-    fi
-    [ "$quiet" -eq 1 ] || msg "$name: $reason, retry $attempt/$retries in ${delay}s"
-    nap "$delay.$((RANDOM % 10))"
+    backoff "$name"
   done
 fi
 
@@ -402,7 +421,7 @@ nchunks=${#chunks[@]}
 translate_chunk() {
   local i=$1 in=${chunks[$1]} first=$(($1 * batch + 1))
   local body=$tmp/req.$i resp=$tmp/resp.$i hdr=$tmp/hdr.$i out=$tmp/out.$i
-  local n last where code rc attempt=0 delay retry_after reason text cpid='' first_fail_us=''
+  local n last where code rc attempt=0 retry_after reason text cpid='' first_fail_us=''
   trap '[ -n "$cpid" ] && kill -TERM "$cpid" 2>/dev/null; exit 143' TERM
 
   n=$((total - $1 * batch < batch ? total - $1 * batch : batch))
@@ -452,7 +471,7 @@ translate_chunk() {
           exit 1 ;;
         429 | 503 | 504)
           reason="HTTP $code"
-          retry_after=$(sed -n 's/^[Rr][Ee][Tt][Rr][Yy]-[Aa][Ff][Tt][Ee][Rr]:[[:space:]]*\([0-9][0-9]*\).*/\1/p' "$hdr" | tail -n 1) ;;
+          retry_after=$(retry_after_of "$hdr") ;;
         *)
           text=$(jq -r '.error // empty' <"$resp" 2>/dev/null || true)
           [ -n "$text" ] || text=$(head -c 300 "$resp" | tr '\n' ' ')
@@ -465,27 +484,7 @@ translate_chunk() {
           exit 1 ;;
       esac
     fi
-    attempt=$((attempt + 1))
-    if [ "$attempt" -gt "$retries" ]; then
-      msg "$where: giving up after $retries retries ($reason)"
-      touch "$tmp/failed"
-      exit 1
-    fi
-    # backoff: 1, 2, 4 ... 30 s, or the server's Retry-After (at most 60 s), plus jitter
-    delay=$((1 << (attempt - 1 < 5 ? attempt - 1 : 5)))
-    [ "$delay" -gt 30 ] && delay=30
-    if [ -n "$retry_after" ]; then delay=$((retry_after > 60 ? 60 : retry_after)); fi
-    # A request is retried for at most -W seconds from its first failure, so a server
-    # that stays busy stops the run in bounded time whatever -r says.
-    now_us
-    [ -n "$first_fail_us" ] || first_fail_us=$now
-    if [ $((now + delay * 1000000 - first_fail_us)) -gt $((retry_budget * 1000000)) ]; then
-      msg "$where: giving up: still failing ($reason) after ${retry_budget}s of retries (-W)"
-      touch "$tmp/failed"
-      exit 1
-    fi
-    [ "$quiet" -eq 1 ] || msg "$where: $reason, retry $attempt/$retries in ${delay}s"
-    nap "$delay.$((RANDOM % 10))"
+    backoff "$where" "$tmp/failed"
   done
 }
 
