@@ -71,10 +71,9 @@ static const char *EN = "A man in a blue shirt is riding a bicycle down the stre
 static const char *FR = "Un homme en chemise bleue fait du vélo dans la rue.";
 static const char *EN2 = "Two dogs are playing in the snow near the old house.";
 
-/* The translations of texts through one request with this source. */
-static void translate(mt_service *svc, const char *source, int n, const char **texts, mt_translation *out)
+/* A plain-text request for texts[0, n) from source into "pt"; lens[0, n) is filled. */
+static mt_service_request into_pt(const char *source, int n, const char *const *texts, size_t *lens)
 {
-    size_t lens[8];
     for (int i = 0; i < n; i++) lens[i] = strlen(texts[i]);
     mt_service_request rq;
     mt_service_request_init(&rq);
@@ -83,6 +82,14 @@ static void translate(mt_service *svc, const char *source, int n, const char **t
     rq.n = n;
     rq.texts = texts;
     rq.lens = lens;
+    return rq;
+}
+
+/* The translations of texts through one request with this source. */
+static void translate(mt_service *svc, const char *source, int n, const char **texts, mt_translation *out)
+{
+    size_t lens[8];
+    mt_service_request rq = into_pt(source, n, texts, lens);
     char err[512];
     ck_assert_msg(mt_service_translate_request(svc, &rq, out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
 }
@@ -93,14 +100,8 @@ START_TEST(auto_fans_out_and_merges_results_and_stats)
     mt_service *svc = load(2, NULL, &seen);
     ck_assert(mt_service_can_detect(svc));
     const char *texts[3] = {EN, FR, EN2};
-    size_t lens[3] = {strlen(EN), strlen(FR), strlen(EN2)};
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.source = "auto";
-    rq.target = "pt";
-    rq.n = 3;
-    rq.texts = texts;
-    rq.lens = lens;
+    size_t lens[3];
+    mt_service_request rq = into_pt("auto", 3, texts, lens);
     mt_service_task *task;
     char err[512];
     ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
@@ -167,14 +168,8 @@ START_TEST(glossary_masks_only_texts_that_lack_a_term)
     char err[512];
     ck_assert_msg(mt_glossary_parse(tsv, strlen(tsv), MT_GLOSSARY_TSV, "en", "pt", &g, err, sizeof err) == 0, "%s",
                   err);
-    size_t lens[2] = {strlen(EN), strlen(EN2)};
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.source = "en";
-    rq.target = "pt";
-    rq.n = 2;
-    rq.texts = texts;
-    rq.lens = lens;
+    size_t lens[2];
+    mt_service_request rq = into_pt("en", 2, texts, lens);
     rq.glossary = g;
     mt_service_task *task;
     ck_assert_msg(mt_service_submit(svc, &rq, &task, err, sizeof err) == MT_SERVICE_OK, "%s", err);
@@ -197,18 +192,38 @@ START_TEST(glossary_masks_only_texts_that_lack_a_term)
 }
 END_TEST
 
+/* mt_service_translate_texts (what a file's units go through): each text's best
+ * translation as a string of its own, the same as the full results; a refused request
+ * leaves every string NULL and says why. */
+START_TEST(texts_are_the_best_translations)
+{
+    mt_service *svc = load(1, NULL, NULL);
+    const char *texts[2] = {EN, EN2};
+    mt_translation full[2];
+    translate(svc, "en", 2, texts, full);
+    size_t lens[2];
+    mt_service_request rq = into_pt("en", 2, texts, lens);
+    char *out[2], err[512];
+    ck_assert_msg(mt_service_translate_texts(svc, &rq, out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_str_eq(out[i], full[i].texts[0]);
+        free(out[i]);
+        mt_translation_clear(&full[i]);
+    }
+    rq.source = "de";
+    ck_assert_int_eq(mt_service_translate_texts(svc, &rq, out, err, sizeof err), MT_SERVICE_INVALID);
+    ck_assert(out[0] == NULL && out[1] == NULL);
+    ck_assert_msg(strstr(err, "de-pt") != NULL, "%s", err);
+    mt_service_free(svc);
+}
+END_TEST
+
 START_TEST(routing_errors_name_the_pairs)
 {
     mt_service *svc = load(2, NULL, NULL);
     const char *text = EN;
-    size_t len = strlen(EN);
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.source = "de";
-    rq.target = "pt";
-    rq.n = 1;
-    rq.texts = &text;
-    rq.lens = &len;
+    size_t len;
+    mt_service_request rq = into_pt("de", 1, &text, &len);
     mt_service_task *task;
     char err[512];
     ck_assert_int_eq(mt_service_submit(svc, &rq, &task, err, sizeof err), MT_SERVICE_INVALID);
@@ -230,14 +245,8 @@ END_TEST
  * (this tiny model: 16 tokens) is split as usual. */
 static int sentences_of(mt_service *svc, const char *text, mt_format input, int one_sentence)
 {
-    size_t len = strlen(text);
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.source = "en";
-    rq.target = "pt";
-    rq.n = 1;
-    rq.texts = &text;
-    rq.lens = &len;
+    size_t len;
+    mt_service_request rq = into_pt("en", 1, &text, &len);
     rq.input = input;
     rq.one_sentence = one_sentence;
     mt_service_task *task;
@@ -262,14 +271,8 @@ START_TEST(one_sentence_keeps_each_text_whole)
     ck_assert_int_eq(sentences_of(svc, html, MT_FORMAT_HTML, 1), 2);
     /* and it translates: one line out, the edges kept */
     const char *text = "  He is here.\nShe is there. ";
-    size_t len = strlen(text);
-    mt_service_request rq;
-    mt_service_request_init(&rq);
-    rq.source = "en";
-    rq.target = "pt";
-    rq.n = 1;
-    rq.texts = &text;
-    rq.lens = &len;
+    size_t len;
+    mt_service_request rq = into_pt("en", 1, &text, &len);
     rq.one_sentence = 1;
     mt_translation out;
     char err[512];
@@ -387,6 +390,7 @@ int main(void)
     tcase_add_test(tc, auto_fans_out_and_merges_results_and_stats);
     tcase_add_test(tc, routing_errors_name_the_pairs);
     tcase_add_test(tc, glossary_masks_only_texts_that_lack_a_term);
+    tcase_add_test(tc, texts_are_the_best_translations);
     tcase_add_test(tc, one_sentence_keeps_each_text_whole);
     tcase_add_test(tc, options_merge_defaults_and_policy);
     suite_add_tcase(s, tc);
