@@ -36,13 +36,6 @@ struct srv_jobs {
     int stop;
 };
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int srv_jobs_init(mt_server *s, char *err, size_t errlen)
 {
     const mt_config *cfg = s->cfg;
@@ -84,7 +77,7 @@ typedef struct {
 static void on_progress(void *user, long done, long total)
 {
     progress_ctx *p = user;
-    double t = mono();
+    double t = mt_cond_now();
     if (t - p->last < 0.5 && done < total) return;
     p->last = t;
     mt_jobs_progress(p->q, p->job, done, total);
@@ -93,11 +86,7 @@ static void on_progress(void *user, long done, long total)
 /* Waits up to sec seconds or until the workers stop; 1 when they stop. */
 static int pause_or_stop(srv_jobs *sj, double sec)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + sec;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    struct timespec ts = mt_cond_deadline(sec);
     pthread_mutex_lock(&sj->mu);
     while (!sj->stop)
         if (pthread_cond_timedwait(&sj->cond, &sj->mu, &ts) == ETIMEDOUT) break;
@@ -135,7 +124,7 @@ static void run_job(mt_server *s, mt_jobs_claimed *job)
         snprintf(err, sizeof err, "the translated file has %zu bytes, more than the limit of %zu", out_len, max_out);
     }
     /* the database may be down for a moment: keep trying while the lease may still hold */
-    double until = mono() + s->cfg->job_lease_seconds;
+    double until = mt_cond_now() + s->cfg->job_lease_seconds;
     for (;;) {
         char e2[300] = "database: unknown error";
         int rc = status ? mt_jobs_fail(sj->q, job, status, err)
@@ -149,7 +138,7 @@ static void run_job(mt_server *s, mt_jobs_claimed *job)
                              status ? "failed" : "done", out_len);
             break;
         }
-        if (mono() >= until || pause_or_stop(sj, 1.0)) {
+        if (mt_cond_now() >= until || pause_or_stop(sj, 1.0)) {
             mt_log_write(s->log, MT_LOG_WARN, "files", "id=%s msg=\"result not stored: database\" reason=%s",
                          job->id, mt_log_quote(q1, sizeof q1, e2));
             break;

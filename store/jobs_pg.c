@@ -62,13 +62,6 @@ struct mt_jobs {
     int sync_init;        /* mu and cond made */
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 mt_jobs_options mt_jobs_options_default(void)
 {
     return (mt_jobs_options){.statement_timeout_ms = 5000, .connect_timeout_s = 3, .pool_size = 4,
@@ -135,7 +128,7 @@ static void *bg_main(void *arg)
 {
     mt_jobs *j = arg;
     PGconn *lc = NULL;
-    double last_connect = 0, next_renew = 0, next_sweep = now_s() + 1, next_poll = now_s() + j->o.poll_s;
+    double last_connect = 0, next_renew = 0, next_sweep = mt_cond_now() + 1, next_poll = mt_cond_now() + j->o.poll_s;
     double renew_every = j->o.lease_s / 3, sweep_every = j->o.ttl / 4 < 60 ? j->o.ttl / 4 : 60;
     if (sweep_every < 1) sweep_every = 1;
     for (;;) {
@@ -143,7 +136,7 @@ static void *bg_main(void *arg)
         int stop = j->stop;
         pthread_mutex_unlock(&j->mu);
         if (stop) break;
-        double t = now_s();
+        double t = mt_cond_now();
         if (!lc && t - last_connect >= 1.0) {
             char err[300];
             last_connect = t;
@@ -154,22 +147,22 @@ static void *bg_main(void *arg)
             char err[300];
             renew(j);
             give_up(j, err, sizeof err); /* as often: a dead replica's last attempt fails soon */
-            next_renew = now_s() + renew_every;
+            next_renew = mt_cond_now() + renew_every;
         }
         if (t >= next_sweep) {
             char err[300];
             mt_jobs_sweep(j, err, sizeof err);
-            next_sweep = now_s() + sweep_every;
+            next_sweep = mt_cond_now() + sweep_every;
         }
         if (t >= next_poll) {
             bump(j);
-            next_poll = now_s() + j->o.poll_s;
+            next_poll = mt_cond_now() + j->o.poll_s;
         }
         double until = next_renew < next_sweep ? next_renew : next_sweep;
         if (next_poll < until) until = next_poll;
         if (!lc && last_connect + 1.0 < until) until = last_connect + 1.0;
         struct pollfd p[2] = {{j->wake_pipe[0], POLLIN, 0}, {lc ? PQsocket(lc) : -1, POLLIN, 0}};
-        double left = until - now_s();
+        double left = until - mt_cond_now();
         int got = poll(p, 2, left > 0 ? (int)(left * 1000) + 1 : 0);
         if (got > 0 && (p[0].revents & POLLIN)) break;
         if (lc && got > 0 && p[1].revents) {
@@ -520,11 +513,7 @@ int mt_jobs_claim(mt_jobs *j, double wait_s, mt_jobs_claimed *out, char *err, si
         if (e < wait) wait = e < 0.05 ? 0.05 : e;
     }
     PQclear(r);
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double t = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + wait;
-    ts.tv_sec = (time_t)t;
-    ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+    struct timespec ts = mt_cond_deadline(wait);
     pthread_mutex_lock(&j->mu);
     while (j->gen == gen && !j->stop)
         if (pthread_cond_timedwait(&j->cond, &j->mu, &ts) == ETIMEDOUT) break;

@@ -79,13 +79,6 @@ static const char *const MIGRATIONS[] = {
 static const store_pg_schema STORE_SCHEMA = {"mt_schema", SCHEMA_LOCK, "schema", MIGRATIONS,
                                               sizeof MIGRATIONS / sizeof MIGRATIONS[0]};
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* libpq's message, first line only (it may span lines with hints). */
 static void pq_reason(const char *msg, char *out, size_t cap)
 {
@@ -139,7 +132,7 @@ static PGresult *wait_result(PGconn *c, double until, int timeout_ms, char sqlst
     PGresult *r = NULL, *x;
     for (;;) { /* every result until the end (PQgetResult NULL) */
         while (PQisBusy(c)) {
-            double left = until - now_s();
+            double left = until - mt_cond_now();
             struct pollfd p = {PQsocket(c), POLLIN, 0};
             if (left <= 0 || poll(&p, 1, (int)(left * 1000) + 1) == 0) {
                 PQclear(r);
@@ -181,7 +174,7 @@ static PGresult *run(PGconn *c, pg_slot *slot, const char *sql, const pg_params 
                      int timeout_ms, char sqlstate[6], char *err, size_t errlen)
 {
     int n = p ? p->n : 0;
-    double until = now_s() + timeout_ms / 1000.0;
+    double until = mt_cond_now() + timeout_ms / 1000.0;
     char name[16] = "";
     int sent;
     if (slot) {
@@ -318,11 +311,11 @@ static pg_slot *acquire(store_pg *pg, char *err, size_t errlen)
 {
     pthread_mutex_lock(&pg->mu);
     pg_slot *s = NULL;
-    double until = now_s() + 5.0;
+    double until = mt_cond_now() + 5.0;
     for (;;) {
         for (int i = 0; i < pg->n_slots && !s; i++)
             if (!pg->slots[i].busy) s = &pg->slots[i];
-        if (s || now_s() >= until) break;
+        if (s || mt_cond_now() >= until) break;
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 50000000L;
@@ -339,14 +332,14 @@ static pg_slot *acquire(store_pg *pg, char *err, size_t errlen)
         pthread_mutex_unlock(&pg->mu);
         return s;
     }
-    if (pg->down && now_s() - pg->last_attempt < 1.0) {
+    if (pg->down && mt_cond_now() - pg->last_attempt < 1.0) {
         snprintf(err, errlen, "%s", pg->reason);
         s->busy = 0;
         pthread_cond_signal(&pg->cond);
         pthread_mutex_unlock(&pg->mu);
         return NULL;
     }
-    pg->last_attempt = now_s();
+    pg->last_attempt = mt_cond_now();
     pthread_mutex_unlock(&pg->mu);
     slot_drop(s);
     char why[256];
