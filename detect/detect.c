@@ -2,10 +2,12 @@
 #include "detect.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <textcat.h>
@@ -75,23 +77,24 @@ mt_detector *mt_detector_create(const char *const *codes, int n, const char *dat
     snprintf(conf_path, sizeof conf_path, "%s/fpdb.conf", data_dir);
     snprintf(prefix, sizeof prefix, "%s/", data_dir);
 
-    /* libexttextcat only reads a configuration file, so the restricted list is written
-     * to a private temporary file that is removed as soon as it has been read. */
-    const char *tmpdir = getenv("TMPDIR");
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s/mt-detect-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    int fd = mkstemp(tmp);
+    /* libexttextcat only reads a configuration file by name, so the restricted list is
+     * written to an anonymous memory file and read back through /proc/self/fd: nothing
+     * on disk, and no temporary directory to choose (a library reads no environment). */
+    int fd = memfd_create("mt-detect-conf", MFD_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errlen, "detector: cannot create %s: %s", tmp, strerror(errno));
+        snprintf(err, errlen, "detector: cannot create the language list in memory: %s", strerror(errno));
         return NULL;
     }
-    FILE *out = fdopen(fd, "w");
+    int keep = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* readable after the writer's stream is closed */
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "/proc/self/fd/%d", keep);
+    FILE *out = keep >= 0 ? fdopen(fd, "w") : NULL;
     int *found = calloc(n > 0 ? (size_t)n : 1, sizeof *found);
     int n_langs = 0;
     mt_detector *det = NULL;
     if (!out || !found) {
         snprintf(err, errlen, "detector: out of memory");
-        if (out) fclose(out); else close(fd);
+        if (out) fclose(out); else close(fd); /* fd is out's until fdopen succeeds */
         goto done;
     }
     int rc = filter_conf(conf_path, codes, n, found, out, &n_langs, err, errlen);
@@ -131,7 +134,7 @@ mt_detector *mt_detector_create(const char *const *codes, int n, const char *dat
     det->n_langs = n_langs;
     pthread_mutex_init(&det->lock, NULL);
 done:
-    unlink(tmp);
+    if (keep >= 0) close(keep);
     free(found);
     return det;
 }

@@ -3,8 +3,10 @@
 #include <check.h>
 
 #include "check_main.h"
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "detect.h"
 
@@ -97,6 +99,29 @@ START_TEST(test_no_evidence_and_errors)
 }
 END_TEST
 
+/* The library reads no environment and writes no file: a TMPDIR that does not exist
+ * (the old code wrote the language list there) changes nothing, and no descriptor is
+ * left open after create. */
+START_TEST(test_no_temporary_file)
+{
+    setenv("TMPDIR", "/nonexistent-mt-detect-tmp", 1);
+    int before = open("/dev/null", O_RDONLY);
+    ck_assert_int_ge(before, 0);
+    close(before);
+    mt_detector *det = mt_detector_create(endefr, 3, NULL, err, sizeof err);
+    ck_assert_msg(det != NULL, "%s", err);
+    int after = open("/dev/null", O_RDONLY);
+    ck_assert_int_eq(after, before); /* the lowest free descriptor is the same: none leaked */
+    close(after);
+    mt_detect_result r[1];
+    const char *t = "Das ist ein Haus und wir wohnen darin.";
+    ck_assert_int_eq(mt_detect(det, t, strlen(t), r, 1), 1);
+    ck_assert_str_eq(r[0].code, "de");
+    mt_detector_free(det);
+    unsetenv("TMPDIR");
+}
+END_TEST
+
 START_TEST(test_confidence_sums)
 {
     mt_detector *det = make(endefr, 3);
@@ -119,6 +144,7 @@ int main(void)
     tcase_add_test(tc, test_restriction_limits_answers);
     tcase_add_test(tc, test_no_evidence_and_errors);
     tcase_add_test(tc, test_confidence_sums);
+    tcase_add_test(tc, test_no_temporary_file);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));
 }
