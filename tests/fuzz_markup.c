@@ -73,10 +73,13 @@ static int (*random_alignment(unsigned seed, int src_words, int tgt_words, int *
 
 /* The '>' that ends the tag at p, read as html.c reads tags (HTML5): attributes are name
  * [= value], a value quoted only when a quote opens it, an unquoted one running to a
- * space or '>'; a declaration (<!...>) ends at the first '>'. Points at the NUL if none. */
-static const char *tag_end_of(const char *p)
+ * space or '>'; a declaration (<!...>) ends at the first '>'. Points at the NUL if none.
+ * *self_closing: a '/' stands last before the '>' outside any value ("<a href=x/>" is
+ * not self-closing: its '/' belongs to the unquoted value). */
+static const char *tag_end_of(const char *p, int *self_closing)
 {
     const char *j = p + 1;
+    *self_closing = 0;
     if (*j == '!' || *j == '?') {
         const char *e = strchr(j, '>');
         return e ? e : j + strlen(j);
@@ -86,9 +89,11 @@ static const char *tag_end_of(const char *p)
         j++; /* the name */
     while (*j && *j != '>') {
         if (strchr(" \t\n\v\r\f/", *j)) {
+            *self_closing = *j == '/';
             j++;
             continue;
         }
+        *self_closing = 0;
         const char *an = j;
         while (*j && !strchr(" \t\n\v\r\f=>/", *j)) j++;
         if (j == an) j++; /* a stray '=' */
@@ -132,7 +137,8 @@ static int well_formed(const char *s, long counts[26])
             p++;
             continue;
         }
-        const char *e = tag_end_of(p);
+        int self_closing;
+        const char *e = tag_end_of(p, &self_closing);
         if (!*e) return 0;
         int closing = p[1] == '/';
         if (p[1] == '!' || p[1] == '?') {
@@ -146,7 +152,7 @@ static int well_formed(const char *s, long counts[26])
             if (len + 1 < sizeof lower) lower[len++] = (char)(*q >= 'A' && *q <= 'Z' ? *q | 32 : *q);
         lower[len] = 0;
         if (lower[0] >= 'a' && lower[0] <= 'z') counts[lower[0] - 'a']++;
-        int is_void = e[-1] == '/';
+        int is_void = self_closing;
         for (size_t v = 0; v < sizeof voids / sizeof *voids; v++) is_void |= strcmp(lower, voids[v]) == 0;
         if (closing) {
             if (depth == 0 || strcmp(stack[depth - 1], lower) != 0) return 0;

@@ -264,7 +264,7 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
         }
         /* a link's start tag, not a self-closed <a/>: markup.c reads that as an element of its
          * own, so taking it with the next "</a>" would wrap across the enclosing element */
-        if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/' && s[end - 2] != '/') {
+        if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/' && !mt_html_tag_self_closing(s, len, i)) {
             size_t close = end, ae = anchor_end(s, len, end, &close);
             char *text = ae ? element_text(s + end, close - end) : NULL;
             int whole = text && wholly_protected(text, kinds);

@@ -214,6 +214,14 @@ size_t mt_html_tag_end(const char *s, size_t len, size_t i)
     return t.kind == TAG_NONE ? i : t.end;
 }
 
+int mt_html_tag_self_closing(const char *s, size_t len, size_t i)
+{
+    if (i >= len || s[i] != '<')
+        return 0;
+    tag t = read_tag(s, len, i);
+    return t.kind == TAG_START && t.self_closing;
+}
+
 int mt_html_says_no_translate(const char *s, size_t len, size_t i)
 {
     if (i >= len || s[i] != '<')

@@ -20,6 +20,10 @@ size_t mt_html_markup_end(const char *s, size_t len, size_t i);
 /* End of the tag, comment or declaration starting at s[i] (just after it, its content not
  * included), or i when s[i] starts text. */
 size_t mt_html_tag_end(const char *s, size_t len, size_t i);
+/* 1 when the start tag at s[i] closes itself ("<x/>", "<x a=1 />"): a '/' just before the
+ * '>' outside any attribute value ("<a href=http://x/>" opens an element: its '/' is
+ * part of the unquoted value, as HTML5 reads it). */
+int mt_html_tag_self_closing(const char *s, size_t len, size_t i);
 /* 1 when the start tag at s[i] says "do not translate": an attribute translate="no" or a
  * class attribute with the token notranslate (attributes parsed: name, '=', a quoted or
  * unquoted value; translate="nope" or title="translate=no" do not count). */

@@ -300,7 +300,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
         }
         tag_name(s, i + 1, n, nd->name, sizeof nd->name);
         nd->open_len = end - i;
-        int self_closing = end >= 2 && s[end - 2] == '/';
+        int self_closing = mt_html_tag_self_closing(s, n, i);
         if (is_void(nd->name) || self_closing || !nd->name[0]) { /* also <!...>, <?...?> */
             if (!strcmp(nd->name, "br") || !strcmp(nd->name, "hr")) /* a line break separates words */
                 m->text[t++] = ' ';
@@ -327,7 +327,7 @@ mt_markup *mt_markup_split(const char *html, size_t n)
                     tag_name(s, j + 1 + (size_t)closing, n, name, sizeof name);
                     size_t e = tag_end(s, j, n);
                     /* an end tag counts whatever it ends with ("</span/>"), as in html.c */
-                    if (!strcmp(name, nd->name) && (closing || !(e >= 2 && s[e - 2] == '/')))
+                    if (!strcmp(name, nd->name) && (closing || !mt_html_tag_self_closing(s, n, j)))
                         depth += closing ? -1 : 1;
                     steps += e - j;
                     j = e;
