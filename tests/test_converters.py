@@ -734,6 +734,45 @@ class Int8Storage(unittest.TestCase):
         self.assertEqual(exists.returncode, 1)
         self.assertIn("already exists", exists.stderr)
 
+    def test_dequantize_and_reference_read_int8(self):
+        """A stored int8 directory read as float32 q * scale, the engine's float32 weights:
+        quantize_model.py --dequantize (what CTranslate2's converter and the benchmarks
+        need) and the PyTorch reference's reader (mtref) give exactly the twin's values,
+        and the reference translates the directory with the ids of the engine in float32;
+        a plain directory is refused by --dequantize, a missing scale by the reader."""
+        _, q = self.quantized_marian()
+        twin = safetensors_io.read(os.path.join(self.dequantized_twin(q, "swish-all.int8-twin"),
+                                                "model.safetensors"))
+        out = os.path.join(work_dir(), "swish-all.dequantized")
+        shutil.rmtree(out, ignore_errors=True)
+        p = run([PYTHON, os.path.join(TOOLS, "quantize_model.py"), "--dequantize", q, out])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("matrices as float32", p.stderr)
+        got = safetensors_io.read(os.path.join(out, "model.safetensors"))
+        mtref_read = safetensors_file.read(os.path.join(q, "model.safetensors"))
+        self.assertEqual(set(got), set(twin))
+        self.assertEqual(set(mtref_read), set(twin))
+        for k, v in twin.items():
+            self.assertEqual(got[k].dtype, np.float32, k)
+            np.testing.assert_array_equal(got[k], v, err_msg=k)
+            np.testing.assert_array_equal(mtref_read[k], v, err_msg=k)
+        lines = self.sources()
+        for beam in ("1", "4"):
+            ref = run([PYTHON, os.path.join(TOOLS, "reference.py"), "--model", q, "--input", "ids",
+                       "--output", "ids", "--beam", beam, "--max-length", str(MAX_LENGTH)],
+                      "".join(line + "\n" for line in lines))
+            self.assertEqual(ref.returncode, 0, ref.stderr)
+            self.assertEqual([[int(x) for x in out.split()] for out in ref.stdout.splitlines()],
+                             engine(q, lines, "--input", "ids", "--beam", beam, "--compute-type", "float32"))
+        plain = run([PYTHON, os.path.join(TOOLS, "quantize_model.py"), "--dequantize", out, out + "-again"])
+        self.assertEqual(plain.returncode, 1)
+        self.assertIn("is not quantized", plain.stderr)
+        self.assertFalse(os.path.exists(out + "-again"))
+        fc1 = "model.encoder.layers.0.fc1.weight"
+        broken = self.broken("mtref-no-scale", lambda t: t.pop(fc1 + "_scale"))
+        with self.assertRaisesRegex(ValueError, re.escape(f"int8 tensor {fc1} has no {fc1}_scale")):
+            safetensors_file.read(os.path.join(broken, "model.safetensors"))
+
     def test_convert_hf_bin_quantize(self):
         plain = built("swish-all")[1]
         hf = os.path.join(work_dir(), "bin-int8")

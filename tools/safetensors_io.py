@@ -126,3 +126,25 @@ def quantize_int8(tensors):
         out[name] = q
         out[name + "_scale"] = scale
     return out
+
+
+def dequantize_int8(tensors):
+    """The inverse of quantize_int8 as the engine reads it: each I8 matrix with its
+    "<name>_scale" becomes the float32 product q * scale (one rounding per element, so
+    the result equals the weights the engine computes with under --compute-type float32);
+    the scales are dropped and every other tensor is returned as it is. An I8 tensor
+    without a matching scale vector raises ValueError."""
+    out = {}
+    for name, arr in tensors.items():
+        if name.endswith("_scale") and tensors.get(name[:-6]) is not None \
+                and tensors[name[:-6]].dtype == np.int8:
+            continue
+        if arr.dtype != np.int8:
+            out[name] = arr
+            continue
+        scale = tensors.get(name + "_scale")
+        if scale is None or arr.ndim != 2 or scale.shape != (arr.shape[0],):
+            raise ValueError(f"{name}: an I8 matrix needs a scale vector of {arr.shape[0]} "
+                             f"rows in {name}_scale")
+        out[name] = arr.astype(np.float32) * scale.astype(np.float32)[:, None]
+    return out

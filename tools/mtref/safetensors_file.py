@@ -12,8 +12,9 @@ import struct
 import numpy as np
 
 # Stored dtypes the reader accepts; every tensor is returned as float32 because
-# that is what the engine computes in after converting at load time.
-_ITEM_SIZE = {"F32": 4, "F16": 2, "BF16": 2}
+# that is what the engine computes in after converting at load time. I8 is a matrix
+# stored int8 (tools/quantize_model.py): read back as q * "<name>_scale" per row.
+_ITEM_SIZE = {"F32": 4, "F16": 2, "BF16": 2, "I8": 1}
 
 
 def _to_float32(raw, dtype, shape):
@@ -22,6 +23,8 @@ def _to_float32(raw, dtype, shape):
         arr = np.frombuffer(raw, dtype="<f4")
     elif dtype == "F16":
         arr = np.frombuffer(raw, dtype="<f2").astype(np.float32)
+    elif dtype == "I8":
+        arr = np.frombuffer(raw, dtype="i1").astype(np.float32)
     elif dtype == "BF16":
         # bfloat16 is the high half of a float32: widen by shifting 16 bits left.
         half = np.frombuffer(raw, dtype="<u2").astype(np.uint32)
@@ -36,6 +39,9 @@ def read(path, skip=lambda name: False):
 
     Returns {name: np.ndarray}. Offsets are validated against the file size so a
     truncated or malformed file fails with a message instead of garbage weights.
+    A stored-int8 matrix (I8 rows q plus a float vector "<name>_scale", one per row)
+    comes back as the float32 product q * scale, the weights the engine computes with
+    under --compute-type float32; its "_scale" entry is consumed, not returned.
     """
     with open(path, "rb") as f:
         data = f.read()
@@ -58,7 +64,23 @@ def read(path, skip=lambda name: False):
         if end - begin != count * _ITEM_SIZE[dtype] or base + end > len(data) or begin < 0:
             raise ValueError(f"{path}: tensor {name} has bad data_offsets {begin}..{end}")
         tensors[name] = _to_float32(data[base + begin:base + end], dtype, shape)
+    for name in [k for k, v in header.items() if k != "__metadata__" and v["dtype"] == "I8"]:
+        if name not in tensors:
+            continue
+        tensors[name] = _dequantize(path, name, tensors[name], tensors.pop(name + "_scale", None))
     return tensors
+
+
+def _dequantize(path, name, q, scale):
+    """q * scale per row in float32 (one rounding, as the engine's widening does)."""
+    if scale is None:
+        raise ValueError(f"{path}: int8 tensor {name} has no {name}_scale")
+    if q.ndim != 2 or scale.shape != (q.shape[0],):
+        raise ValueError(f"{path}: {name}_scale has shape {list(scale.shape)}, "
+                         f"want [{q.shape[0] if q.ndim else 0}] for {name} {list(q.shape)}")
+    if not np.all(np.isfinite(scale)) or np.any(scale < 0):
+        raise ValueError(f"{path}: {name}_scale has a negative or non-finite scale")
+    return (q * scale[:, None]).astype(np.float32)
 
 
 def _encode(arr, dtype):
