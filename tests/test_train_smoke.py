@@ -9,6 +9,7 @@ Uses /usr/bin/python3 for training because Debian's torch lives there.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -383,6 +384,102 @@ class TrainGpuScript(unittest.TestCase):
                                          input="Page 3 of 12\n", capture_output=True,
                                          text=True, timeout=120)
                     self.assertEqual(run.returncode, 0, run.stderr)
+
+
+def read_everyday(x):
+    with open(os.path.join(SOURCE, "tools", "data", f"everyday.en-{x}.tsv"), encoding="utf-8") as f:
+        return [tuple(line.rstrip("\n").split("\t")[:2]) for line in f if line.strip()]
+
+
+class EvalModelsUnseen(unittest.TestCase):
+    """tools/eval_models.py's everyday-unseen set leaves out the everyday pairs a line of
+    the model's own training corpora holds: those its record (mixture.json, from
+    prepare_corpus.py through training_record.py) names, earlier runs' included, else
+    Tatoeba and debian-l10n train; Multi30k only when the record names it. mt-translate
+    is a stand-in that echoes (the set's size is what is checked)."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="mt-eval-unseen-")
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        ev = read_everyday("de")
+        self.total = len(ev)
+        self.shared = os.path.join(self.tmp, "shared")
+        fake_shared(self.shared, "de")
+        d = os.path.join(self.shared, "data")
+        # One everyday sentence in each training corpus (English or German side).
+        write_gz(f"{d}/multi30k/train.en.gz", ["A dog runs.", ev[0][0]])
+        write_gz(f"{d}/multi30k/train.de.gz", ["Ein Hund rennt.", "Etwas anderes."])
+        write_gz(f"{d}/tatoeba/train.en-de.tsv.gz", ["Tom is here.\tTom ist da.",
+                                                     f"Something else.\t{ev[1][1]}"])
+        write_gz(f"{d}/debian-l10n/train.en-de.tsv.gz", [
+            "Quit the program\tProgramm beenden\tgettext:x", f"{ev[2][0]}\tAnders\tgettext:x"])
+        self.extra = os.path.join(self.tmp, "corpus", "testcorpus.en-de.tsv.gz")
+        write_gz(self.extra, ["List files\tDateien auflisten\tman:ls",
+                              f"{ev[3][0]}\tAnders\tman:x"])
+        stub = os.path.join(self.tmp, "build", "cli", "mt-translate")
+        os.makedirs(os.path.dirname(stub))
+        with open(stub, "w") as f:
+            f.write("#!/bin/sh\nexec cat\n")
+        os.chmod(stub, 0o755)
+        self.env = dict(os.environ, MT_SHARED_DIR=self.shared,
+                        MT_BUILD_DIR=os.path.join(self.tmp, "build"))
+
+    def model(self, name, *prepare_args, earlier=None):
+        """A model directory (only what eval_models.py reads of one) with the record of
+        data prepared with prepare_args, or no record without them."""
+        d = os.path.join(self.tmp, name)
+        os.makedirs(d)
+        with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
+            json.dump({"source_lang": "en", "target_lang": "de"}, f)
+        if prepare_args:
+            data = os.path.join(self.tmp, "data-" + name)
+            proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
+                                   "--shared", self.shared, "--out", data, "--lang", "de",
+                                   "--symbol-pairs", "0", "--number-pairs", "0", "--skip-vocab",
+                                   *prepare_args], capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "training_record.py"),
+                                   os.path.join(data, "mixture.json"), d,
+                                   *(["--earlier", earlier] if earlier else [])],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+        return d
+
+    def unseen(self, model_dir):
+        proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "eval_models.py"),
+                               f"m={model_dir}", "--sets", "everyday,everyday-unseen",
+                               "--beam", "1"],
+                              capture_output=True, text=True, timeout=300, env=self.env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn(f"# m everyday: {self.total} lines", proc.stderr)
+        got = re.search(r"# m everyday-unseen: (\d+) lines", proc.stderr)
+        return (int(got.group(1)) if got else None), proc.stderr, proc.stdout
+
+    def test_without_a_record_multi30k_is_not_training_data(self):
+        n, err, _ = self.unseen(self.model("plain"))
+        self.assertEqual(n, self.total - 2, err)  # Tatoeba's and debian-l10n's, not Multi30k's
+        self.assertIn("seen = debian-l10n, tatoeba (no ", err)
+
+    def test_the_record_names_the_corpora(self):
+        n, err, _ = self.unseen(self.model("free", "--extra", f"{self.extra}:2"))
+        self.assertEqual(n, self.total - 3, err)
+        self.assertIn("seen = debian-l10n, tatoeba, testcorpus (recorded in", err)
+        m30k = self.model("m30k", "--multi30k-times", "1")
+        n, err, _ = self.unseen(m30k)
+        self.assertEqual(n, self.total - 3, err)
+        self.assertIn("seen = debian-l10n, multi30k, tatoeba (recorded in", err)
+        # continued without Multi30k: the earlier run's Multi30k still counts
+        n, err, _ = self.unseen(self.model("continued", "--extra", f"{self.extra}:1", earlier=m30k))
+        self.assertEqual(n, self.total - 4, err)
+        self.assertIn("seen = debian-l10n, multi30k, tatoeba, testcorpus (recorded in", err)
+
+    def test_a_missing_corpus_file_gives_na(self):
+        d = self.model("gone", "--extra", f"{self.extra}:1")
+        os.unlink(self.extra)
+        n, err, out = self.unseen(d)
+        self.assertIsNone(n, err)
+        self.assertIn(f"n/a: {self.extra} (training corpus testcorpus) is missing", err)
+        self.assertRegex(out, r"\| m \| en-de \| [0-9.]+ / [0-9.]+ \| n/a \|")
 
 
 if __name__ == "__main__":

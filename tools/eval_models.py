@@ -2,9 +2,9 @@
 """One quality table for English<->German and English<->French models: BLEU and chrF on
 Multi30k test_2016_flickr, the debian-l10n and Tatoeba dev splits and our everyday
 sentences (all of them, and "everyday-unseen": the pairs neither of whose sentences
-occurs in a training corpus; common short sentences such as "I don't know." are also
-Tatoeba or debian-l10n lines); the numbers check, the emoji check, and the scores by
-sentence length.
+occurs in the model's training corpora; common short sentences such as "I don't know."
+are also Tatoeba or debian-l10n lines); the numbers check, the emoji check, and the
+scores by sentence length.
 
   tools/eval_models.py NAME=DIR [NAME=DIR ...] [--beam 4] [--threads 2] [--sets ...]
                        [--show-examples] [--no-buckets]
@@ -18,7 +18,11 @@ separated; a set a language lacks shows "n/a"):
   debian-dev       debian-l10n dev, 2,000 software and help sentences
   tatoeba-dev      Tatoeba dev, everyday sentences
   everyday         tools/data/everyday.en-X.tsv, written for this evaluation
-  everyday-unseen  its pairs neither of whose sentences is a training line
+  everyday-unseen  its pairs neither of whose sentences is a line of the corpora the
+                   model was trained on: those its record (DIR/mixture.json, written by
+                   tools/build_bundled_models.sh: tools/training_record.py) names, else
+                   prepare_corpus.py's defaults, Tatoeba and debian-l10n train; Multi30k
+                   only when the record names it ("n/a" when a corpus file is missing)
   long             tools/data/long.en-X.tsv: documentation sentences of 26-50 words from
                    manual pages and the Debian Administrator's Handbook pages that
                    tools/corpus/ holds out of training (tools/corpus/long_dev.py)
@@ -54,6 +58,7 @@ from collections import Counter
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import bleu  # noqa: E402
+import training_record  # noqa: E402
 
 SHARED = os.environ.get("MT_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"))
 # The sentences a newcomer types first; each must come out exactly right.
@@ -62,9 +67,6 @@ DATA = os.path.join(HERE, "data")
 EVERYDAY = os.path.join(DATA, "everyday.en-de.tsv")
 LANGS = ("de", "fr")
 BUCKETS = [(1, 10), (11, 25), (26, 50), (51, None)]
-# Training corpora per language (Multi30k only where a model was trained on it: the
-# en-de models so far).
-TRAINING = {"de": ("multi30k", "tatoeba", "debian-l10n"), "fr": ("tatoeba", "debian-l10n")}
 DIGITS = re.compile(r"\d+")
 ZWJ, VS16 = "\u200d", "\ufe0f"
 
@@ -81,17 +83,53 @@ def read_tsv(path):
     return [r[0] for r in rows], [r[1] for r in rows]
 
 
-def training_sentences(d, x):
-    """The English and the X sentences of the training corpora, as sets."""
-    en, other = set(), set()
-    for corpus in TRAINING[x]:
-        if corpus == "multi30k":
-            e, g = read_gz(f"{d}/multi30k/train.en.gz"), read_gz(f"{d}/multi30k/train.{x}.gz")
-        else:
-            e, g = read_tsv(f"{d}/{corpus}/train.en-{x}.tsv.gz")
-        en.update(e)
-        other.update(g)
-    return en, other
+def corpus_files(name, path, x):
+    """The files of a training corpus (one gzip TSV, or Multi30k's two line files): a
+    ../shared corpus by name, an --extra corpus by its recorded path (as given, relative to
+    the repository, as build_bundled_models.sh runs, or its name under runs/corpus/, where
+    build_bundled_models.sh makes it)."""
+    d = os.path.join(SHARED, "data")
+    if name == "multi30k":
+        return [f"{d}/multi30k/train.en.gz", f"{d}/multi30k/train.{x}.gz"]
+    if path is None and name in ("tatoeba", "debian-l10n"):
+        return [f"{d}/{name}/train.en-{x}.tsv.gz"]
+    repo = os.path.dirname(HERE)
+    corpus = os.path.join(repo, "runs", "corpus")
+    tries = [path, os.path.join(repo, path), os.path.join(corpus, os.path.basename(path))] \
+        if path else [os.path.join(corpus, f"{name}.en-{x}.tsv.gz")]
+    return [next((t for t in tries if os.path.exists(t)), tries[-1])]
+
+
+_SEEN = {}
+
+
+def training_sentences(corpora, x):
+    """(English sentences, X sentences) of the corpora ({name: recorded file or None}),
+    as sets; raises FileNotFoundError naming a missing file."""
+    key = (x, tuple(sorted(corpora.items(), key=lambda kv: kv[0])))
+    if key not in _SEEN:
+        en, other = set(), set()
+        for name, path in sorted(corpora.items()):
+            files = corpus_files(name, path, x)
+            for f in files:
+                if not os.path.exists(f):
+                    raise FileNotFoundError(f"{path or f} (training corpus {name}) is missing")
+            e, g = (read_gz(files[0]), read_gz(files[1])) if len(files) == 2 else read_tsv(files[0])
+            en.update(e)
+            other.update(g)
+        _SEEN[key] = (en, other)
+    return _SEEN[key]
+
+
+def everyday_unseen(pairs, model_dir, x):
+    """(the everyday pairs model_dir has not seen, a line saying how "seen" was decided),
+    or (None, why) when a training corpus cannot be read."""
+    corpora, how = training_record.trained_corpora(model_dir)
+    said = f"seen = {', '.join(sorted(corpora))} ({how})"
+    try:
+        return unseen(pairs, *training_sentences(corpora, x)), said
+    except FileNotFoundError as e:
+        return None, f"{said}; n/a: {e}"
 
 
 SET_NAMES = ("multi30k-test", "debian-dev", "tatoeba-dev", "everyday", "everyday-unseen",
@@ -116,9 +154,7 @@ def load_set(name, x):
     if not os.path.exists(path):
         return None
     pairs = read_tsv(path)
-    if name == "everyday-unseen":
-        pairs = unseen(pairs, *training_sentences(d, x))
-    return pairs
+    return pairs  # everyday-unseen: everyday_unseen() filters it for each model
 
 
 def unseen(pairs, train_en, train_x):
@@ -238,6 +274,12 @@ def main():
         pooled = {b: ([], []) for b in BUCKETS}
         for s in names:
             data = sets[(s, x)]
+            if s == "everyday-unseen" and data is not None:
+                try:
+                    data, said = everyday_unseen(data, model_dir, x)
+                except ValueError as e:  # a record that is not one
+                    sys.exit(str(e))
+                print(f"# {name} everyday-unseen: {said}", file=sys.stderr)
             if data is None:
                 row.append("n/a")
                 continue

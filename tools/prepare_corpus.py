@@ -6,7 +6,9 @@ Writes, into OUT_DIR, gzip text files with one sentence a line, line-aligned (X 
   train.en.gz / train.X.gz    the mixture, shuffled with --seed
   valid.en.gz / valid.X.gz    the selection set (checkpoint choice during training)
   spm.txt                     a sample of the distinct training sentences (vocabulary)
-  mixture.json                counts per corpus, so a model card can quote them
+  mixture.json                counts per corpus, so a model card can quote them, and the
+                              files of --extra corpora (tools/training_record.py copies it
+                              into the model directories as the record of their data)
   spm.model                   the joint SentencePiece unigram vocabulary (--vocab-size
                               pieces, Marian ids </s>=0 <unk>=1), trained on spm.txt
 
@@ -345,6 +347,10 @@ def main():
             copies.extend(extra)
             counts[f"{name} symbol copies"] = {"pairs": len(extra), "times": 1}
         counts[name] = {"pairs": len(kept), "dropped_as_eval_sentences": in_eval,
+                        # an --extra corpus's file: eval_models.py reads a model's
+                        # training sentences from it (training_record.py)
+                        **({"path": path} if path_x is None and name not in
+                           ("tatoeba", "debian-l10n") else {}),
                         **({"fraction_kept": args.debian_fraction}
                            if name == "debian-l10n" and args.debian_fraction < 1.0 else {}),
                         "dropped_numbers_disagree": mismatched, "times": times, "en_words": sum(len(e.split()) for e, _ in kept),
