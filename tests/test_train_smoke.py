@@ -391,6 +391,60 @@ def read_everyday(x):
         return [tuple(line.rstrip("\n").split("\t")[:2]) for line in f if line.strip()]
 
 
+class BuildBundledModelsScript(unittest.TestCase):
+    """tools/build_bundled_models.sh's mixture: no Multi30k unless --multi30k-times asks
+    (issue 28: its licence is non-commercial), and a warning naming that licence when it
+    does. Run from a copy of the script in a scratch tree (it writes runs/ beside tools/)
+    with --prepare-only, on fake_shared's tiny corpora."""
+
+    def run_script(self, tmp, *args):
+        tools = os.path.join(tmp, "repo", "tools")
+        if not os.path.isdir(tools):
+            os.makedirs(tools)
+            shutil.copy(os.path.join(SOURCE, "tools", "build_bundled_models.sh"), tools)
+            for name in ("prepare_corpus.py", "training_record.py", "data"):
+                os.symlink(os.path.join(SOURCE, "tools", name), os.path.join(tools, name))
+            fake_shared(os.path.join(tmp, "shared"), "de")
+        env = dict(os.environ, MT_SHARED_DIR=os.path.join(tmp, "shared"))
+        # --continue: the data without a vocabulary (16k pieces need more than tiny data)
+        return subprocess.run(["bash", os.path.join(tools, "build_bundled_models.sh"),
+                               "--continue", "--prepare-only", *args],
+                              capture_output=True, text=True, timeout=300, env=env)
+
+    def mixture(self, tmp, proc):
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        data = os.path.join(tmp, "repo", proc.stdout.strip().splitlines()[-1])
+        with open(os.path.join(data, "mixture.json"), encoding="utf-8") as f:
+            return os.path.basename(data), json.load(f)["corpora"]
+
+    def test_no_multi30k_unless_asked(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc = self.run_script(tmp)
+            name, corpora = self.mixture(tmp, proc)
+            self.assertEqual(name, "data-de")
+            self.assertNotIn("multi30k", corpora)
+            self.assertEqual(corpora["tatoeba"]["times"], 2)
+            self.assertNotIn("non-commercial", proc.stderr)
+            proc = self.run_script(tmp, "--multi30k-times", "3")
+            name, corpora = self.mixture(tmp, proc)
+            self.assertEqual(name, "data-de-m30k3")
+            self.assertEqual(corpora["multi30k"]["times"], 3)
+            self.assertRegex(proc.stderr, r"warning: --multi30k-times 3 trains on Multi30k, "
+                                          r"whose licence is non-commercial")
+            proc = self.run_script(tmp, "--multi30k-times", "x")
+            self.assertEqual(proc.returncode, 2)
+            self.assertIn("--multi30k-times: a count, not 'x'", proc.stderr)
+
+    def test_help_says_the_default(self):
+        proc = subprocess.run(["bash", os.path.join(SOURCE, "tools", "build_bundled_models.sh"),
+                               "--help"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2)
+        self.assertIn("--multi30k-times N   copies of Multi30k in the mixture (default 0",
+                      proc.stderr)
+        self.assertIn("--prepare-only", proc.stderr)
+        self.assertNotIn("set -euo", proc.stderr)
+
+
 class EvalModelsUnseen(unittest.TestCase):
     """tools/eval_models.py's everyday-unseen set leaves out the everyday pairs a line of
     the model's own training corpora holds: those its record (mixture.json, from

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The bundled models of one language pair (en<->de or en<->fr), from the corpus files in
 # ../shared/data to models/<pair>, in one command (models/README.md explains the recipe):
-#   1. tools/prepare_corpus.py: the Multi30k + Tatoeba + debian-l10n mixture, a selection
-#      set and the joint 16k SentencePiece vocabulary (runs/data/ for en-de, runs/data-fr/
-#      for en-fr: byte fallback, no Multi30k);
+#   1. tools/prepare_corpus.py: the Tatoeba + debian-l10n mixture (+ --corpus extras; no
+#      Multi30k unless --multi30k-times asks), a selection set and the joint 16k
+#      SentencePiece vocabulary (runs/data-de/ for en-de, the shipped en-de vocabulary's
+#      settings; runs/data-fr/ for en-fr: byte fallback), and the record of that data in
+#      each model directory (mixture.json: tools/training_record.py; tools/eval_models.py
+#      reads it to know which sentences a model has seen);
 #   2. tools/train.py twice at once, one thread each (two cores: two directions), with
 #      bf16 autocast, a checkpoint every 12 minutes and selection by validation NLL;
 #   3. tools/eval_models.py: the quality table (old models from git, if given, and new).
@@ -18,10 +21,10 @@
 #   --seed N        corpus shuffling, vocabulary sample and initialisation (default 1)
 #   --pairs "en-de de-en"   which directions, all of one language pair: "en-de de-en"
 #                   (default), "en-fr fr-en" or one of them
-#   --multi30k-times N   copies of Multi30k in the mixture (default 3 for en-de, as the
-#                   shipped en-de models were trained; 0 for en-fr: Multi30k's terms are
-#                   non-commercial, so it is an evaluation set there); a continued run may
-#                   weigh the captions more to win back their test BLEU (runs/data-m30kN)
+#   --multi30k-times N   copies of Multi30k in the mixture (default 0: Multi30k's terms are
+#                   non-commercial, so it is an evaluation set only and models trained on it
+#                   may not be used commercially; the en-de models shipped so far had 3).
+#                   N > 0 prints a warning saying so (the data directory's name: -m30kN)
 #   --tatoeba-times N    copies of Tatoeba in the mixture (default 2 for en-de, 3 for
 #                   en-fr); a continued run may weigh everyday sentences more (the data
 #                   directory's name says so)
@@ -33,13 +36,16 @@
 #   --corpus NAME:N add the corpus tools/corpus/NAME.py extracts (manpages, handbook;
 #                   written to runs/corpus/ on first use) N times to the mixture; repeatable
 #                   (the data directory's name says which: -NAMEN)
+#   --prepare-only  prepare the data directory, print its path and stop (no training)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
 # runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
 # is rewritten at every checkpoint; rerun with the same options plus RESUME=1 to resume
 # from runs/<pair>/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k= tat= threads=1 runs=runs corpora=() size="256 3 4 1024"
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" >&2; exit 2; }
+minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k=0 tat='' threads=1 runs=runs corpora=() size="256 3 4 1024"
+prepare_only=0
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -54,7 +60,8 @@ while [ $# -gt 0 ]; do
     --run-dir) runs=$2; shift 2 ;;
     --corpus) corpora+=("$2"); shift 2 ;;
     --size) size=$2; shift 2 ;;
-    *) sed -n '2,39p' "$0" >&2; exit 2 ;;
+    --prepare-only) prepare_only=1; shift ;;
+    *) usage ;;
   esac
 done
 shared=${MT_SHARED_DIR:-../shared}
@@ -68,19 +75,24 @@ for pair in $pairs; do
   [ -z "$lang" ] || [ "$lang" = "$l" ] || { echo "--pairs: one language pair at a time" >&2; exit 2; }
   lang=$l
 done
+case $m30k in ''|*[!0-9]*) echo "--multi30k-times: a count, not '$m30k'" >&2; exit 2 ;; esac
+if [ "$m30k" -gt 0 ]; then
+  echo "warning: --multi30k-times $m30k trains on Multi30k, whose licence is non-commercial" \
+       "(Flickr30K's terms: non-commercial research and education only); the models will be" \
+       "too. Leave it at 0 (the default) for models others may use." >&2
+fi
 if [ "$lang" = de ]; then
-  : "${m30k:=3}" "${tat:=2}"
-  data=runs/data
-  [ "$m30k" = 3 ] || data=$data-m30k$m30k
-  [ "$tat" = 2 ] || data=$data-tatoeba$tat
+  default_tat=2
   vocab_opts=(--no-byte-fallback)  # the shipped en-de vocabulary's settings
 else
-  : "${m30k:=0}" "${tat:=3}"
-  data=runs/data-$lang
-  [ "$m30k" = 0 ] || data=$data-m30k$m30k
-  [ "$tat" = 3 ] || data=$data-tatoeba$tat
+  default_tat=3
   vocab_opts=()
 fi
+: "${tat:=$default_tat}"
+# (runs/data, without a language, was the en-de mixture with Multi30k x3: not reused.)
+data=runs/data-$lang
+[ "$m30k" = 0 ] || data=$data-m30k$m30k
+[ "$tat" = "$default_tat" ] || data=$data-tatoeba$tat
 corpus_opts=()
 for spec in "${corpora[@]}"; do
   name=${spec%%:*} times=${spec#*:}
@@ -100,13 +112,23 @@ elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
   /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
       --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" "${vocab_opts[@]}"
 fi
+if [ "$prepare_only" = 1 ]; then
+  echo "$data"
+  exit 0
+fi
 export OPENBLAS_CORETYPE=SkylakeX LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2 \
        MALLOC_CONF=dirty_decay_ms:-1,muzzy_decay_ms:-1
 read -r d_model layers heads ffn <<< "$size"
 pids=()
 for pair in $pairs; do
   src=${pair%-*} tgt=${pair#*-}
-  mkdir -p "$runs/$pair"
+  mkdir -p "$runs/$pair" "$out/$pair"
+  # The record of the training data (tools/eval_models.py's everyday-unseen reads it),
+  # written before training so that a model cut short has it too; a continued model has
+  # also seen what its starting point saw (kept under "earlier").
+  earlier=()
+  [ "$cont" = 0 ] || earlier=(--earlier "$from/$pair")
+  /usr/bin/python3 tools/training_record.py "$data/mixture.json" "$out/$pair" "${earlier[@]}"
   extra=(--spm "$data/spm.model" --warmup 1000)
   if [ "$cont" = 1 ]; then
     extra=(--init-from "$from/$pair" --warmup 300)
