@@ -536,6 +536,58 @@ class EvalModelsUnseen(unittest.TestCase):
         self.assertRegex(out, r"\| m \| en-de \| [0-9.]+ / [0-9.]+ \| n/a \|")
 
 
+class EvalModelsNumbersCheck(unittest.TestCase):
+    """tools/eval_models.py's numbers check (issue 28: every number, time and date of the
+    source correct in the output): times in words count as the hours and minutes they
+    stand for ("half past seven" -> "halb sieben" is an hour early), 12-hour times as
+    24-hour ones, the month of a date as one more number; a translation that writes them
+    differently ("7:30", "20 Uhr", "14. März") keeps them."""
+
+    def kept(self, hyp, src):
+        sys.path.insert(0, os.path.join(SOURCE, "tools"))
+        import eval_models
+        return eval_models.numbers_kept([hyp], [src])
+
+    def test_times_in_words(self):
+        src = "The train leaves at half past seven."
+        self.assertEqual(self.kept("Der Zug fährt um halb sieben.", src), (1, 2, 0))
+        for right in ("Der Zug fährt um halb acht.", "Der Zug fährt um 7:30 Uhr.",
+                      "Le train part à sept heures et demie.", "Le train part à 7 h 30."):
+            self.assertEqual(self.kept(right, src), (2, 2, 1), right)
+        self.assertEqual(self.kept("Wir treffen uns um Viertel vor acht.", "We meet at 7:45."),
+                         (2, 2, 1))
+        self.assertEqual(self.kept("Rendez-vous à huit heures moins le quart.",
+                                   "We meet at a quarter to eight."), (2, 2, 1))
+        self.assertEqual(self.kept("Das Konzert beginnt um 20 Uhr.", "The concert starts at 8 pm."),
+                         (1, 1, 1))
+        self.assertEqual(self.kept("Das Konzert beginnt um 8 Uhr.", "The concert starts at 8 pm."),
+                         (0, 1, 0))
+        self.assertEqual(self.kept("Das Glas ist halb voll.", "The glass is half full."), (0, 0, 1))
+        self.assertEqual(self.kept("Gleis 12 am Ende", "Platform 12 at the end"), (1, 1, 1))
+
+    def test_the_month_of_a_date(self):
+        src = "The meeting is on 14 March 2025."
+        self.assertEqual(self.kept("Das Treffen ist am 14. März 2025.", src), (3, 3, 1))
+        self.assertEqual(self.kept("La réunion a lieu le 14 mars 2025.", src), (3, 3, 1))
+        self.assertEqual(self.kept("Das Treffen ist am 14. Mai 2025.", src), (2, 3, 0))
+        self.assertEqual(self.kept("The course runs from 4 to 8 July.",
+                                   "Le cours a lieu du 4 au 8 juillet."), (3, 3, 1))
+        self.assertEqual(self.kept("Vielleicht.", "May I come?"), (0, 0, 1))  # no date: no month
+
+    def test_the_sets_references_keep_everything(self):
+        """A right translation scores 100 %: each set's reference, as output, keeps every
+        number of its source, both ways."""
+        sys.path.insert(0, os.path.join(SOURCE, "tools"))
+        import eval_models
+        for x in ("de", "fr"):
+            en, other = eval_models.read_tsv(
+                os.path.join(SOURCE, "tools", "data", f"numbers.en-{x}.tsv"))
+            for hyps, srcs in ((other, en), (en, other)):
+                found, total, whole = eval_models.numbers_kept(hyps, srcs)
+                self.assertEqual((found, whole), (total, len(srcs)), x)
+                self.assertGreater(total, len(srcs))
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import testmain
