@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""tools/corpus/bible.py on tiny synthetic SWORD modules (no download, no ../shared).
+"""tools/corpus/bible.py and tools/corpus/0ad.py on tiny synthetic input (no download,
+no ../shared).
 
+bible.py:
 Two made-up zText modules (English in KJV versification, German in a made-up "Luther"
 one) and their canon headers: markup, footnotes and headings go, the space a tag left
 before punctuation goes, verses join until both sides end a sentence, a verse missing on
@@ -8,6 +10,12 @@ one side loses its run, a chapter whose verse count differs between the versific
 is skipped, and a pair with an evaluation sentence (a Tatoeba dev line) is dropped. The
 modules are read both from a directory of zips and from a bare git directory like the
 fetched snapshot; a source without the modules stops with a message naming the file.
+
+0ad.py, on a folder of two made-up PO files: the header, fuzzy and untranslated entries
+are skipped, continued strings and escapes read, a plural entry gives its singular,
+[font]/[color] markup goes, a message with a placeholder is skipped, a message with line
+breaks pairs line by line (or stays whole where the line counts differ), and an
+evaluation sentence is dropped; an empty folder stops with a message.
 
 Env: MT_SOURCE_DIR. Prints "N passed, M failed".
 """
@@ -26,6 +34,7 @@ import zlib
 SOURCE = os.environ.get("MT_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIBLE = os.path.join(SOURCE, "tools", "corpus", "bible.py")
+ZEROAD = os.path.join(SOURCE, "tools", "corpus", "0ad.py")
 PYTHON = "/usr/bin/python3"
 
 CANON = """// test versification
@@ -114,6 +123,16 @@ def write_gz(path, lines):
         f.writelines(line + "\n" for line in lines)
 
 
+def fake_shared(root):
+    """The evaluation files manpages.held_out_keys reads, one pair each."""
+    d = f"{root}/data"
+    for split in ("val", "test_2016_flickr"):
+        write_gz(f"{d}/multi30k/{split}.en.gz", ["A dog runs."])
+        write_gz(f"{d}/multi30k/{split}.de.gz", ["Ein Hund rennt."])
+    write_gz(f"{d}/tatoeba/dev.en-de.tsv.gz", ["I am tired.\tIch bin müde."])
+    write_gz(f"{d}/debian-l10n/dev.en-de.tsv.gz", ["Open file\tDatei öffnen"])
+
+
 class Bible(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -130,12 +149,7 @@ class Bible(unittest.TestCase):
         for name, data in cls.zips.items():
             with open(f"{t}/zips/{name}.zip", "wb") as f:
                 f.write(data)
-        d = f"{t}/shared/data"
-        for split in ("val", "test_2016_flickr"):
-            write_gz(f"{d}/multi30k/{split}.en.gz", ["A dog runs."])
-            write_gz(f"{d}/multi30k/{split}.de.gz", ["Ein Hund rennt."])
-        write_gz(f"{d}/tatoeba/dev.en-de.tsv.gz", ["I am tired.\tIch bin müde."])
-        write_gz(f"{d}/debian-l10n/dev.en-de.tsv.gz", ["Open file\tDatei öffnen"])
+        fake_shared(f"{t}/shared")
 
     @classmethod
     def tearDownClass(cls):
@@ -189,6 +203,100 @@ class Bible(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("NHEB.zip", proc.stderr)
         self.assertFalse(os.path.exists(out))
+
+PO_MAPS = r"""# Translators:
+# Someone
+msgid ""
+msgstr ""
+"Language: de\n"
+
+#: maps/a.json
+msgid "[font=\"sans-bold-16\"]A quiet valley[/font] with a river."
+msgstr "[font=\"sans-bold-16\"]Ein stilles Tal[/font] mit einem Fluss."
+
+#, fuzzy
+msgid "A fuzzy line that was not checked."
+msgstr "Eine unsichere Zeile, nicht geprüft."
+
+msgid "Nobody translated this sentence yet."
+msgstr ""
+
+msgid "Players start "
+"with a \"small\" army."
+msgstr "Die Spieler beginnen "
+"mit einem \"kleinen\" Heer."
+
+msgid "Train %(count)s soldiers quickly."
+msgstr "Bilde schnell %(count)s Soldaten aus."
+
+msgid "First line of the tip.\nSecond line of the tip."
+msgstr "Erste Zeile des Tipps.\nZweite Zeile des Tipps."
+
+msgid "Three lines here.\nThey are merged.\nIn German, two."
+msgstr "Drei Zeilen hier.\nSie werden im Deutschen zu zweien zusammengelegt."
+"""
+PO_GUI = """msgid ""
+msgstr "Language: de\\n"
+
+msgctxt "button"
+msgid "One [color=\\"red\\"]unit[/color] selected"
+msgid_plural "Many units selected"
+msgstr[0] "Eine [color=\\"red\\"]Einheit[/color] ausgewählt"
+msgstr[1] "Viele Einheiten ausgewählt"
+
+msgid "I am tired."
+msgstr "Ich bin müde."
+"""
+
+
+class ZeroAD(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_corpus.")
+        os.makedirs(f"{cls.tmp}/l10n")
+        with open(f"{cls.tmp}/l10n/de.public-maps.po", "w", encoding="utf-8") as f:
+            f.write(PO_MAPS)
+        with open(f"{cls.tmp}/l10n/de.public-gui-other.po", "w", encoding="utf-8") as f:
+            f.write(PO_GUI)
+        with open(f"{cls.tmp}/l10n/fr.public-maps.po", "w", encoding="utf-8") as f:
+            f.write("")  # another language: not read for --lang de
+        fake_shared(f"{cls.tmp}/shared")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def run_0ad(self, folder, out):
+        return subprocess.run([PYTHON, ZEROAD, "--lang", "de", "--l10n", folder,
+                               "--shared", f"{self.tmp}/shared", "--out", out],
+                              capture_output=True, text=True, timeout=300)
+
+    def test_pairs(self):
+        out = f"{self.tmp}/out.tsv.gz"
+        proc = self.run_0ad(f"{self.tmp}/l10n", out)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with gzip.open(out, "rt", encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f]
+        self.assertEqual(rows, [
+            ["One unit selected", "Eine Einheit ausgewählt", "0ad:public-gui-other"],
+            ["A quiet valley with a river.", "Ein stilles Tal mit einem Fluss.", "0ad:public-maps"],
+            ['Players start with a "small" army.', 'Die Spieler beginnen mit einem "kleinen" Heer.',
+             "0ad:public-maps"],
+            ["First line of the tip.", "Erste Zeile des Tipps.", "0ad:public-maps"],
+            ["Second line of the tip.", "Zweite Zeile des Tipps.", "0ad:public-maps"],
+            ["Three lines here. They are merged. In German, two.",
+             "Drei Zeilen hier. Sie werden im Deutschen zu zweien zusammengelegt.",
+             "0ad:public-maps"],
+        ])
+        self.assertIn("held_out 1", proc.stdout)
+
+    def test_a_folder_without_catalogues_is_refused(self):
+        empty = f"{self.tmp}/empty"
+        os.makedirs(empty)
+        proc = self.run_0ad(empty, f"{self.tmp}/none.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("no de.*.po files", proc.stderr)
+
 
 
 if __name__ == "__main__":
