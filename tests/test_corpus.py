@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tools/corpus/bible.py and tools/corpus/0ad.py on tiny synthetic input (no download,
+"""tools/corpus/bible.py, 0ad.py and bcontrast.py on tiny synthetic input (no download,
 no ../shared).
 
 bible.py:
@@ -17,10 +17,15 @@ are skipped, continued strings and escapes read, a plural entry gives its singul
 breaks pairs line by line (or stays whole where the line counts differ), and an
 evaluation sentence is dropped; an empty folder stops with a message.
 
+bcontrast.py, on made-up train.json/dev.json: the agent's source is English, the
+customer's target is, equal sides and evaluation sentences are dropped; files whose
+speakers' languages are swapped, or that are missing or not JSON, stop with a message.
+
 Env: MT_SOURCE_DIR. Prints "N passed, M failed".
 """
 import gzip
 import io
+import json
 import os
 import shutil
 import struct
@@ -35,6 +40,7 @@ SOURCE = os.environ.get("MT_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIBLE = os.path.join(SOURCE, "tools", "corpus", "bible.py")
 ZEROAD = os.path.join(SOURCE, "tools", "corpus", "0ad.py")
+BCONTRAST = os.path.join(SOURCE, "tools", "corpus", "bcontrast.py")
 PYTHON = "/usr/bin/python3"
 
 CANON = """// test versification
@@ -296,6 +302,79 @@ class ZeroAD(unittest.TestCase):
         proc = self.run_0ad(empty, f"{self.tmp}/none.tsv.gz")
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("no de.*.po files", proc.stderr)
+
+
+CHAT_TRAIN = {"dlg-1": [
+    {"utteranceID": 0, "speaker": "agent", "source": "Hi there! How can I help?",
+     "target": "Hallo! Wie kann ich helfen?"},
+    {"utteranceID": 1, "speaker": "customer", "source": "Ich möchte eine große Pizza bestellen.",
+     "target": "I would like to order a large pizza."},
+    {"utteranceID": 2, "speaker": "customer", "source": "Okay.", "target": "Okay."},
+    {"utteranceID": 3, "speaker": "agent", "source": "I am tired.", "target": "Ich bin müde."},
+]}
+CHAT_DEV = {"dlg-2": [
+    {"utteranceID": 0, "speaker": "agent", "source": "Your table is booked for seven people.",
+     "target": "Ihr Tisch ist für sieben Personen reserviert."},
+]}
+
+
+class BConTrasT(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_corpus.")
+        fake_shared(f"{cls.tmp}/shared")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def folder(self, name, train, dev):
+        d = f"{self.tmp}/{name}"
+        os.makedirs(d)
+        for file, data in (("train.json", train), ("dev.json", dev)):
+            if data is not None:
+                with open(f"{d}/{file}", "w", encoding="utf-8") as f:
+                    f.write(data if isinstance(data, str) else json.dumps(data))
+        return d
+
+    def run_bcontrast(self, source, out):
+        return subprocess.run([PYTHON, BCONTRAST, "--lang", "de", "--source", source,
+                               "--shared", f"{self.tmp}/shared", "--out", out],
+                              capture_output=True, text=True, timeout=300)
+
+    def test_pairs(self):
+        out = f"{self.tmp}/chat.tsv.gz"
+        proc = self.run_bcontrast(self.folder("good", CHAT_TRAIN, CHAT_DEV), out)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with gzip.open(out, "rt", encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f]
+        self.assertEqual(rows, [
+            ["Hi there!", "Hallo!", "bcontrast:train"],
+            ["How can I help?", "Wie kann ich helfen?", "bcontrast:train"],
+            ["I would like to order a large pizza.", "Ich möchte eine große Pizza bestellen.",
+             "bcontrast:train"],
+            ["Your table is booked for seven people.",
+             "Ihr Tisch ist für sieben Personen reserviert.", "bcontrast:dev"],
+        ])
+        self.assertIn("held_out 1", proc.stdout)
+
+    def test_swapped_languages_are_refused(self):
+        swapped = {"dlg-1": [dict(u, speaker="customer" if u["speaker"] == "agent" else "agent")
+                             for u in CHAT_TRAIN["dlg-1"]]}
+        proc = self.run_bcontrast(self.folder("swapped", swapped, CHAT_DEV),
+                                  f"{self.tmp}/swapped.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("train.json: 3 of 4 English sides look German", proc.stderr)
+
+    def test_missing_or_broken_files_are_refused(self):
+        proc = self.run_bcontrast(self.folder("nodev", CHAT_TRAIN, None), f"{self.tmp}/x.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("neither dev.json nor a git directory", proc.stderr)
+        proc = self.run_bcontrast(self.folder("broken", "{not json", CHAT_DEV),
+                                  f"{self.tmp}/y.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("train.json is not JSON", proc.stderr)
+        self.assertFalse(os.path.exists(f"{self.tmp}/y.tsv.gz"))
 
 
 

@@ -37,7 +37,6 @@ import io
 import os
 import re
 import struct
-import subprocess
 import sys
 import zipfile
 import zlib
@@ -47,6 +46,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import manpages  # noqa: E402
 import prepare_corpus  # noqa: E402
+import snapshot  # noqa: E402
 
 # language: (directory under sources_backup/, module name)
 MODULES = {"en": ("en", "NHEB"), "de": ("de", "GerMenge"), "fr": ("fr", "FrePGR")}
@@ -64,18 +64,8 @@ SENTENCE_CLOSED = re.compile(r"[.!?][\"'»«”’)\]]*$")
 def module_zip(source, lang):
     """The module's zip as bytes, from the snapshot's git directory or a plain directory."""
     sub, name = MODULES[lang]
-    plain = os.path.join(source, f"{name}.zip")
-    if os.path.isfile(plain):
-        with open(plain, "rb") as f:
-            return f.read()
-    path = f"HEAD:sources_backup/{sub}/{name}/{name}.zip"
-    proc = subprocess.run(["git", "--git-dir", source, "show", path], capture_output=True)
-    if proc.returncode != 0:
-        raise SystemExit(f"{source}: neither {name}.zip nor a git directory with {path[5:]} "
-                         f"({proc.stderr.decode('utf-8', 'replace').strip()}); fetch "
-                         "github:scrollmapper/bible_databases and give its git directory as "
-                         "--source (tools/corpus/README.md)")
-    return proc.stdout
+    return snapshot.read(source, f"sources_backup/{sub}/{name}/{name}.zip",
+                         "github:scrollmapper/bible_databases")
 
 
 def read_module(data):
