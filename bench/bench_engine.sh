@@ -146,7 +146,9 @@ bench_one() {
     shift 5
     local common=(--model "$model" --beam "$beam" --threads "$threads" --batch-size "$batch"
                   --input "$kind" --output ids "$@")
-    local c_cmd=("$cli" "${common[@]}")
+    # float32 named: a stored int8 directory (the bundled models) runs int8 by default,
+    # and the comparison is with the reference's float32 (on the same weights q * scale).
+    local c_cmd=("$cli" "${common[@]}" --compute-type float32)
     local py_cmd=("$PYTHON" "$ROOT/tools/reference.py" "${common[@]}")
     local n_lines warm=$work/$label.warm.in empty=$work/empty.in
     n_lines=$(wc -l < "$input")

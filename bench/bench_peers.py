@@ -39,7 +39,9 @@ not count </s>); big the same at transformer-big size (make_base_model.py --big:
 16 heads, ffn 4096, 6+6 layers).
 
 --same-dir: both engines read the SAME CTranslate2 directories, converted once per model
-with ../shared/peers/ctranslate2/hf_to_ct2.py (float32, and --quantization int8): ours
+with ../shared/peers/ctranslate2/hf_to_ct2.py (float32, and --quantization int8; a stored int8
+directory such as the bundled models is first widened to float32 q * scale by
+tools/quantize_model.py --dequantize, as that converter reads float weights only): ours
 float32 and CT2 float32 on the float32 directory, ours int8 and CT2 int8 on the int8 one
 (mt-translate and latency-tool load CTranslate2 directories directly), tokenized by the
 directory's own source.spm/target.spm. Only batch32 (--lines lines for every model, base
@@ -58,6 +60,7 @@ import argparse
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -152,6 +155,31 @@ def add_tokenizer_files(ct2_dir, src):
                    "tokenizer_class": "MarianTokenizer"}, f, indent=2)
 
 
+def stored_int8(model_dir):
+    """Whether model_dir/model.safetensors holds I8 matrices (the bundled models do)."""
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    return any(v.get("dtype") == "I8" for k, v in header.items() if k != "__metadata__")
+
+
+def float_source(src, cache, name):
+    """What hf_to_ct2.py converts: src, or for a stored int8 directory (which that converter
+    does not read) its float32 copy q * scale (tools/quantize_model.py --dequantize, the
+    weights our float32 runs on), made once per model mtime into the cache."""
+    if not stored_int8(src):
+        return src
+    out = os.path.join(cache, "float32-" + name)
+    stamp = out + ".source-mtime"
+    mtime = str(os.stat(os.path.join(src, "model.safetensors")).st_mtime)
+    if not (os.path.exists(stamp) and open(stamp).read() == mtime):
+        shutil.rmtree(out, ignore_errors=True)
+        subprocess.run([PY, os.path.join(ROOT, "tools", "quantize_model.py"), "--dequantize", src, out],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(stamp, "w") as f:
+            f.write(mtime)
+    return out
+
+
 def prepare_models(args):
     """name -> (our model dir, CT2 float32 dir or None, CT2 int8 dir or None, max length or None)."""
     os.makedirs(args.cache, exist_ok=True)
@@ -184,8 +212,8 @@ def prepare_models(args):
                 stamp = os.path.join(out, ".source-mtime")
                 mtime = str(os.stat(os.path.join(src, "model.safetensors")).st_mtime)
                 if not (os.path.exists(stamp) and open(stamp).read() == mtime):
-                    subprocess.run([PY, os.path.join(CT2, "hf_to_ct2.py"), src, out, "--quantization", q],
-                                   check=True, stdout=subprocess.DEVNULL)
+                    subprocess.run([PY, os.path.join(CT2, "hf_to_ct2.py"), float_source(src, args.cache, name),
+                                    out, "--quantization", q], check=True, stdout=subprocess.DEVNULL)
                     with open(stamp, "w") as f:
                         f.write(mtime)
                 if args.same_dir:

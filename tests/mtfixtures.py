@@ -16,6 +16,8 @@ imported by test_server.py and the other server tests (`import mtfixtures as ts`
   require_server         raises (an error, not a skip) when mt-server is not built
   nginx_conf             a main nginx.conf whose every path lies in a private directory
   eval_check             a tools/eval_*.py --check run on the bundled en-de model (77 without it)
+  float_weights          a model directory with float weights: the bundled models are stored
+                         int8, which CTranslate2's converter does not read
   tiny_ct2_dir, argos_package_dir   a CTranslate2 directory from tests/fuzz/ct2 (no peer needed)
                          and an unpacked argos-translate package around a CTranslate2 directory
 
@@ -282,6 +284,20 @@ http {
 %(http)s}
 """ % {"t": tmp, "w": workers, "http": http, "user": "user root root;\n" if os.geteuid() == 0 else ""})
     return path
+
+
+def float_weights(model_dir, scratch):
+    """model_dir, or when it is stored int8 (I8 matrices, as the bundled models are: the
+    CTranslate2 converter and other float-only readers do not take them) its float32 copy
+    q * scale, written to scratch (which must not exist) by tools/quantize_model.py
+    --dequantize: the weights the engine runs under --compute-type float32."""
+    with open(os.path.join(model_dir, "model.safetensors"), "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    if not any(v.get("dtype") == "I8" for k, v in header.items() if k != "__metadata__"):
+        return model_dir
+    subprocess.run([PYTHON, os.path.join(SRC, "tools", "quantize_model.py"), "--dequantize", model_dir, scratch],
+                   check=True, capture_output=True, timeout=300)
+    return scratch
 
 
 def eval_check(tool, args=(), timeout=900):

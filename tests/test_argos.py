@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """argos-translate packages (hub/argos.c, `mt-models install PACKAGE`).
 
-A package is built here, without network, from models/en-de converted by the CTranslate2
+A package is built here, without network, from models/en-de (stored int8, so its float32
+copy q * scale from tools/quantize_model.py --dequantize) converted by the CTranslate2
 peer's hf_to_ct2.py (../shared/peers/ctranslate2; skipped without it): a .argosmodel zip
 holding ROOT/metadata.json (from_code en, to_code de), ROOT/sentencepiece.model (the model's
 SentencePiece model: the package's only one), ROOT/model/{model.bin, config.json,
@@ -87,7 +88,9 @@ class TestArgos(unittest.TestCase):
                 raise unittest.SkipTest(p + " is not built")
         cls.tmp = tempfile.mkdtemp(prefix="test-argos-")
         cls.ct2 = os.path.join(cls.tmp, "ct2")
-        subprocess.run(["/usr/bin/python3", os.path.join(PEER, "hf_to_ct2.py"), EN_DE, cls.ct2], check=True,
+        # models/en-de is stored int8: the converter reads its float32 copy q * scale.
+        floats = mtfixtures.float_weights(EN_DE, os.path.join(cls.tmp, "en-de-float32"))
+        subprocess.run(["/usr/bin/python3", os.path.join(PEER, "hf_to_ct2.py"), floats, cls.ct2], check=True,
                        capture_output=True, timeout=300)
         cls.pkg = os.path.join(cls.tmp, "translate-en_de-1_0.argosmodel")
         make_package(cls.pkg, cls.ct2)
