@@ -4,7 +4,8 @@ no ../shared).
 
 bible.py:
 Two made-up zText modules (English in KJV versification, German in a made-up "Luther"
-one) and their canon headers: markup, footnotes and headings go, the space a tag left
+one) and their canon headers: markup, footnotes and headings go (a psalm-style canonical
+title stays, even one closed late), the space a tag left
 before punctuation goes, verses join until both sides end a sentence, a verse missing on
 one side loses its run, a chapter whose verse count differs between the versifications
 is skipped, and a pair with an evaluation sentence (a Tatoeba dev line) is dropped. The
@@ -71,7 +72,8 @@ EN = {  # (testament, book, chapter, verse): OSIS
                   '</divineName> created the heavens<note>Hebrew: "shamayim"</note>.',
     ("ot", 1, 2): "Now the earth was empty,",
     ("ot", 1, 3): '<l sID="x"/>and God said, "Let there be light."<l eID="x"/>',
-    ("ot", 1, 4): "God saw the light <hi type=\"italic\">itself</hi> .",
+    ("ot", 1, 4): '<title canonical="true" type="psalm">A song.</title> God saw the light '
+                  '<hi type="italic">itself</hi> .',
     ("ot", 2, 1): "Thus the heavens were finished.",
     ("ot", 2, 2): "On the seventh day God rested.",
     ("nt", 1, 1): "I am tired.",
@@ -82,7 +84,8 @@ DE = {
     ("ot", 1, 1): "Im Anfang schuf Gott die Himmel<note>wörtlich</note>.",
     ("ot", 1, 2): "Die Erde aber war leer;",
     ("ot", 1, 3): "und Gott sprach: »Es werde Licht.«",
-    ("ot", 1, 4): "Und Gott sah das Licht selbst.",
+    ("ot", 1, 4): '<title canonical="true" type="psalm">Ein Lied. Und Gott</title> sah das '
+                  'Licht selbst.',  # a superscription closed late, as in Menge's Psalm 15
     ("ot", 2, 1): "So wurden die Himmel vollendet.",
     ("ot", 2, 2): "Am siebenten Tage ruhte Gott.",
     ("nt", 1, 1): "Ich bin müde.",
@@ -175,6 +178,7 @@ class Bible(unittest.TestCase):
          "bible:Gen 1"],
         ['Now the earth was empty, and God said, "Let there be light."',
          "Die Erde aber war leer; und Gott sprach: »Es werde Licht.«", "bible:Gen 1"],
+        ["A song.", "Ein Lied.", "bible:Gen 1"],
         ["God saw the light itself.", "Und Gott sah das Licht selbst.", "bible:Gen 1"],
     ]
 

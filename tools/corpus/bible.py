@@ -16,7 +16,8 @@ from Debian 12's libsword-dev, downloaded with `apt-get download`): so every ent
 to (book, chapter, verse) and the two languages pair by reference. A chapter is used
 only where both versifications give it the same number of verses (German Psalms count
 the superscription as verse 1; Joel and Malachi divide chapters differently). Footnotes
-and section headings are dropped, the rest of the OSIS markup stripped. Consecutive
+and section headings are dropped (a psalm's superscription is text and stays), the rest
+of the OSIS markup stripped. Consecutive
 verses are joined until both sides end a sentence at the same verse (a verse is often
 half a sentence); a verse missing on either side loses the run it falls in; a group then
 becomes sentence pairs where both sides have as many sentences, or stays whole up to
@@ -51,7 +52,10 @@ import snapshot  # noqa: E402
 # language: (directory under sources_backup/, module name)
 MODULES = {"en": ("en", "NHEB"), "de": ("de", "GerMenge"), "fr": ("fr", "FrePGR")}
 NOTE = re.compile(r"<note\b[^>]*?(?<!/)>.*?</note>", re.S)  # attached to a word: no space
-TITLE = re.compile(r"<title\b[^>]*?(?<!/)>.*?</title>", re.S)
+# Section headings go; a canonical title (a psalm's superscription) is Bible text and
+# stays: the translations put it in verse 1, and a module may close it late, past the
+# verse's first words.
+TITLE = re.compile(r"<title\b(?![^>]*canonical=\"true\")[^>]*?(?<!/)>.*?</title>", re.S)
 INLINE = re.compile(r"</?(hi|divineName|transChange|w|name|foreign|seg|catchWord|rdg)\b[^>]*>")
 TAG = re.compile(r"<[^>]*>")  # the rest (div, l, lg, lb, chapter, milestone) part words
 # A space that a tag left before punctuation (French keeps its own before ; : ! ?).
