@@ -15,7 +15,8 @@ fetched snapshot; a source without the modules stops with a message naming the f
 0ad.py, on a folder of two made-up PO files: the header, fuzzy and untranslated entries
 are skipped, continued strings and escapes read, a plural entry gives its singular,
 [font]/[color] markup goes, a message with a placeholder is skipped, a message with line
-breaks pairs line by line (or stays whole where the line counts differ), and an
+breaks (or the game's own backslash-n) pairs line by line (or stays whole where the line
+counts differ), and an
 evaluation sentence is dropped; an empty folder stops with a message.
 
 bcontrast.py, on made-up train.json/dev.json: the agent's source is English, the
@@ -244,6 +245,9 @@ msgstr "Erste Zeile des Tipps.\nZweite Zeile des Tipps."
 
 msgid "Three lines here.\nThey are merged.\nIn German, two."
 msgstr "Drei Zeilen hier.\nSie werden im Deutschen zu zweien zusammengelegt."
+
+msgid "A quote of old. \\n— Someone wise"
+msgstr "Ein altes Zitat. \\n— Jemand Weises"
 """
 PO_GUI = """msgid ""
 msgstr "Language: de\\n"
@@ -297,6 +301,8 @@ class ZeroAD(unittest.TestCase):
             ["Three lines here. They are merged. In German, two.",
              "Drei Zeilen hier. Sie werden im Deutschen zu zweien zusammengelegt.",
              "0ad:public-maps"],
+            ["A quote of old.", "Ein altes Zitat.", "0ad:public-maps"],
+            ["— Someone wise", "— Jemand Weises", "0ad:public-maps"],
         ])
         self.assertIn("held_out 1", proc.stdout)
 

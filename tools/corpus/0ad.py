@@ -12,7 +12,8 @@ temporary file only long enough to copy its l10n/ folder out (into --cache/0ad-l
 Each translated, non-fuzzy message: English msgid, X msgstr (plural entries give their
 singular). Markup ([font=...], [color=...], [icon=...]) is removed; a message with a
 placeholder (%(name)s, %s, {0}) is skipped, since the model should not learn them from
-here. A message with line breaks pairs line by line where both sides have as many
+here. A message with line breaks (also the game's own, a backslash and n in the text:
+quotations and their attributions) pairs line by line where both sides have as many
 lines, and is kept whole otherwise; then sentence splitting, filters and evaluation
 dedup as tools/corpus/manpages.py.
 
@@ -98,7 +99,8 @@ def po_entries(text):
 
 def pairs_of(en, x, max_chars):
     """Sentence pairs of one message (see the module's description)."""
-    en, x = MARKUP.sub("", en), MARKUP.sub("", x)
+    # The game's own line break is a backslash and n in the text ("\\n" in the PO file).
+    en, x = (MARKUP.sub("", m).replace("\\n", "\n") for m in (en, x))
     if PLACEHOLDER.search(en) or PLACEHOLDER.search(x):
         return []
     el = [" ".join(l.split()) for l in en.split("\n") if l.strip()]
