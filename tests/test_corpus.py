@@ -10,18 +10,21 @@ before punctuation goes, verses join until both sides end a sentence, a verse mi
 one side loses its run, a chapter whose verse count differs between the versifications
 is skipped, and a pair with an evaluation sentence (a Tatoeba dev line) is dropped. The
 modules are read both from a directory of zips and from a bare git directory like the
-fetched snapshot; a source without the modules stops with a message naming the file.
+fetched snapshot; a source without the modules, or a damaged module, stops with a
+message naming the file.
 
 0ad.py, on a folder of two made-up PO files: the header, fuzzy and untranslated entries
 are skipped, continued strings and escapes read, a plural entry gives its singular,
 [font]/[color] markup goes, a message with a placeholder is skipped, a message with line
 breaks (or the game's own backslash-n) pairs line by line (or stays whole where the line
 counts differ), and an
-evaluation sentence is dropped; an empty folder stops with a message.
+evaluation sentence is dropped; an empty folder or a file not in UTF-8 stops with a
+message.
 
 bcontrast.py, on made-up train.json/dev.json: the agent's source is English, the
 customer's target is, equal sides and evaluation sentences are dropped; files whose
-speakers' languages are swapped, or that are missing or not JSON, stop with a message.
+speakers' languages are swapped, or that are missing, not JSON or not dialogues, stop
+with a message.
 
 Env: MT_SOURCE_DIR. Prints "N passed, M failed".
 """
@@ -206,6 +209,19 @@ class Bible(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(self.rows(out), self.EXPECTED)
 
+    def test_a_damaged_module_is_refused_by_name(self):
+        broken = f"{self.tmp}/broken"
+        os.makedirs(broken)
+        with open(f"{broken}/NHEB.zip", "wb") as f:
+            f.write(self.zips["NHEB"][:200])  # cut short
+        shutil.copy(f"{self.tmp}/zips/GerMenge.zip", broken)
+        out = f"{self.tmp}/broken.tsv.gz"
+        proc = self.run_bible(broken, out)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("NHEB.zip: not a readable zText module zip", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+        self.assertFalse(os.path.exists(out))
+
     def test_a_source_without_the_modules_is_refused_by_name(self):
         empty = f"{self.tmp}/empty"
         os.makedirs(empty)
@@ -306,6 +322,16 @@ class ZeroAD(unittest.TestCase):
         ])
         self.assertIn("held_out 1", proc.stdout)
 
+    def test_a_catalogue_not_in_utf8_is_refused(self):
+        d = f"{self.tmp}/latin1"
+        os.makedirs(d)
+        with open(f"{d}/de.public-maps.po", "wb") as f:
+            f.write('msgid "Grün"\nmsgstr "Grün"\n'.encode("latin-1"))
+        proc = self.run_0ad(d, f"{self.tmp}/latin1.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("de.public-maps.po: not UTF-8", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+
     def test_a_folder_without_catalogues_is_refused(self):
         empty = f"{self.tmp}/empty"
         os.makedirs(empty)
@@ -385,6 +411,11 @@ class BConTrasT(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("train.json is not JSON", proc.stderr)
         self.assertFalse(os.path.exists(f"{self.tmp}/y.tsv.gz"))
+        proc = self.run_bcontrast(self.folder("shape", {"dlg-9": "hello"}, CHAT_DEV),
+                                  f"{self.tmp}/z.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("train.json: dialogue dlg-9 is not a list of utterance objects", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
 
 
 

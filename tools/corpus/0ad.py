@@ -135,8 +135,11 @@ def main():
     stats = dict(files=len(files), messages=0, held_out=0)
     for path in files:
         domain = os.path.basename(path)[len(x) + 1:-3]
-        with open(path, encoding="utf-8") as f:
-            entries = po_entries(f.read())
+        try:
+            with open(path, encoding="utf-8") as f:
+                entries = po_entries(f.read())
+        except UnicodeDecodeError as e:
+            raise SystemExit(f"{path}: not UTF-8 ({e})")
         for en, t in entries:
             stats["messages"] += 1
             for a, b in pairs_of(en, t, args.max_chars):

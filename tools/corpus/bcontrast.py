@@ -42,7 +42,9 @@ GERMAN = set("ich und ist nicht das die der sie wir mit für ein eine es".split(
 def utterance_pairs(data, name):
     """[(en, de)] of one file: {dialogue id: [{speaker, source, target}, ...]}."""
     pairs, german_en = [], 0
-    for dialogue in data.values():
+    for key, dialogue in data.items():
+        if not isinstance(dialogue, list) or not all(isinstance(u, dict) for u in dialogue):
+            raise SystemExit(f"{name}: dialogue {key} is not a list of utterance objects")
         for u in dialogue:
             if u.get("speaker") == "agent":
                 en, de = u.get("source", ""), u.get("target", "")

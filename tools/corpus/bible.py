@@ -72,18 +72,25 @@ def module_zip(source, lang):
                          "github:scrollmapper/bible_databases")
 
 
-def read_module(data):
-    """(versification, {testament: {index: raw OSIS text}}) of a zText module's zip."""
-    z = zipfile.ZipFile(io.BytesIO(data))
+def read_module(data, label="module"):
+    """(versification, {testament: {index: raw OSIS text}}) of a zText module's zip;
+    LABEL names it in the messages of a damaged one."""
+    try:
+        return read_zip(zipfile.ZipFile(io.BytesIO(data)), label)
+    except (zipfile.BadZipFile, KeyError, struct.error, zlib.error) as e:
+        raise SystemExit(f"{label}: not a readable zText module zip ({e.__class__.__name__}: {e})")
+
+
+def read_zip(z, label):
     names = z.namelist()
     confs = [n for n in names if n.startswith("mods.d/") and n.endswith(".conf")]
     if not confs:
-        raise SystemExit("module zip without mods.d/*.conf")
+        raise SystemExit(f"{label}: module zip without mods.d/*.conf")
     conf = z.read(confs[0]).decode("utf-8", "replace")
     v11n = re.search(r"^Versification=(\S+)", conf, re.M)
     if (re.search(r"^ModDrv=(?!zText)", conf, re.M | re.I)
             or re.search(r"^CipherKey=\S", conf, re.M)):
-        raise SystemExit(f"{confs[0]}: only unenciphered zText modules are read")
+        raise SystemExit(f"{label}: {confs[0]}: only unenciphered zText modules are read")
     texts = {}
     for t in ("ot", "nt"):
         idx = [n for n in names if n.endswith(f"/{t}.bzv")]
@@ -122,10 +129,17 @@ def canon(headers, v11n):
     def books(kind):
         m = (re.search(r"struct sbook %s%s\[\] = \{(.*?)\};" % (kind, suffix), src, re.S)
              or re.search(r"struct sbook %s\[\] = \{(.*?)\};" % kind, base, re.S))
+        if not m:
+            raise SystemExit(f"{headers}: no {kind} table for Versification={v11n}")
         return [(osis, int(n)) for _, _, osis, n in
                 re.findall(r'\{"([^"]*)",\s*"([^"]*)",\s*"([^"]*)",\s*(\d+)\}', m.group(1)) if osis]
     m = re.search(r"int vm%s\[\] = \{(.*?)\};" % suffix, src, re.S)
+    if not m:
+        raise SystemExit(f"{headers}: no vm{suffix} table for Versification={v11n}")
     counts = [int(x) for x in re.findall(r"\d+", m.group(1))]
+    if sum(n for _, n in books("otbooks") + books("ntbooks")) != len(counts):
+        raise SystemExit(f"{headers}: Versification={v11n}: the books' chapters and the "
+                         f"verse-count table ({len(counts)} chapters) disagree")
     out, chapter_no = {}, 0
     for t in ("ot", "nt"):
         index, refs = 2, {}
@@ -148,10 +162,10 @@ def plain(osis, lang):
     return SPACE_BEFORE.get(lang, SPACE_BEFORE[None]).sub("", text)
 
 
-def chapters(headers, data, lang):
+def chapters(headers, data, lang, label):
     """{(book, chapter): {verse: text}} of one module (empty verses left out) and
     {(book, chapter): verse count of its versification}."""
-    v11n, texts = read_module(data)
+    v11n, texts = read_module(data, label)
     refs = canon(headers, v11n)
     out, size = {}, {}
     for t, table in refs.items():
@@ -207,8 +221,9 @@ def main():
     x = args.lang
     headers = args.canon or os.path.join(manpages.fetch(args.cache, ["libsword-dev"])[0],
                                          "usr/include/sword")
-    en, en_size = chapters(headers, module_zip(args.source, "en"), "en")
-    xs, x_size = chapters(headers, module_zip(args.source, x), x)
+    en, en_size = chapters(headers, module_zip(args.source, "en"), "en",
+                            MODULES["en"][1] + ".zip")
+    xs, x_size = chapters(headers, module_zip(args.source, x), x, MODULES[x][1] + ".zip")
     held = manpages.held_out_keys(args.shared, x)
     seen, rows = set(), []
     stats = dict(chapters=0, skipped_chapters=0, groups=0, held_out=0)
