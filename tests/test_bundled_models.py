@@ -198,10 +198,11 @@ class BundledModel:
         return cls._default
 
     def test_stored_int8(self):
-        """The shipped weights: every matrix I8 with an F32 scale per row, at most 0.3x the
-        bytes of float32 weights; int8 by default, BLEU within the int8 bound of float32's
-        on the same weights (q * scale); quantize_model.py refuses to quantize it twice and
-        its --dequantize copy translates as --compute-type float32 does."""
+        """Stored int8 (a float model: check_quantized_copy instead): every matrix I8 with
+        an F32 scale per row, at most 0.3x the bytes of float32 weights; int8 by default,
+        BLEU within the int8 bound of float32's on the same weights (q * scale);
+        quantize_model.py refuses to quantize it twice and its --dequantize copy
+        translates as --compute-type float32 does."""
         if not self.STORED_INT8:
             return self.check_quantized_copy()
         path = os.path.join(self.dir, "model.safetensors")

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Write an int8 copy of a model directory: 4x smaller weights that run int8 by default.
 
-    tools/quantize_model.py models/en-de models/en-de-int8
+    tools/quantize_model.py models/de-en /tmp/de-en-int8
 
 Every matrix of IN/model.safetensors (F32, F16 or BF16) is stored as I8, quantized per
 output row (symmetric, scale = max|w| / 127, float32 scales in "<name>_scale"); vectors
