@@ -137,6 +137,89 @@ def statuses(raw):
     return [int(line.split()[1]) for line in raw.split(b"\r\n") if line.startswith(b"HTTP/1.")]
 
 
+class HeldRequests:
+    """n connections from `src` that each send a whole POST /translate header with
+    'Expect: 100-continue' and none of its body: requests the server is reading, which
+    count against the connection limits. The interim '100 Continue' comes once the server
+    has read the header and taken the request in, so a test waits for it (all_in) before
+    it probes. Probing earlier races the server's threads: a probe whose header is read
+    before a held connection's is counted in its place, and the held one, now over the
+    limit, is refused (503), after which every probe is let in (the ASan suite run once
+    saw 200s for 20 s that way)."""
+
+    def __init__(self, port, n, src="127.0.0.1", headers=b""):
+        self.port, self.src, self.headers = port, src, headers
+        self.socks, self.got, self.replaced = [], {}, []
+        for _ in range(n):
+            self.socks.append(self.open())
+
+    def open(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.got[s] = [b"", False]  # what the server wrote, whether it closed
+        try:
+            s.bind((self.src, 0))
+            s.settimeout(10)
+            s.connect(("127.0.0.1", self.port))
+            s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\n" + self.headers + b"Content-Type: application/json\r\n"
+                      b"Expect: 100-continue\r\nContent-Length: 100\r\n\r\n")
+            s.setblocking(False)
+        except OSError:
+            s.close()
+            raise
+        return s
+
+    def read(self):
+        for s in self.socks:
+            got = self.got[s]
+            while not got[1]:
+                try:
+                    chunk = s.recv(4096)
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    chunk = b""
+                got[0] += chunk
+                got[1] = not chunk
+
+    def settled(self):
+        """Every connection taken in (100 Continue), or answered otherwise or closed."""
+        self.read()
+        return all(statuses(self.got[s][0]) or self.got[s][1] for s in self.socks)
+
+    def all_in(self):
+        """Every connection taken in and still held: only '100 Continue', still open."""
+        self.read()
+        return all(statuses(self.got[s][0]) == [100] and not self.got[s][1] for s in self.socks)
+
+    def replace_refused(self):
+        """Replaces each connection answered otherwise than 100 Continue, or closed, by a new one."""
+        self.read()
+        for i, s in enumerate(self.socks):
+            data, closed = self.got[s]
+            if closed or any(st != 100 for st in statuses(data)):
+                self.replaced.append(self.describe_one(s))
+                s.close()
+                self.socks[i] = self.open()
+
+    def describe_one(self, s):
+        data, closed = self.got[s]
+        lines = [ln.decode("latin-1") for ln in data.split(b"\r\n") if ln.startswith(b"HTTP/1.")]
+        return "%s (%s)" % (" + ".join(lines) or "nothing", "closed" if closed else "open")
+
+    def describe(self):
+        """What each held connection got, for failure messages."""
+        self.read()
+        out = [self.describe_one(s) for s in self.socks]
+        counts = {}
+        for r in self.replaced:
+            counts[r] = counts.get(r, 0) + 1
+        return out + ["replaced %d got %s" % (n, r) for r, n in counts.items()]
+
+    def close(self):
+        for s in self.socks:
+            s.close()
+
+
 BODY = json.dumps({"text": "a b c"}).encode()
 GET_HEALTH = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
 GET_HEALTH_CLOSE = b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
@@ -370,80 +453,54 @@ class TestSlowClients(unittest.TestCase):
     def test_full_of_requests_being_read_is_503(self):
         """Connections whose header is in are being served and never reclaimed: with all
         slots held by them a newcomer gets 503 with Retry-After, closed at once."""
-        srv = ts.Server(["--model", MODEL, "--max-connections", "4", "--max-connections-per-ip", "0"],
-                        name="full-busy")
-        held = []
-
-        def hold():
-            s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-            s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                      b"Content-Length: 100\r\n\r\n{")
-            return s
-
-        def probe():
-            # a probe that came before a held connection's header was read may have
-            # reclaimed it (408): hold another in its place
-            for i, s in enumerate(held):
-                s.setblocking(False)
-                try:
-                    s.recv(4096)  # an answer or the end: it is not held any more
-                    gone = True
-                except BlockingIOError:
-                    gone = False
-                except OSError:
-                    gone = True
-                s.setblocking(True)
-                if gone:
-                    s.close()
-                    held[i] = hold()
-            probes.append(exchange(srv.port, GET_HEALTH_CLOSE, timeout=5))
-            return statuses(probes[-1][0]) == [503]
-
+        srv = ts.Server(["--model", MODEL, "--max-connections", "4", "--max-connections-per-ip", "0",
+                         "--receive-timeout", "300"], name="full-busy")
+        held = None
         try:
-            for _ in range(4):
-                held.append(hold())
-            probes = []
-            ok = ts.wait_until(probe, timeout=60, step=0.1)
-            raw, closed = probes[-1]
-            self.assertTrue(ok, raw[:300])
+            held = HeldRequests(srv.port, 4)
+            # Probing before all four are taken in would rightly reclaim one whose header is
+            # not read yet (408). Until the server has closed it, the readiness check's
+            # connection can fill the table for a moment too: a held one reclaimed so is
+            # replaced.
+            ok = ts.wait_until(lambda: held.replace_refused() or held.all_in(), timeout=60, step=0.05)
+            self.assertTrue(ok, held.describe())
+            raw, closed = exchange(srv.port, GET_HEALTH_CLOSE, timeout=10)
+            self.assertEqual(statuses(raw), [503], (raw[:300], held.describe()))
             self.assertIn(b"Retry-After", raw)
             self.assertTrue(closed)
-            for s in held:
-                s.close()
+            self.assertTrue(held.all_in(), held.describe())  # none of them was reclaimed for it
+            held.close()
             self.assertTrue(ts.wait_until(lambda: srv.request("GET", "/health", timeout=5)[0] == 200, timeout=20))
         finally:
-            for s in held:
-                s.close()
+            if held:
+                held.close()
             self.assertEqual(srv.stop(), 0)
 
     def test_per_address_limit(self):
-        srv = ts.Server(["--model", MODEL, "--max-connections-per-ip", "4"], name="perip")
-        socks = []
+        # from an address no other connection used (the readiness check's from 127.0.0.1
+        # may not be closed yet, and would count)
+        srv = ts.Server(["--model", MODEL, "--max-connections-per-ip", "4", "--receive-timeout", "300"],
+                        name="perip")
+        held = None
         try:
-            # the four are held once the server has accepted them (under load that can take
-            # a moment): from then on a fifth is refused. Each sends the start of a request,
-            # so it is a client being read, not an idle socket; once, under a loaded
-            # sanitizer run, four held sockets never counted for 15 s, so a round that does
-            # not get its 503 starts again with four new ones (at most three rounds).
-            answers = []
-            for _ in range(3):
-                for s in socks:
-                    s.close()
-                socks = [socket.create_connection(("127.0.0.1", srv.port), timeout=5) for _ in range(4)]
-                for s in socks:
-                    s.sendall(b"GET /health HTTP/1.1\r\n")
-                if ts.wait_until(lambda: answers.append(exchange(srv.port, GET_HEALTH, timeout=5)[0]) or
-                                 statuses(answers[-1]) == [503], timeout=10, step=0.2):
-                    break
-            self.assertEqual(statuses(answers[-1]), [503], answers[-1][:300])
-            self.assertIn(b"this address", answers[-1])
-            for s in socks:
-                s.close()
-            ok = ts.wait_until(lambda: srv.request("GET", "/health", timeout=5)[0] == 200, timeout=10, step=0.2)
-            self.assertTrue(ok)
+            held = HeldRequests(srv.port, 4, src="127.0.0.5")
+            # each is counted from its accept; its 100 Continue says it was (a probe accepted
+            # first would take its place, and the held one be refused)
+            self.assertTrue(ts.wait_until(held.settled, timeout=60, step=0.05), held.describe())
+            self.assertTrue(held.all_in(), held.describe())
+            raw = exchange_from("127.0.0.5", srv.port, GET_HEALTH_CLOSE, timeout=10)
+            self.assertEqual(statuses(raw), [503], (raw[:300], held.describe()))
+            self.assertIn(b"this address", raw)
+            raw = exchange_from("127.0.0.1", srv.port, GET_HEALTH_CLOSE, timeout=10)  # others are served
+            self.assertEqual(statuses(raw), [200], raw[:300])
+            self.assertTrue(held.all_in(), held.describe())
+            held.close()
+            ok = ts.wait_until(lambda: statuses(exchange_from("127.0.0.5", srv.port, GET_HEALTH_CLOSE,
+                                                              timeout=5)) == [200], timeout=30, step=0.2)
+            self.assertTrue(ok, "127.0.0.5 still refused after its connections closed")
         finally:
-            for s in socks:
-                s.close()
+            if held:
+                held.close()
             self.assertEqual(srv.stop(), 0)
 
 
@@ -504,7 +561,8 @@ class TestTrustedProxies(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.srv = ts.Server(["--model", MODEL, "--trusted-proxies", "127.0.0.2/32, ::1",
-                             "--req-limit", "3", "--max-connections-per-ip", "2"], name="proxies")
+                             "--req-limit", "3", "--max-connections-per-ip", "2", "--receive-timeout", "300"],
+                            name="proxies")
 
     @classmethod
     def tearDownClass(cls):
@@ -534,30 +592,25 @@ class TestTrustedProxies(unittest.TestCase):
         self.assertNotIn("remote=10.9.9.", self.srv.log())
 
     def test_per_address_limit_behind_the_proxy(self):
-        # two connections of one forwarded client, header in, body pending
-        held = []
+        # two connections of one forwarded client, header in, body pending; each counts for
+        # 10.0.1.1 from when its header is read, which its 100 Continue says (a probe read
+        # first would count in its place and the held one be refused)
+        held = HeldRequests(self.srv.port, 2, src="127.0.0.2", headers=b"X-Forwarded-For: 10.0.1.1\r\n")
         try:
-            for _ in range(2):
-                s = socket.socket()
-                s.bind(("127.0.0.2", 0))
-                s.settimeout(10)
-                s.connect(("127.0.0.1", self.srv.port))
-                s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.1.1\r\n"
-                          b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
-                held.append(s)
-            answers = []
-            ok = ts.wait_until(lambda: answers.append(exchange_from(
-                "127.0.0.2", self.srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.1.1\r\nConnection: close\r\n\r\n",
-                timeout=5)) or statuses(answers[-1]) == [503], timeout=20, step=0.2)
-            self.assertTrue(ok, answers[-1][:300])
-            self.assertIn(b"this address", answers[-1])
+            self.assertTrue(ts.wait_until(held.settled, timeout=60, step=0.05), held.describe())
+            self.assertTrue(held.all_in(), held.describe())
+            raw = exchange_from("127.0.0.2", self.srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n"
+                                b"X-Forwarded-For: 10.0.1.1\r\nConnection: close\r\n\r\n", timeout=10)
+            self.assertEqual(statuses(raw), [503], (raw[:300], held.describe()))
+            self.assertIn(b"this address", raw)
             # the proxy's other clients, and the proxy's own address, are not held back
-            raw = exchange_from("127.0.0.2", self.srv.port,
-                                b"GET /health HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 10.0.1.2\r\nConnection: close\r\n\r\n", timeout=10)
-            self.assertEqual(statuses(raw), [200], raw[:300])
+            for xff in (b"X-Forwarded-For: 10.0.1.2\r\n", b""):
+                raw = exchange_from("127.0.0.2", self.srv.port, b"GET /health HTTP/1.1\r\nHost: x\r\n" + xff +
+                                    b"Connection: close\r\n\r\n", timeout=10)
+                self.assertEqual(statuses(raw), [200], (xff, raw[:300]))
+            self.assertTrue(held.all_in(), held.describe())  # still held, untouched by the probes
         finally:
-            for s in held:
-                s.close()
+            held.close()
 
 
 def multipart(fields, files, boundary="hardB0undary"):
