@@ -299,6 +299,48 @@ class PrepareCorpus(unittest.TestCase):
         self.assertGreater(len({e for e, _ in copies}), 25, "the numbers must vary")
         self.assertFalse([e for e in en if e.startswith("%") and e != "%1 files"])
 
+    def test_times_12_and_24_hour_agree(self):
+        """The number check takes a clock time written the English 12-hour way and the
+        24-hour way as one number (BConTrasT: "6:55 pm" / "18:55 Uhr", 778 pairs dropped
+        before), and still drops an hour that differs or a time of unclear half-day."""
+        import gzip
+        kept = [("It starts at 6:55 pm.", "Es beginnt um 18:55 Uhr."),
+                ("Come at 7 pm.", "Komm um 19 Uhr."),
+                ("The bus leaves at 9am.", "Der Bus fährt um 09:00 Uhr."),
+                ("After 8:00 p.m. today, 4 people.", "Heute nach 20 Uhr, 4 Personen."),
+                ("Breakfast at 7:00.", "Frühstück um 7 Uhr."),
+                ("Shows at 10:15PM.", "Vorstellung um 22.15 Uhr."),
+                ("Midnight is 12 a.m.", "Mitternacht ist 0 Uhr.")]
+        dropped = [("Meet me at 7 pm.", "Triff mich um 18 Uhr."),  # an hour early
+                   ("Yes, 6:30 would be okay.", "Ja, 18:30 Uhr wäre in Ordnung."),  # no pm
+                   ("At 9:00 p.m. for 4 people.", "Um 21 Uhr für 5 Personen."),
+                   ("256 Samples", "255 Proben"),
+                   ("The party is 12 am to 3.", "Die Feier ist 12 am Ende.")]  # German "am"
+        with tempfile.TemporaryDirectory() as tmp:
+            fake_shared(tmp, "de")
+            extra = os.path.join(tmp, "chat.en-de.tsv.gz")
+            write_gz(extra, [f"{e}\t{x}\tchat" for e, x in kept + dropped])
+            out = os.path.join(tmp, "mix")
+            proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
+                                   "--shared", tmp, "--out", out, "--lang", "de",
+                                   "--extra", extra, "--symbol-pairs", "0",
+                                   "--number-pairs", "0", "--skip-vocab"],
+                                  capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with gzip.open(os.path.join(out, "train.en.gz"), "rt", encoding="utf-8") as f:
+                en = f.read().splitlines()
+            with open(os.path.join(out, "mixture.json"), encoding="utf-8") as f:
+                mix = json.load(f)
+        for e, _ in kept:
+            self.assertIn(e, en)
+        for e, _ in dropped:
+            self.assertNotIn(e, en)
+        self.assertEqual(mix["corpora"]["chat"]["dropped_numbers_disagree"], len(dropped))
+        import prepare_corpus
+        self.assertFalse(prepare_corpus.numbers_disagree("At 7:30 p.m.", "À 19h30."))
+        self.assertFalse(prepare_corpus.numbers_disagree("At 7 pm.", "À 19 heures."))
+        self.assertTrue(prepare_corpus.numbers_disagree("At 7:30 p.m.", "À 19h45."))
+
 
 class TrainGpuScript(unittest.TestCase):
     """tools/train_gpu.sh end to end on the CPU (DEVICE=cpu), as the GPU session runs it:

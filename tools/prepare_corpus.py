@@ -130,13 +130,57 @@ def numbers_of(text):
     return Counter(DIGITS.findall(text))
 
 
+# Times, for numbers_disagree: the same clock time written the English 12-hour way and
+# the German or French 24-hour way ("6:55 pm" / "18:55 Uhr", "9am" / "09:00 Uhr",
+# "7 p.m." / "19 h") is one number, not two that disagree. am/pm is read on the English
+# side only (German "am" is a word: "12 am Ende"); a time without am/pm stays as written
+# ("6:30" / "18:30 Uhr" is not clearly the same time, and stays a mismatch).
+EN_12H = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*([ap])\.?\s?m\b\.?", re.I)
+EN_OCLOCK = re.compile(r"\b(\d{1,2}) o'clock\b", re.I)
+CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b(?:\s*(?:Uhr|h)\b)?")
+X_TIMES = [re.compile(r"\b(\d{1,2})[.:](\d\d)\s*Uhr\b"),  # 18.55 Uhr
+           re.compile(r"\b(\d{1,2})\s*Uhr\b(?:\s*(\d\d)\b)?"),  # 19 Uhr, 19 Uhr 30
+           re.compile(r"\b(\d{1,2})\s?h\s?(\d\d)?\b"),  # 19 h, 19h30, 19 h 30
+           re.compile(r"\b(\d{1,2}) heures?(?: (\d\d)\b)?")]
+
+
+def times_and_numbers(text, english):
+    """The numbers of text with each clock time one item ("time", hour, minute), hours of
+    English 12-hour times as 24-hour ones; the other runs of digits as numbers_of."""
+    times = Counter()
+
+    def add(h, m):
+        h, m = int(h), int(m or 0)
+        if h > 24 or m > 59:
+            return None
+        times[("time", h, m)] += 1
+        return " "
+    if english:
+        def twelve(g):
+            h = int(g.group(1))
+            if not 1 <= h <= 12:
+                return g.group(0)
+            h = h % 12 + (12 if g.group(3).lower() == "p" else 0)
+            return add(h, g.group(2)) or g.group(0)
+        text = EN_12H.sub(twelve, text)
+        text = EN_OCLOCK.sub(lambda g: add(g.group(1), 0) or g.group(0), text)
+    patterns = [CLOCK] if english else [X_TIMES[0], CLOCK] + X_TIMES[1:]
+    for pattern in patterns:
+        text = pattern.sub(lambda g: add(g.group(1), g.group(2)) or g.group(0), text)
+    return times + numbers_of(text)
+
+
 def numbers_disagree(en, x):
     """True when both sides hold digits but not the same numbers (each maximal run of
     digits, as tools/eval_models.py's numbers check counts them): "256 Samples" /
     "255 échantillons". A side without digits may spell the number out ("2 modes" /
-    "deux modes"), which is a translation, not an error."""
+    "deux modes"), which is a translation, not an error. Clock times count as the same
+    when they are the same time (times_and_numbers): "7 pm" / "19 Uhr" agree, "7 pm" /
+    "18 Uhr" do not."""
     a, b = numbers_of(en), numbers_of(x)
-    return bool(a) and bool(b) and a != b
+    if not a or not b or a == b:
+        return False
+    return times_and_numbers(en, True) != times_and_numbers(x, False)
 
 
 def random_number(rng):
