@@ -345,7 +345,8 @@ class PrepareCorpus(unittest.TestCase):
 class TrainGpuScript(unittest.TestCase):
     """tools/train_gpu.sh end to end on the CPU (DEVICE=cpu), as the GPU session runs it:
     two mixtures packed into one pack, four directions trained at once by a tiny model,
-    the int8 export cut into parts that come back together."""
+    the int8 export cut into parts that come back together, each model with the record
+    of its mixture (mixture.json, which eval_models.py's everyday-unseen reads)."""
 
     def test_four_directions_from_one_pack(self):
         import gzip
@@ -413,8 +414,17 @@ class TrainGpuScript(unittest.TestCase):
                 self.assertEqual(proc.returncode, 0, proc.stderr)
             for pair in ("en-fr", "fr-en", "en-de", "de-en"):
                 d = os.path.join(restored, pair)
-                for name in FILES + ["train.log", "training.json"]:
+                for name in FILES + ["train.log", "training.json", "mixture.json"]:
                     self.assertTrue(os.path.exists(os.path.join(d, name)), (pair, name))
+                x = pair.replace("en", "").strip("-")
+                with open(os.path.join(d, "mixture.json"), encoding="utf-8") as f:
+                    record = json.load(f)
+                with open(os.path.join(tmp, f"mix-{x}", "mixture.json"), encoding="utf-8") as f:
+                    self.assertEqual(record, json.load(f), pair)
+                import training_record
+                corpora, how = training_record.trained_corpora(d)
+                self.assertEqual(sorted(corpora), ["debian-l10n", "tatoeba"], pair)
+                self.assertIn("recorded in", how)
                 header, _ = safetensors_io.read_header(os.path.join(d, "model.safetensors"))
                 self.assertEqual(header["model.shared.weight"]["dtype"], "I8", pair)
                 with open(os.path.join(d, "tokenizer_config.json"), encoding="utf-8") as f:

@@ -6,10 +6,13 @@ tools/prepare_corpus.py wrote for English<->X (train.{en,X}.gz, valid.{en,X}.gz,
 spm.model or --spm X=PATH). DIR gets pairs.tsv.xz (each distinct pair once with its
 count in the mixture, every language in one stream sorted by the English side, so the
 English sentences that debian-l10n and Tatoeba share between German and French cost
-little), X.valid.en.gz, X.valid.X.gz and X.spm.model for each X, and pack.json.
+little), X.valid.en.gz, X.valid.X.gz, X.spm.model and X.mixture.json (the mixture's
+record, which tools/train_gpu.sh gives each model it trains: tools/training_record.py)
+for each X, and pack.json.
 --unpack DIR --to WORK writes WORK/X/train.en and WORK/X/train.X (the mixture again,
 each pair as often as its count, in the packed order: train.py batches by length and
-shuffles itself), WORK/X/valid.{en,X}.gz and WORK/X/spm.model for each X in the pack.
+shuffles itself), WORK/X/valid.{en,X}.gz, WORK/X/spm.model and WORK/X/mixture.json for
+each X in the pack.
 --omit-copies packs the mixture without its made-up pairs (the symbol and number copies
 of prepare_corpus.py, listed in DATA/copies.tsv.gz: 160k of the 920k distinct pairs of
 the four-direction run) and --unpack makes as many again from the packed pairs.
@@ -76,6 +79,7 @@ def pack(specs, spms, to, omit_copies):
                             os.path.join(to, f"{lang}.valid.{side}.gz"))
         shutil.copyfile(spms.get(lang) or os.path.join(data, "spm.model"),
                         os.path.join(to, f"{lang}.spm.model"))
+        shutil.copyfile(os.path.join(data, "mixture.json"), os.path.join(to, f"{lang}.mixture.json"))
         meta["langs"][lang] = {"distinct_pairs": len(counts), "pairs": sum(counts.values()),
                                "source": os.path.abspath(data)}
         if made:
@@ -133,8 +137,14 @@ def unpack(src, to):
         fe.close()
         fx.close()
     for lang, m in langs.items():
-        for name in ("valid.en.gz", f"valid.{lang}.gz", "spm.model"):
-            shutil.copyfile(os.path.join(src, f"{lang}.{name}"), os.path.join(to, lang, name))
+        for name in ("valid.en.gz", f"valid.{lang}.gz", "spm.model", "mixture.json"):
+            path = os.path.join(src, f"{lang}.{name}")
+            if name == "mixture.json" and not os.path.exists(path):
+                # a pack made before packs carried it: the models get no record
+                print(f"warning: {path} missing: the en-{lang} models get no record of "
+                      f"their data (mixture.json)", file=sys.stderr)
+                continue
+            shutil.copyfile(path, os.path.join(to, lang, name))
         print(f"unpacked {n[lang]} en-{lang} pairs ({m['distinct_pairs']} distinct) "
               f"into {os.path.join(to, lang)}")
 

@@ -10,13 +10,16 @@
 # directory ends in OUT/<pair> (the selected checkpoint or average, as tools/train.py
 # selects on the CPU), its log in OUT/<pair>/train.log. The trainers stop by themselves
 # at --minutes (counted from their start, data loading included); a watchdog asks them
-# to stop 30 s later still, so that selection and export always run. --export DIR:
+# to stop 30 s later still, so that selection and export always run. Each model
+# directory gets the record of its data, MODEL/mixture.json (tools/training_record.py,
+# from the pack's mixture.json; with the earlier record under --init-from), which
+# tools/eval_models.py reads to know the sentences a model saw. --export DIR:
 # each directory stored int8 (tools/quantize_model.py) as DIR/<pair>.tar.xz, cut into
 # parts of 15 MiB (<pair>.tar.xz.00, .01: `cat` them back together) when larger: what
 # comes back through the device's channel (8 files of at most 16 MiB, 64 MiB in all).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-usage() { sed -n '2,16p' "$0" >&2; exit 2; }
+usage() { awk 'NR == 1 { next } /^#/ { print; next } { exit }' "$0" >&2; exit 2; }
 packs=() inits=() pairs="en-fr fr-en" minutes=8 out='' export_dir=
 size="512 6 2 8 1536" lr=7e-4 warmup=800 max_tokens=16384
 while [ $# -gt 0 ]; do
@@ -55,10 +58,17 @@ for pair in $pairs; do
   x=$src; [ "$x" = en ] && x=$tgt
   d=$work/data/$x
   [ -f "$d/spm.model" ] || { echo "train_gpu.sh: no pack holds en-$x (for $pair)" >&2; exit 2; }
-  init=()
+  init=() earlier=()
   for spec in "${inits[@]+"${inits[@]}"}"; do
-    [ "${spec%%=*}" = "$pair" ] && init=(--init-from "${spec#*=}")
+    [ "${spec%%=*}" = "$pair" ] && init=(--init-from "${spec#*=}") earlier=(--earlier "${spec#*=}")
   done
+  # The record of the data, before training (as build_bundled_models.sh): a cut-short run
+  # is still a model that saw this data.
+  if [ -f "$d/mixture.json" ]; then
+    "$py" tools/training_record.py "$d/mixture.json" "$out/$pair" "${earlier[@]+"${earlier[@]}"}"
+  else
+    echo "train_gpu.sh: warning: the pack has no mixture.json for en-$x: $out/$pair gets no record of its data" >&2
+  fi
   mkdir -p "$out/$pair" "$work/run-$pair"
   "$py" tools/train.py --device "${DEVICE:-cuda}" --src-lang "$src" --tgt-lang "$tgt" \
       --train-src "$d/train.$src" --train-tgt "$d/train.$tgt" \
