@@ -446,10 +446,10 @@ def read_everyday(x):
 class BuildBundledModelsScript(unittest.TestCase):
     """tools/build_bundled_models.sh's mixture: no Multi30k unless --multi30k-times asks
     (issue 28: its licence is non-commercial), and a warning naming that licence when it
-    does. Run from a copy of the script in a scratch tree (it writes runs/ beside tools/)
+    does; a vocabulary with byte fallback for every pair. Run from a copy of the script in a scratch tree (it writes runs/ beside tools/)
     with --prepare-only, on fake_shared's tiny corpora."""
 
-    def run_script(self, tmp, *args):
+    def run_script(self, tmp, *args, cont=True):
         tools = os.path.join(tmp, "repo", "tools")
         if not os.path.isdir(tools):
             os.makedirs(tools)
@@ -457,11 +457,25 @@ class BuildBundledModelsScript(unittest.TestCase):
             for name in ("prepare_corpus.py", "training_record.py", "data"):
                 os.symlink(os.path.join(SOURCE, "tools", name), os.path.join(tools, name))
             fake_shared(os.path.join(tmp, "shared"), "de")
+            # the models --continue starts from: their vocabulary, with byte fallback
+            self.vocabulary(os.path.join(tmp, "repo", "models", "en-de"), True)
         env = dict(os.environ, MT_SHARED_DIR=os.path.join(tmp, "shared"))
         # --continue: the data without a vocabulary (16k pieces need more than tiny data)
         return subprocess.run(["bash", os.path.join(tools, "build_bundled_models.sh"),
-                               "--continue", "--prepare-only", *args],
+                               *(["--continue"] if cont else []), "--prepare-only", *args],
                               capture_output=True, text=True, timeout=300, env=env)
+
+    @staticmethod
+    def vocabulary(model_dir, byte_fallback):
+        """A tiny model directory's source.spm, with or without byte fallback."""
+        import sentencepiece as spm
+        os.makedirs(model_dir, exist_ok=True)
+        text = ["Tom is here.", "Tom ist hier.", "Save as", "Speichern unter", "Page 3 of 12"]
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(text * 20), model_prefix=os.path.join(model_dir, "source"),
+            vocab_size=320, model_type="unigram", bos_id=-1, eos_id=0, unk_id=1, pad_id=-1,
+            hard_vocab_limit=False, byte_fallback=byte_fallback, minloglevel=2)
+        os.replace(os.path.join(model_dir, "source.model"), os.path.join(model_dir, "source.spm"))
 
     def mixture(self, tmp, proc):
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
@@ -486,6 +500,38 @@ class BuildBundledModelsScript(unittest.TestCase):
             proc = self.run_script(tmp, "--multi30k-times", "x")
             self.assertEqual(proc.returncode, 2)
             self.assertIn("--multi30k-times: a count, not 'x'", proc.stderr)
+
+    def test_byte_fallback_for_every_pair(self):
+        """A from-scratch en-de vocabulary has byte fallback, as en-fr's (issue 28: emoji
+        and symbols come back as themselves); only --continue from a model whose
+        vocabulary lacks it keeps that kind, without symbol copies, in its own directory."""
+        import sentencepiece as spm
+        with tempfile.TemporaryDirectory() as tmp:
+            # 300: the byte pieces, the tiny corpora's characters and a few more (at most 302)
+            proc = self.run_script(tmp, "--vocab-size", "300", cont=False)
+            name, corpora = self.mixture(tmp, proc)
+            data = os.path.join(tmp, "repo", "runs", name)
+            self.assertEqual(name, "data-de")
+            sp = spm.SentencePieceProcessor(model_file=os.path.join(data, "spm.model"))
+            self.assertEqual(sum(sp.IsByte(i) for i in range(sp.GetPieceSize())), 256)
+            self.assertNotIn(1, sp.encode("Tom 🙂"), "an emoji is <unk>")  # <unk> is id 1
+            with open(os.path.join(data, "mixture.json"), encoding="utf-8") as f:
+                self.assertTrue(json.load(f)["byte_fallback"])
+            self.assertIn("tatoeba symbol copies", corpora)
+            # --continue from a vocabulary without byte pieces (the en-de shipped so far)
+            old = os.path.join(tmp, "repo", "old-models", "en-de")
+            self.vocabulary(old, False)
+            proc = self.run_script(tmp, "--continue-from", os.path.dirname(old))
+            name, corpora = self.mixture(tmp, proc)
+            self.assertEqual(name, "data-de-nobf")
+            with open(os.path.join(tmp, "repo", "runs", name, "mixture.json"), encoding="utf-8") as f:
+                self.assertFalse(json.load(f)["byte_fallback"])
+            self.assertFalse([c for c in corpora if c.endswith("symbol copies")])
+            # and from one with byte pieces: the byte-fallback mixture
+            proc = self.run_script(tmp)
+            name, corpora = self.mixture(tmp, proc)
+            self.assertEqual(name, "data-de")
+            self.assertIn("tatoeba symbol copies", corpora)
 
     def test_help_says_the_default(self):
         proc = subprocess.run(["bash", os.path.join(SOURCE, "tools", "build_bundled_models.sh"),

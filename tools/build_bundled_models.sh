@@ -3,8 +3,10 @@
 # ../shared/data to models/<pair>, in one command (models/README.md explains the recipe):
 #   1. tools/prepare_corpus.py: the Tatoeba + debian-l10n mixture (+ --corpus extras; no
 #      Multi30k unless --multi30k-times asks), a selection set and the joint 16k
-#      SentencePiece vocabulary (runs/data-de/ for en-de, the shipped en-de vocabulary's
-#      settings; runs/data-fr/ for en-fr: byte fallback), and the record of that data in
+#      SentencePiece vocabulary with byte fallback for every pair (emoji and rare symbols
+#      spelled as bytes, not <unk>: issue 28; runs/data-de/, runs/data-fr/; a --continue
+#      run keeps its model's vocabulary, and the mixture has no symbol copies when that
+#      vocabulary lacks byte fallback: runs/data-de-nobf/), and the record of that data in
 #      each model directory (mixture.json: tools/training_record.py; tools/eval_models.py
 #      reads it to know which sentences a model has seen);
 #   2. tools/train.py twice at once, one thread each (two cores: two directions), with
@@ -36,6 +38,7 @@
 #   --corpus NAME:N add the corpus tools/corpus/NAME.py extracts (manpages, handbook;
 #                   written to runs/corpus/ on first use) N times to the mixture; repeatable
 #                   (the data directory's name says which: -NAMEN)
+#   --vocab-size N  pieces of a from-scratch vocabulary (default 16000)
 #   --prepare-only  prepare the data directory, print its path and stop (no training)
 # Runs in the foreground; start it with nohup ... & to keep it in the background. Logs:
 # runs/<pair>/train.log. A cut-short run still leaves a usable model: the model directory
@@ -45,7 +48,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" >&2; exit 2; }
 minutes=140 seed=1 cont=0 pairs="en-de de-en" from=models out=models m30k=0 tat='' threads=1 runs=runs corpora=() size="256 3 4 1024"
-prepare_only=0
+prepare_only=0 vocab_size=16000
 while [ $# -gt 0 ]; do
   case $1 in
     --minutes) minutes=$2; shift 2 ;;
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     --run-dir) runs=$2; shift 2 ;;
     --corpus) corpora+=("$2"); shift 2 ;;
     --size) size=$2; shift 2 ;;
+    --vocab-size) vocab_size=$2; shift 2 ;;
     --prepare-only) prepare_only=1; shift ;;
     *) usage ;;
   esac
@@ -81,16 +85,23 @@ if [ "$m30k" -gt 0 ]; then
        "(Flickr30K's terms: non-commercial research and education only); the models will be" \
        "too. Leave it at 0 (the default) for models others may use." >&2
 fi
-if [ "$lang" = de ]; then
-  default_tat=2
-  vocab_opts=(--no-byte-fallback)  # the shipped en-de vocabulary's settings
-else
-  default_tat=3
-  vocab_opts=()
-fi
+if [ "$lang" = de ]; then default_tat=2; else default_tat=3; fi
 : "${tat:=$default_tat}"
-# (runs/data, without a language, was the en-de mixture with Multi30k x3: not reused.)
-data=runs/data-$lang
+# Byte fallback for every pair. Only a continued model whose vocabulary lacks it (the
+# en-de / de-en models shipped before issue 28: NFKC, no byte pieces) keeps that
+# vocabulary's settings: no symbol copies, whose bytes it could not spell.
+vocab_opts=() data_bf=
+if [ "$cont" = 1 ]; then
+  first=${pairs%% *}
+  [ -f "$from/$first/source.spm" ] || { echo "--continue: no $from/$first/source.spm" >&2; exit 2; }
+  bytes=$(/usr/bin/python3 -c 'import sys, sentencepiece as s
+p = s.SentencePieceProcessor(model_file=sys.argv[1])
+print(sum(p.IsByte(i) for i in range(p.GetPieceSize())))' "$from/$first/source.spm")
+  [ "$bytes" -gt 0 ] || { vocab_opts=(--no-byte-fallback); data_bf=-nobf; }
+fi
+# (runs/data, without a language, was the en-de mixture with Multi30k x3; runs/data-de
+# before issue 28 the one without byte fallback: a from-scratch run checks mixture.json.)
+data=runs/data-$lang$data_bf
 [ "$m30k" = 0 ] || data=$data-m30k$m30k
 [ "$tat" = "$default_tat" ] || data=$data-tatoeba$tat
 corpus_opts=()
@@ -102,15 +113,22 @@ for spec in "${corpora[@]}"; do
   [ -f "$corpus" ] || /usr/bin/python3 "tools/corpus/$name.py" --lang "$lang" --out "$corpus" --shared "$shared"
   corpus_opts+=(--extra "$corpus:$times")
 done
+# A data directory prepared for the other vocabulary kind is prepared again.
+want_bf=true
+[ -z "$data_bf" ] || want_bf=false
+has_bf=$( [ -f "$data/mixture.json" ] && /usr/bin/python3 -c 'import json, sys
+print(str(json.load(open(sys.argv[1])).get("byte_fallback", False)).lower())' "$data/mixture.json" || echo none)
 if [ "$cont" = 1 ]; then
   # A continued run tokenizes with its model's own vocabulary: no new one is trained.
-  if [ ! -f "$data/train.en.gz" ]; then
+  if [ ! -f "$data/train.en.gz" ] || [ "$has_bf" != "$want_bf" ]; then
     /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-        --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" --skip-vocab
+        --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" \
+        "${vocab_opts[@]+"${vocab_opts[@]}"}" --skip-vocab
   fi
-elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ]; then
+elif [ ! -f "$data/spm.model" ] || [ ! -f "$data/train.en.gz" ] || [ "$has_bf" != true ]; then
   /usr/bin/python3 tools/prepare_corpus.py --shared "$shared" --out "$data" --seed "$seed" \
-      --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" "${vocab_opts[@]}"
+      --lang "$lang" --multi30k-times "$m30k" --tatoeba-times "$tat" "${corpus_opts[@]}" \
+      --vocab-size "$vocab_size"
 fi
 if [ "$prepare_only" = 1 ]; then
   echo "$data"
