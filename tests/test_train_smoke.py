@@ -310,11 +310,14 @@ class PrepareCorpus(unittest.TestCase):
                 ("After 8:00 p.m. today, 4 people.", "Heute nach 20 Uhr, 4 Personen."),
                 ("Breakfast at 7:00.", "Frühstück um 7 Uhr."),
                 ("Shows at 10:15PM.", "Vorstellung um 22.15 Uhr."),
-                ("Midnight is 12 a.m.", "Mitternacht ist 0 Uhr.")]
+                ("Midnight is 12 a.m.", "Mitternacht ist 0 Uhr."),
+                ("Shows at 7, 8 and 9pm.", "Vorstellungen um 19, 20 und 21 Uhr."),  # lists
+                ("Open 11:30am to 9pm.", "Geöffnet von 11.30 bis 21.00 Uhr.")]
         dropped = [("Meet me at 7 pm.", "Triff mich um 18 Uhr."),  # an hour early
                    ("Yes, 6:30 would be okay.", "Ja, 18:30 Uhr wäre in Ordnung."),  # no pm
                    ("At 9:00 p.m. for 4 people.", "Um 21 Uhr für 5 Personen."),
                    ("256 Samples", "255 Proben"),
+                   ("Open from 7 to 10 pm.", "Geöffnet von 18 bis 22 Uhr."),
                    ("The party is 12 am to 3.", "Die Feier ist 12 am Ende.")]  # German "am"
         with tempfile.TemporaryDirectory() as tmp:
             fake_shared(tmp, "de")

@@ -138,16 +138,37 @@ def numbers_of(text):
 EN_12H = re.compile(r"\b(\d{1,2})(?:[:.](\d\d))?\s*([ap])\.?\s?m\b\.?", re.I)
 EN_OCLOCK = re.compile(r"\b(\d{1,2}) o'clock\b", re.I)
 CLOCK = re.compile(r"\b(\d{1,2}):(\d\d)\b(?:\s*(?:Uhr|h)\b)?")
+# A list or range whose last time alone carries the am/pm or "Uhr" ("7 and 9pm", "14 und
+# 17 Uhr", "von 11.30 bis 21.00 Uhr"): each of its times gets it (list_times).
+EN_LIST = re.compile(r"\b(\d{1,2}(?::\d\d)?)(\s*(?:,\s*(?:and\s|or\s)?|\s(?:and|or|to)\s|[-–])\s*)"
+                     r"(?=\d{1,2}(?::\d\d)?\s*([ap])\.?\s?m\b)", re.I)
+X_LIST = re.compile(r"\b(\d{1,2}(?:[.:]\d\d)?)(\s*(?:,\s*|\s(?:und|oder|bis)\s|[-–])\s*)"
+                    r"(?=\d{1,2}(?:[.:]\d\d)?\s*(Uhr)\b)")
 X_TIMES = [re.compile(r"\b(\d{1,2})[.:](\d\d)\s*Uhr\b"),  # 18.55 Uhr
            re.compile(r"\b(\d{1,2})\s*Uhr\b(?:\s*(\d\d)\b)?"),  # 19 Uhr, 19 Uhr 30
            re.compile(r"\b(\d{1,2})\s?h\s?(\d\d)?\b"),  # 19 h, 19h30, 19 h 30
            re.compile(r"\b(\d{1,2}) heures?(?: (\d\d)\b)?")]
 
 
+def list_times(pattern, text, suffix):
+    """text with the am/pm or "Uhr" of a list's last time written after each of its times
+    ("7, 8 and 9pm" -> "7 pm, 8 pm and 9pm"), from the last one back."""
+    for _ in range(20):
+        new = pattern.sub(lambda g: f"{g.group(1)} {suffix(g.group(3))}{g.group(2)}", text)
+        if new == text:
+            break
+        text = new
+    return text
+
+
 def times_and_numbers(text, english):
     """The numbers of text with each clock time one item ("time", hour, minute), hours of
     English 12-hour times as 24-hour ones; the other runs of digits as numbers_of."""
     times = Counter()
+    if english:
+        text = list_times(EN_LIST, text, lambda ap: ap.lower() + "m")
+    else:
+        text = list_times(X_LIST, text, lambda uhr: uhr)
 
     def add(h, m):
         h, m = int(h), int(m or 0)
