@@ -35,7 +35,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import manpages  # noqa: E402
-import prepare_corpus  # noqa: E402
 
 PACKAGE = "0ad-data"
 PUBLIC_ZIP = "./usr/share/games/0ad/mods/public/public.zip"
@@ -131,8 +130,9 @@ def main():
     if not files:
         raise SystemExit(f"{folder}: no {x}.*.po files")
     held = manpages.held_out_keys(args.shared, x)
-    seen, rows = set(), []
+    rows = []
     stats = dict(files=len(files), messages=0, held_out=0)
+    keeper = manpages.Keeper(held, stats)
     for path in files:
         domain = os.path.basename(path)[len(x) + 1:-3]
         try:
@@ -142,15 +142,10 @@ def main():
             raise SystemExit(f"{path}: not UTF-8 ({e})")
         for en, t in entries:
             stats["messages"] += 1
-            for a, b in pairs_of(en, t, args.max_chars):
-                a, b = prepare_corpus.clean(a), prepare_corpus.clean(b)
-                if (a, b) in seen:
-                    continue
-                seen.add((a, b))
-                if prepare_corpus.eval_key(a) in held or prepare_corpus.eval_key(b) in held:
-                    stats["held_out"] += 1
-                    continue
-                rows.append((a, b, f"0ad:{domain}"))
+            for pair in pairs_of(en, t, args.max_chars):
+                kept = keeper.keep(*pair)
+                if kept:
+                    rows.append((*kept, f"0ad:{domain}"))
     manpages.write_outputs(rows, [], args.out, None, stats)
 
 

@@ -72,8 +72,9 @@ def main():
     p.add_argument("--max-chars", type=int, default=600)
     args = p.parse_args()
     held = manpages.held_out_keys(args.shared, args.lang)
-    seen, rows = set(), []
+    rows = []
     stats = dict(utterances=0, held_out=0)
+    keeper = manpages.Keeper(held, stats)
     for name in FILES:
         raw = snapshot.read(args.source, name, "github:Unbabel/BConTrasT")
         try:
@@ -85,14 +86,10 @@ def main():
         for en, de in utterance_pairs(data, name):
             stats["utterances"] += 1
             group = (prepare_corpus.clean(en), prepare_corpus.clean(de))
-            for a, b in bible.pairs_of(group, args.max_chars):
-                if (a, b) in seen:
-                    continue
-                seen.add((a, b))
-                if prepare_corpus.eval_key(a) in held or prepare_corpus.eval_key(b) in held:
-                    stats["held_out"] += 1
-                    continue
-                rows.append((a, b, f"bcontrast:{name[:-5]}"))
+            for pair in bible.pairs_of(group, args.max_chars):
+                kept = keeper.keep(*pair)
+                if kept:
+                    rows.append((*kept, f"bcontrast:{name[:-5]}"))
     manpages.write_outputs(rows, [], args.out, None, stats)
 
 

@@ -225,8 +225,9 @@ def main():
                             MODULES["en"][1] + ".zip")
     xs, x_size = chapters(headers, module_zip(args.source, x), x, MODULES[x][1] + ".zip")
     held = manpages.held_out_keys(args.shared, x)
-    seen, rows = set(), []
+    rows = []
     stats = dict(chapters=0, skipped_chapters=0, groups=0, held_out=0)
+    keeper = manpages.Keeper(held, stats)
     for ref in sorted(set(en) & set(xs)):
         if en_size.get(ref) != x_size.get(ref):
             stats["skipped_chapters"] += 1
@@ -234,14 +235,10 @@ def main():
         stats["chapters"] += 1
         for group in groups(en[ref], xs[ref]):
             stats["groups"] += 1
-            for a, b in pairs_of(group, args.max_chars):
-                if (a, b) in seen:
-                    continue
-                seen.add((a, b))
-                if prepare_corpus.eval_key(a) in held or prepare_corpus.eval_key(b) in held:
-                    stats["held_out"] += 1
-                    continue
-                rows.append((a, b, f"bible:{ref[0]} {ref[1]}"))
+            for pair in pairs_of(group, args.max_chars):
+                kept = keeper.keep(*pair)
+                if kept:
+                    rows.append((*kept, f"bible:{ref[0]} {ref[1]}"))
     manpages.write_outputs(rows, [], args.out, None, stats)
 
 

@@ -29,7 +29,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 import manpages  # noqa: E402
-import prepare_corpus  # noqa: E402
 
 LANG_DIR = {"en": "en-US", "de": "de-DE", "fr": "fr-FR"}
 # book: (package of language L, glob of its pages, page name of a path); {L} is the
@@ -137,8 +136,9 @@ def main():
     args = p.parse_args()
     x = args.lang
     held = manpages.held_out_keys(args.shared, x)
-    seen, rows, dev_rows = set(), [], []
+    rows, dev_rows = [], []
     stats = dict(pages=0, sections=0, skipped_sections=0, paragraphs=0, held_out=0, dev_pages=0)
+    keeper = manpages.Keeper(held, stats)
     pages = []
     for book in args.books.split(","):
         en, other = book_pages(args.cache, book, "en"), book_pages(args.cache, book, x)
@@ -164,14 +164,9 @@ def main():
                 for a, b in cand:
                     if len(a) > args.max_chars or len(b) > args.max_chars or not manpages.good(a, b):
                         continue
-                    a, b = prepare_corpus.clean(a), prepare_corpus.clean(b)
-                    if (a, b) in seen:
-                        continue
-                    seen.add((a, b))
-                    if prepare_corpus.eval_key(a) in held or prepare_corpus.eval_key(b) in held:
-                        stats["held_out"] += 1
-                        continue
-                    (dev_rows if dev else rows).append((a, b, f"{book}:{page}"))
+                    kept = keeper.keep(a, b)
+                    if kept:
+                        (dev_rows if dev else rows).append((*kept, f"{book}:{page}"))
     manpages.write_outputs(rows, manpages.long_dev(dev_rows), args.out, args.dev_out, stats)
 
 

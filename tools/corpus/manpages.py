@@ -68,6 +68,27 @@ def write_outputs(rows, dev_rows, out, dev_out, stats):
           f"dev {len(dev_rows)} pairs; " + ", ".join(f"{k} {v}" for k, v in stats.items()))
 
 
+class Keeper:
+    """What every corpus script keeps of the pairs it finds: each pair once (after
+    prepare_corpus.clean) and none with a side that is an evaluation sentence (held:
+    held_out_keys; counted in stats["held_out"])."""
+
+    def __init__(self, held, stats):
+        self.held, self.stats, self.seen = held, stats, set()
+        stats.setdefault("held_out", 0)
+
+    def keep(self, a, b):
+        """(a, b) cleaned, or None for a pair seen before or holding an evaluation sentence."""
+        a, b = prepare_corpus.clean(a), prepare_corpus.clean(b)
+        if (a, b) in self.seen:
+            return None
+        self.seen.add((a, b))
+        if prepare_corpus.eval_key(a) in self.held or prepare_corpus.eval_key(b) in self.held:
+            self.stats["held_out"] += 1
+            return None
+        return a, b
+
+
 def long_dev(pairs):
     return [p for p in pairs if 26 <= len(p[0].split()) <= 50]
 
@@ -194,9 +215,10 @@ def main():
         for path in glob.glob(os.path.join(root, "man*", "*")):
             translated[os.path.relpath(path, root)] = path
     held = held_out_keys(args.shared, x)
-    seen, rows, dev_rows = set(), [], []
+    rows, dev_rows = [], []
     stats = dict(pages=0, aligned_pages=0, paragraphs=0, skipped_sections=0, held_out=0,
                  dev_pages=0)
+    keeper = Keeper(held, stats)
     for rel in sorted(translated):
         if rel not in english:
             continue
@@ -213,15 +235,10 @@ def main():
         name = name[:-3] if name.endswith(".gz") else name
         dev = held_out_page(name)
         stats["dev_pages"] += dev
-        for e, t in pairs:
-            e, t = prepare_corpus.clean(e), prepare_corpus.clean(t)
-            if (e, t) in seen:
-                continue
-            seen.add((e, t))
-            if prepare_corpus.eval_key(e) in held or prepare_corpus.eval_key(t) in held:
-                stats["held_out"] += 1
-                continue
-            (dev_rows if dev else rows).append((e, t, f"manpages:{name}"))
+        for pair in pairs:
+            kept = keeper.keep(*pair)
+            if kept:
+                (dev_rows if dev else rows).append((*kept, f"manpages:{name}"))
     write_outputs(rows, long_dev(dev_rows), args.out, args.dev_out, stats)
 
 
