@@ -221,13 +221,7 @@ void mt_server_free(mt_server *s)
     pthread_mutex_lock(&s->watch_mu);
     double until = mt_now() + 10.0;
     while (s->n_watched > 0 && mt_now() < until) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 20000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        struct timespec ts = mt_cond_deadline(0.02);
         pthread_cond_timedwait(&s->watch_cond, &s->watch_mu, &ts);
     }
     s->watch_stop = 1;

@@ -316,10 +316,7 @@ static pg_slot *acquire(store_pg *pg, char *err, size_t errlen)
         for (int i = 0; i < pg->n_slots && !s; i++)
             if (!pg->slots[i].busy) s = &pg->slots[i];
         if (s || mt_cond_now() >= until) break;
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 50000000L;
-        if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+        struct timespec ts = mt_cond_deadline(0.05);
         pthread_cond_timedwait(&pg->cond, &pg->mu, &ts);
     }
     if (!s) {
