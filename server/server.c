@@ -56,7 +56,13 @@ mt_server *mt_server_create(const mt_config *cfg, mt_log *log, mt_metrics *metri
         mt_server_free(s);
         return NULL;
     }
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_ALLOW_SUSPEND_RESUME |
+    /* poll(), not MHD_USE_AUTO's epoll: with epoll and internal threads, MHD_quiesce_daemon
+     * (mt_server_begin_drain, on SIGTERM) races the polling threads, which also take the
+     * listening socket out of their epoll set once they see the daemon quiesced; the loser's
+     * epoll_ctl gets ENOENT and libmicrohttpd (0.9.75, Debian 12) aborts the process: "Failed
+     * to remove listen FD from epoll set". With poll() quiescing goes through the inter-thread
+     * channel (MHD_USE_ITC) and the threads simply stop polling the socket. */
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_SUSPEND_RESUME |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6) flags |= MHD_USE_IPv6;
     struct sockaddr_storage addr;
