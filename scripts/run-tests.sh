@@ -62,7 +62,7 @@ fi
 if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=false --buildtype=debugoptimized; then
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     run_step sanitizers meson test -C build-asan --no-rebuild --print-errorlogs \
-      model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening markup protect \
+      model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening drain markup protect \
       formats formats-replay zip-replay xml-replay documents \
       service store deepl shared-state job-queue mt_models glossary glossary-replay torchzip-replay \
       glossaries glossaries-pg deepl_glossary glossary-config ct2-replay ct2 argos safetensors-replay
