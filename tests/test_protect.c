@@ -222,6 +222,96 @@ START_TEST(restore_counts_each_span_exactly_once)
 }
 END_TEST
 
+
+/* A stub for the model's tokenizer: it cannot spell the characters listed in ctx (a
+ * NUL-terminated UTF-8 string), and says -1 for a "character" that is not one. */
+static int stub_spells(const void *ctx, const char *ch, size_t n)
+{
+    char c[8];
+    ck_assert_msg(n >= 1 && n <= 4, "spells asked about %zu bytes", n);
+    memcpy(c, ch, n);
+    c[n] = 0;
+    return strstr(ctx, c) ? 0 : 1;
+}
+
+static char *unknown_spans(const char *text, unsigned kinds, const char *unknown, char *buf, size_t cap)
+{
+    mt_protect *p = mt_protect_create_with(text, strlen(text), kinds, stub_spells, unknown);
+    ck_assert_ptr_nonnull(p);
+    buf[0] = 0;
+    for (int i = 0; i < mt_protect_count(p); i++) {
+        const mt_protect_span *s = mt_protect_span_at(p, i);
+        size_t l = strlen(buf);
+        snprintf(buf + l, cap - l, "%s%d:%.*s", i ? "|" : "", s->kind, (int)s->len, text + s->start);
+    }
+    /* the masked text, translated as itself, comes back byte for byte */
+    char *back = mt_protect_restore(p, mt_protect_text(p), NULL, 0);
+    ck_assert_ptr_nonnull(back);
+    ck_assert_str_eq(back, text);
+    free(back);
+    mt_protect_free(p);
+    return buf;
+}
+
+#define UNKNOWN(text, unknown, want) do { char b_[1024]; \
+        ck_assert_str_eq(unknown_spans(text, MT_PROTECT_ALL, unknown, b_, sizeof b_), want); } while (0)
+
+START_TEST(unknown_characters)
+{
+    /* "€" the model cannot spell: one span, masked, put back */
+    UNKNOWN("It costs \xe2\x82\xac" "5.", "\xe2\x82\xac", "256:\xe2\x82\xac");
+    mt_protect *p = mt_protect_create_with("It costs \xe2\x82\xac" "5.", 14, MT_PROTECT_ALL, stub_spells, "\xe2\x82\xac");
+    ck_assert_str_eq(mt_protect_text(p), "It costs {0}5.");
+    char *o = mt_protect_restore(p, "Es kostet {0}5.", NULL, 0);
+    ck_assert_str_eq(o, "Es kostet \xe2\x82\xac" "5.");
+    free(o);
+    o = mt_protect_restore(p, "Es kostet 5.", (const int[][2]){{0, 0}, {1, 1}}, 2); /* dropped: put back */
+    ck_assert_ptr_nonnull(strstr(o, "\xe2\x82\xac"));
+    free(o);
+    mt_protect_free(p);
+    /* a maximal run is one span; whitespace, ASCII and spelled characters end it */
+    UNKNOWN("Ich wohne in \xe6\x9d\xb1\xe4\xba\xac seit 2010 \xe2\x89\x88\xe2\x89\x88 ok",
+            "\xe6\x9d\xb1\xe4\xba\xac\xe2\x89\x88",
+            "256:\xe6\x9d\xb1\xe4\xba\xac|256:\xe2\x89\x88\xe2\x89\x88");
+    UNKNOWN("\xe2\x82\xac" "a\xe2\x82\xac\xc3\xa4\xe2\x82\xac", "\xe2\x82\xac",
+            "256:\xe2\x82\xac|256:\xe2\x82\xac|256:\xe2\x82\xac");
+    /* a spelled character ("ä") is never cut out; nothing unknown: no span */
+    UNKNOWN("B\xc3\xa4r \xe2\x82\xac", "", "");
+    /* other kinds win where they overlap: a URL with a "€" stays a URL, a hashtag a hashtag,
+     * an emoji an emoji (the run stops where one starts) */
+    UNKNOWN("see http://x.io/\xe2\x82\xac now", "\xe2\x82\xac", "1:http://x.io/\xe2\x82\xac");
+    UNKNOWN("\xe2\x82\xac http://x.io #\xe2\x82\xac" "uro", "\xe2\x82\xac",
+            "256:\xe2\x82\xac|1:http://x.io|8:#\xe2\x82\xac" "uro");
+    UNKNOWN("\xe2\x82\xac\xf0\x9f\x99\x82\xe2\x82\xac", "\xe2\x82\xac\xf0\x9f\x99\x82",
+            "256:\xe2\x82\xac|128:\xf0\x9f\x99\x82|256:\xe2\x82\xac");
+    /* without the kind, or without a spells function, no such span */
+    char b[256];
+    ck_assert_str_eq(unknown_spans("It costs \xe2\x82\xac" "5.", MT_PROTECT_ALL & ~MT_PROTECT_UNKNOWN, "\xe2\x82\xac", b,
+                                   sizeof b), "");
+    p = mt_protect_create("It costs \xe2\x82\xac" "5.", 14, MT_PROTECT_ALL);
+    ck_assert_int_eq(mt_protect_count(p), 0);
+    mt_protect_free(p);
+    p = mt_protect_create_with("It costs \xe2\x82\xac" "5.", 14, MT_PROTECT_ALL, NULL, NULL);
+    ck_assert_int_eq(mt_protect_count(p), 0);
+    mt_protect_free(p);
+}
+END_TEST
+
+/* Invalid UTF-8 never reaches the spells function as a character and never crashes:
+ * truncated, stray continuation and 0xFF bytes around and inside runs, and at the end. */
+START_TEST(unknown_characters_in_invalid_utf8)
+{
+    const char *texts[] = {"\xe2\x82", "\xe2\x82\xac\xe2\x82", "\xff\xe2\x82\xac\x80\xe2\x82\xac\xfe",
+                           "a \xe2\x82\xac\xc3 b", "\xf0\x9f\x99", "\xe2\x82\xac\xe2\x82\xac\xe2"};
+    const char *want[] = {"", "256:\xe2\x82\xac", "256:\xe2\x82\xac|256:\xe2\x82\xac", "256:\xe2\x82\xac", "",
+                          "256:\xe2\x82\xac\xe2\x82\xac"};
+    for (size_t k = 0; k < sizeof texts / sizeof *texts; k++)
+        UNKNOWN(texts[k], "\xe2\x82\xac", want[k]);
+    /* a spells function that calls everything unknown: only whole characters are cut */
+    UNKNOWN("\xff\xe2\x82\xac\x80\xc3\xa4 x", "\xe2\x82\xac\xc3\xa4", "256:\xe2\x82\xac|256:\xc3\xa4");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("protect");
@@ -236,6 +326,8 @@ int main(void)
     tcase_add_test(tc, damaged_extra_and_missing_copies);
     tcase_add_test(tc, restore_without_alignment_keeps_every_span_once_in_order);
     tcase_add_test(tc, restore_counts_each_span_exactly_once);
+    tcase_add_test(tc, unknown_characters);
+    tcase_add_test(tc, unknown_characters_in_invalid_utf8);
     suite_add_tcase(s, tc);
     return mt_check_run(srunner_create(s));
 }

@@ -119,3 +119,22 @@ extern "C" char *mt_spm_decode(const mt_spm *spm, const char *const *pieces, siz
   }
   return nullptr;
 }
+
+extern "C" int mt_spm_piece_score(const mt_spm *spm, const char *piece, size_t len, float *score) {
+  try {
+    const int id = spm->proc.PieceToId(std::string_view(piece, len));
+    if (spm->proc.IsUnknown(id)) return -1;
+    *score = spm->proc.GetScore(id);
+    return 0;
+  } catch (...) {
+    return -1;
+  }
+}
+
+extern "C" int mt_spm_byte_fallback(const mt_spm *spm) {
+  try {
+    return spm->proc.IsByte(spm->proc.PieceToId("<0xE2>")) ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}

@@ -34,6 +34,12 @@ int mt_spm_encode(const mt_spm *spm, const char *text, size_t len, mt_spm_piece_
 char *mt_spm_decode(const mt_spm *spm, const char *const *pieces, size_t n,
                     size_t *outlen, char *err, size_t errlen);
 
+/* The score (for a unigram model, the log-probability SentencePiece learnt) of piece[0, len)
+ * into *score: 0, or -1 when the model has no such piece. */
+int mt_spm_piece_score(const mt_spm *spm, const char *piece, size_t len, float *score);
+/* 1 when the model spells unknown characters as byte pieces ("<0xE2>"), else 0. */
+int mt_spm_byte_fallback(const mt_spm *spm);
+
 #ifdef __cplusplus
 }
 #endif

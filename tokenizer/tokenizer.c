@@ -52,6 +52,8 @@ static int32_t vocab_find(const struct vocab *v, const char *s, size_t n)
     }
 }
 
+int32_t mt_tok_vocab_find(const struct vocab *v, const char *s, size_t n) { return vocab_find(v, s, n); }
+
 static bool is_lang_token(const char *p)
 {
     size_t n = strlen(p);
@@ -391,8 +393,7 @@ int mt_tok_finish_load(mt_tokenizer *tok, const struct specials *sp, const char 
     if ((tok->src_spm = mt_spm_load(src_spm, err, errlen)) == NULL ||
         (tok->tgt_spm = mt_spm_load(tgt_spm, err, errlen)) == NULL)
         return -1;
-
-    return 0;
+    return mt_tok_build_spelled(tok, vocab_path, err, errlen);
 }
 
 mt_tokenizer *mt_tokenizer_load(const char *dir, char *err, size_t errlen)
@@ -484,6 +485,7 @@ void mt_tokenizer_free(mt_tokenizer *tok)
     mt_tok_vocab_free(&tok->tgt_own);
     free(tok->tgt_skip);
     free(tok->lang);
+    free(tok->spelled);
     free(tok);
 }
 

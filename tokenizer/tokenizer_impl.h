@@ -32,6 +32,10 @@ struct mt_tokenizer {
     unsigned char *tgt_skip;  /* (tgt->size) 1 = decode drops this id (specials, >>xx<<) */
     const char **lang;        /* (n_lang) ">>xxx<<" pieces of the source vocab, sorted */
     int n_lang;
+    uint32_t *spelled;        /* (n_spelled) non-ASCII code points of source pieces that
+                               * encode alone without unk_id, sorted (spells.c) */
+    size_t n_spelled;
+    int rare_symbols;         /* no byte fallback: a symbol with a rare piece is unknown */
 };
 
 /* Special-token names and ids: a Marian directory's config.json and tokenizer_config.json, or a
@@ -50,6 +54,11 @@ int mt_tok_vocab_alloc(struct vocab *v, int32_t size, size_t n, size_t arena_byt
  * maps strings to ids. */
 void mt_tok_vocab_put(struct vocab *v, int32_t id, const char *key, char **at);
 void mt_tok_vocab_free(struct vocab *v);
+/* Id of the piece s[0..n) in v, or -1. */
+int32_t mt_tok_vocab_find(const struct vocab *v, const char *s, size_t n);
+/* spells.c: tok->spelled from the source vocabulary (needs src and src_spm loaded).
+ * 0, or -1 with a message naming vocab_path. */
+int mt_tok_build_spelled(mt_tokenizer *tok, const char *vocab_path, char *err, size_t errlen);
 /* What both loaders do once the vocabularies are in: the unknown and eos ids, the tokens
  * decoding drops, the language tokens, the SentencePiece models. 0 or -1 with a message. */
 int mt_tok_finish_load(mt_tokenizer *tok, const struct specials *sp, const char *vocab_path,

@@ -153,15 +153,21 @@ static size_t anchor_end(const char *s, size_t len, size_t from, size_t *close)
     return 0;
 }
 
+/* What the model can spell, for protect.h. */
+typedef struct {
+    mt_protect_spells_fn fn;
+    const void *ctx;
+} spells;
+
 /* 1 when text is one protected span and nothing else (a hashtag or URL link). */
-static int wholly_protected(const char *text, unsigned kinds)
+static int wholly_protected(const char *text, unsigned kinds, const spells *sp)
 {
     size_t n = strlen(text), a = 0;
     while (a < n && isspace((unsigned char)text[a]))
         a++;
     while (n > a && isspace((unsigned char)text[n - 1]))
         n--;
-    mt_protect *p = mt_protect_create(text + a, n - a, kinds);
+    mt_protect *p = mt_protect_create_with(text + a, n - a, kinds, sp->fn, sp->ctx);
     int whole = p && mt_protect_count(p) == 1 && mt_protect_span_at(p, 0)->start == 0 &&
                 mt_protect_span_at(p, 0)->len == n - a;
     mt_protect_free(p);
@@ -220,9 +226,9 @@ static int wrap_emoji(mt_strbuf *b, const char *s, size_t a, size_t e)
 }
 
 /* Protected spans (and emoji) of one text run, wrapped. */
-static int wrap_text(mt_strbuf *b, const char *s, size_t n, unsigned kinds)
+static int wrap_text(mt_strbuf *b, const char *s, size_t n, unsigned kinds, const spells *sp)
 {
-    mt_protect *p = mt_protect_create(s, n, kinds);
+    mt_protect *p = mt_protect_create_with(s, n, kinds, sp->fn, sp->ctx);
     if (!p)
         return -1;
     size_t at = 0;
@@ -240,6 +246,15 @@ static int wrap_text(mt_strbuf *b, const char *s, size_t n, unsigned kinds)
 
 char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
 {
+    return mt_html_wrap_protected_with(s, len, kinds, NULL, NULL);
+}
+
+int mt_spells_by_tokenizer(const void *tok, const char *ch, size_t n) { return mt_tokenizer_spells(tok, ch, n); }
+
+char *mt_html_wrap_protected_with(const char *s, size_t len, unsigned kinds, mt_protect_spells_fn fn,
+                                  const void *ctx)
+{
+    const spells sp = {fn, ctx};
     mt_strbuf b = {0};
     if (mt_strbuf_put(&b, "", 0))
         return NULL;
@@ -249,7 +264,7 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
             i++;
             continue;
         }
-        if (wrap_text(&b, s + run, i - run, kinds))
+        if (wrap_text(&b, s + run, i - run, kinds, &sp))
             goto nomem;
         size_t end = mt_html_markup_end(s, len, i), ns;
         if (end <= i)
@@ -267,7 +282,7 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
         if (nl == 1 && (s[ns] == 'a' || s[ns] == 'A') && s[i + 1] != '/' && !mt_html_tag_self_closing(s, len, i)) {
             size_t close = end, ae = anchor_end(s, len, end, &close);
             char *text = ae ? element_text(s + end, close - end) : NULL;
-            int whole = text && wholly_protected(text, kinds);
+            int whole = text && wholly_protected(text, kinds, &sp);
             free(text);
             if (whole) {
                 if (mt_strbuf_put(&b, KEEP_OPEN, strlen(KEEP_OPEN)) || mt_strbuf_put(&b, s + i, ae - i) ||
@@ -281,7 +296,7 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
             goto nomem;
         i = run = end;
     }
-    if (wrap_text(&b, s + run, len - run, kinds))
+    if (wrap_text(&b, s + run, len - run, kinds, &sp))
         goto nomem;
     return b.s;
 nomem:

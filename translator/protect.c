@@ -106,6 +106,13 @@ static int scan(const mt_protect *p, int pass, const char *s, size_t n, struct c
 
 mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
 {
+    return mt_protect_create_with(text, n, kinds, NULL, NULL);
+}
+
+mt_protect *mt_protect_create_with(const char *text, size_t n, unsigned kinds, mt_protect_spells_fn spells,
+                                   const void *ctx)
+{
+    const mt_span_spells sp = {spells, ctx};
     mt_protect *p = calloc(1, sizeof *p);
     char *orig = malloc(n + 1);
     mt_protect_span *spans = malloc(sizeof *spans * (n + 1));
@@ -129,7 +136,7 @@ mt_protect *mt_protect_create(const char *text, size_t n, unsigned kinds)
     }
     for (size_t i = 0; i < n;) {
         int kind = 0;
-        size_t len = mt_span_find(kinds, orig, i, n, &kind);
+        size_t len = mt_span_find(kinds, &sp, orig, i, n, &kind);
         if (!len) {
             size_t ml = 0;
             long v = mask_at(orig, i, n, &ml);

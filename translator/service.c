@@ -260,6 +260,8 @@ static int add_unit(mt_service_job *j, int *cap, const char *s, size_t n, int ve
 static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t len)
 {
     unsigned kinds = j->opts.protect | MT_PROTECT_LONG_WORD; /* never sent to the model */
+    /* characters the model's source side cannot spell (MT_PROTECT_UNKNOWN) */
+    const mt_tokenizer *tok = mt_translator_tokenizer(j->svc->trs[j->model]);
     if (j->opts.input == MT_FORMAT_HTML && !j->html_nodes) {
         mt_segment *blocks;
         int nb = mt_html_block_split(text, len, &blocks);
@@ -284,7 +286,7 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
             size_t tail_len = blocks[b].len - e;
             s += a;
             size_t blen = e - a;
-            char *wrapped = kinds ? mt_html_wrap_protected(s, blen, kinds) : NULL;
+            char *wrapped = kinds ? mt_html_wrap_protected_with(s, blen, kinds, mt_spells_by_tokenizer, tok) : NULL;
             mt_markup *mk = mt_markup_split(wrapped ? wrapped : s, wrapped ? strlen(wrapped) : blen);
             free(wrapped);
             if (!mk)
@@ -308,7 +310,7 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
         return -1;
     }
     if (j->opts.input == MT_FORMAT_TEXT && !j->opts.output_ids && kinds) {
-        mt_protect *p = mt_protect_create(text, len, kinds);
+        mt_protect *p = mt_protect_create_with(text, len, kinds, mt_spells_by_tokenizer, tok);
         if (!p)
             return -1;
         if (mt_protect_count(p) > 0) {
@@ -386,6 +388,8 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
     if (j) {
         j->opts = *opts;
         j->html_nodes = opts->input == MT_FORMAT_HTML && opts->output_ids;
+        j->svc = svc; /* copy_texts reads the model's tokenizer */
+        j->model = model;
     }
     if (!j || copy_texts(j, n, texts, lens)) {
         mt_error(-1, err, errlen, "out of memory");

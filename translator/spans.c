@@ -302,7 +302,23 @@ size_t mt_span_placeholder_len(const char *s, size_t i, size_t n, int strict)
 
 static size_t match_placeholder(const char *s, size_t i, size_t n) { return mt_span_placeholder_len(s, i, n, 1); }
 
-size_t mt_span_find(unsigned kinds, const char *s, size_t i, size_t n, int *kind)
+/* Characters the model cannot spell from s[i]: a maximal run of valid UTF-8 characters
+ * sp->fn says 0 for, ended early where a span of another of `kinds` starts (that one wins). */
+static size_t match_unknown(unsigned kinds, const mt_span_spells *sp, const char *s, size_t i, size_t n)
+{
+    size_t j = i, l;
+    if (!sp || !sp->fn || (unsigned char)s[i] < 0x80)
+        return 0; /* ASCII is always spelled (masks and markup are made of it) */
+    while (j < n && (unsigned char)s[j] >= 0x80 && (code_point(s, j, n, &l), l) && sp->fn(sp->ctx, s + j, l) == 0) {
+        int other;
+        if (j > i && mt_span_find(kinds & ~(unsigned)MT_PROTECT_UNKNOWN, NULL, s, j, n, &other))
+            break;
+        j += l;
+    }
+    return j - i;
+}
+
+size_t mt_span_find(unsigned kinds, const mt_span_spells *sp, const char *s, size_t i, size_t n, int *kind)
 {
     static const struct {
         int kind;
@@ -317,6 +333,10 @@ size_t mt_span_find(unsigned kinds, const char *s, size_t i, size_t n, int *kind
             len = rules[r].fn(s, i, n);
             *kind = rules[r].kind;
         }
+    if (!len && (kinds & MT_PROTECT_UNKNOWN)) {
+        len = match_unknown(kinds, sp, s, i, n);
+        *kind = MT_PROTECT_UNKNOWN;
+    }
     return len;
 }
 

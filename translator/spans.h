@@ -14,9 +14,16 @@ static inline int mt_span_is_space(unsigned char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+/* What the model can spell (MT_PROTECT_UNKNOWN); fn NULL: everything. */
+typedef struct {
+    mt_protect_spells_fn fn;
+    const void *ctx;
+} mt_span_spells;
+
 /* The span of the first of `kinds` (MT_PROTECT_* bits, tried code, URL, e-mail, mention,
- * hashtag, placeholder, emoji, long word) that starts at s[i]: its length and *kind, or 0. */
-size_t mt_span_find(unsigned kinds, const char *s, size_t i, size_t n, int *kind);
+ * hashtag, placeholder, emoji, long word, unknown characters) that starts at s[i]: its
+ * length and *kind, or 0. An unknown run ends where a span of another of `kinds` starts. */
+size_t mt_span_find(unsigned kinds, const mt_span_spells *sp, const char *s, size_t i, size_t n, int *kind);
 /* The length of a placeholder (MT_PROTECT_FORMAT) at s[i], or 0. In a translation a
  * printf placeholder may take a suffix ("%ss"): strict 0 reads those too. */
 size_t mt_span_placeholder_len(const char *s, size_t i, size_t n, int strict);

@@ -1,9 +1,11 @@
 /* protect.h: spans that must not be translated (URLs, e-mail addresses, @mentions,
- * #hashtags, software placeholders, code in backticks, emoji), replaced by masks before
- * translation and put back, byte for byte and each exactly once, after it.
+ * #hashtags, software placeholders, code in backticks, emoji, and characters the model
+ * cannot spell), replaced by masks before translation and put back, byte for byte and
+ * each exactly once, after it.
  *
  * Thread-safety: an mt_protect is immutable after mt_protect_create(); functions
- * taking a const one may run concurrently. No global state.
+ * taking a const one may run concurrently. No global state: what the model can spell
+ * comes from the caller's mt_protect_spells_fn (e.g. over mt_tokenizer_spells).
  *
  * The text the model reads has span k replaced by the brace field "{B+k}" (B above every
  * "{N}" the text itself keeps), everything around it as written: the quotes, brackets and
@@ -34,7 +36,11 @@ enum {
                                  * service always adds this kind) */
     MT_PROTECT_CODE = 64,       /* `code` in backticks (one line; not the `gettext' quotes) */
     MT_PROTECT_EMOJI = 128,     /* pictographs with their modifiers and joins, flags */
-    MT_PROTECT_ALL = 1 | 2 | 4 | 8 | 16 | 64 | 128
+    MT_PROTECT_UNKNOWN = 256,   /* a run of characters the model cannot spell, which it would
+                                 * turn into random text ("€" -> "665"): only with
+                                 * mt_protect_create_with()'s spells; other kinds win where
+                                 * they overlap */
+    MT_PROTECT_ALL = 1 | 2 | 4 | 8 | 16 | 64 | 128 | 256
 };
 
 enum { MT_PROTECT_LONG_WORD_CHARS = 64 };
@@ -49,9 +55,19 @@ typedef struct {
 
 typedef struct mt_protect mt_protect;
 
+/* Whether the model spells the one UTF-8 character ch[0, n): 1 yes, 0 no (it reads it as
+ * unknown), anything else as 1. Must be safe to call from the threads that create
+ * mt_protects at once (mt_tokenizer_spells is). */
+typedef int (*mt_protect_spells_fn)(const void *ctx, const char *ch, size_t n);
+
 /* Finds the spans of `kinds` in text[0..len) (UTF-8) and builds the cut text.
- * NULL only when out of memory. */
+ * NULL only when out of memory. Finds no MT_PROTECT_UNKNOWN span (no spells function). */
 mt_protect *mt_protect_create(const char *text, size_t len, unsigned kinds);
+/* The same, MT_PROTECT_UNKNOWN spans being the maximal runs of valid characters for which
+ * spells(ctx, ...) says 0 (spells may be NULL: none). Bytes that are not valid UTF-8 are
+ * never in one. */
+mt_protect *mt_protect_create_with(const char *text, size_t len, unsigned kinds, mt_protect_spells_fn spells,
+                                   const void *ctx);
 void mt_protect_free(mt_protect *p);
 
 /* The text with every span replaced by its mask (NUL-terminated, owned by p). */
