@@ -1,8 +1,9 @@
 /* spells.c: which characters the source side can spell (tokenizer.h mt_tokenizer_spells).
- * The code points of the source vocabulary's pieces that it spells are sorted into
- * tok->spelled at load; a character outside that set is judged on demand (an encode),
- * which answers the ones SentencePiece's normalisation maps elsewhere ("™" -> "TM") and
- * confirms the ones it cannot spell. Read-only after load.
+ * The code points of the source vocabulary's pieces are judged at load and sorted into
+ * tok->spelled (UNSPELLED set on those it cannot spell: "€"); a character outside that
+ * set is judged on demand (an encode, about 3 us), which answers the ones SentencePiece's
+ * normalisation maps elsewhere ("™" -> "TM") and confirms the ones it cannot spell (CJK).
+ * Read-only after load.
  *
  * Unknown is what encodes to the unk id, and, in a vocabulary without byte fallback, a
  * symbol the vocabulary holds only as a rare piece: the shipped en-de / de-en have "€"
@@ -63,9 +64,12 @@ static int judge(const mt_tokenizer *tok, const char *s, size_t n, uint32_t cp)
     return !(tok->rare_symbols && is_symbol(cp) && j.min_score < RARE_SYMBOL_SCORE);
 }
 
+/* Marks a code point of tok->spelled the source side cannot spell (code points < 2^21). */
+#define UNSPELLED 0x80000000u
+
 static int cp_order(const void *x, const void *y)
 {
-    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    uint32_t a = *(const uint32_t *)x & ~UNSPELLED, b = *(const uint32_t *)y & ~UNSPELLED;
     return (a > b) - (a < b);
 }
 
@@ -122,10 +126,10 @@ int mt_tok_build_spelled(mt_tokenizer *tok, const char *vocab_path, char *err, s
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         char ch[4];
-        if (i > 0 && cps[i] == cps[i - 1])
+        uint32_t cp = cps[i];
+        if (kept > 0 && cp == (cps[kept - 1] & ~UNSPELLED))
             continue;
-        if (judge(tok, ch, utf8_put(cps[i], ch), cps[i]))
-            cps[kept++] = cps[i];
+        cps[kept++] = cp | (judge(tok, ch, utf8_put(cp, ch), cp) ? 0 : UNSPELLED);
     }
     tok->spelled = cps;
     tok->n_spelled = kept;
@@ -139,7 +143,8 @@ int mt_tokenizer_spells(const mt_tokenizer *tok, const char *ch, size_t n)
         return -1;
     if (cp < 0x80) /* ASCII is never reported: masks and markup are made of it */
         return 1;
-    if (bsearch(&cp, tok->spelled, tok->n_spelled, sizeof cp, cp_order))
-        return 1;
+    const uint32_t *known = bsearch(&cp, tok->spelled, tok->n_spelled, sizeof cp, cp_order);
+    if (known)
+        return !(*known & UNSPELLED);
     return judge(tok, ch, n, cp);
 }

@@ -32,8 +32,8 @@ struct mt_tokenizer {
     unsigned char *tgt_skip;  /* (tgt->size) 1 = decode drops this id (specials, >>xx<<) */
     const char **lang;        /* (n_lang) ">>xxx<<" pieces of the source vocab, sorted */
     int n_lang;
-    uint32_t *spelled;        /* (n_spelled) non-ASCII code points of source pieces that
-                               * encode alone without unk_id, sorted (spells.c) */
+    uint32_t *spelled;        /* (n_spelled) non-ASCII code points of source pieces, sorted,
+                               * each with its verdict (spells.c) */
     size_t n_spelled;
     int rare_symbols;         /* no byte fallback: a symbol with a rare piece is unknown */
 };
