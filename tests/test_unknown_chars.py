@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Characters the shipped models cannot spell come back as themselves (MT_PROTECT_UNKNOWN).
 
-models/en-de and models/de-en have no byte fallback: "東京" encodes to <unk>, and "€", "£",
-"≤", "≥" are pieces the models barely saw ("It costs €5." came out "Es kostet 665."). Runs
+models/en-de and models/de-en have no byte fallback: "東京" encodes to <unk>, "€", "£",
+"≤", "≥" are pieces the models barely saw ("It costs €5." came out "Es kostet 665."), and
+"™" and "²" are read as "TM" and "2" (normalisation): none came back. Runs
 the real mt-translate ($MT_BUILD_DIR/cli/mt-translate) on those models, text and HTML:
 each such character is in the output, once per source copy, while the words around it are
 translated; with --no-protect the old output (no "€") comes back. Skips (77) without the
@@ -55,6 +56,8 @@ class UnknownCharacters(unittest.TestCase):
             ("The price is £20.", ["£20"], ["Preis"]),
             ("x ≤ 10 and y ≥ 2", ["≤ 10", "≥ 2"], ["und"]),
             ("I live in 東京 and work in 大阪.", ["東京", "大阪"], ["und"]),
+            ("This brand ™ is registered.", ["™"], ["Marke"]),  # read as "TM": dropped before
+            ("The area is 40 m².", ["m²"], ["40"]),  # read as "m2"
             ("The water is 25 °C.", ["°C"], ["Wasser"]),  # a symbol the model learnt: unchanged
         ])
 

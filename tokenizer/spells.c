@@ -11,7 +11,12 @@
  * pieces, and the models, which almost never saw them in training, write "665", "awk",
  * "66" and "ARCH" for them; "→" (-12.12), "©" (-11.75), "°" (-10.78) and "×" (-10.48)
  * come back. Letters and punctuation are never judged by rarity: a rare letter is part of
- * a word, and cutting it out would split the word. */
+ * a word, and cutting it out would split the word.
+ *
+ * Nor can the model write back a symbol that SentencePiece's normalisation (NFKC) turns
+ * into other characters, vocabulary or not: it reads "™" as "TM", "½" as "1⁄2", "²" as "2",
+ * and the shipped models wrote "Diese Marke ist registriert", "Milchbecher", "40 m2".
+ * Such a symbol (is_symbol, superscripts and fractions too) is unknown as well. */
 #include "tokenizer.h"
 #include "tokenizer_impl.h"
 #include "status.h"
@@ -23,20 +28,23 @@
 /* Below this score a symbol's piece counts as unseen (see the top comment). */
 #define RARE_SYMBOL_SCORE (-12.5f)
 
-/* Currency, letterlike, arrows, mathematical and technical symbols, box drawing, shapes,
- * dingbats and the Latin-1 signs (¢ £ ¤ ¥ ¦ § ¨ © ¬ ® ¯ ° ± ´ ¶ × ÷): characters that are
- * the same in every language and read alone. Not General Punctuation (quotes, dashes). */
+/* Currency, letterlike, number forms, arrows, mathematical and technical symbols, box
+ * drawing, shapes, dingbats, super- and subscripts and the Latin-1 signs, superscripts and
+ * fractions (¢ £ ¤ ¥ ¦ § ¨ © ¬ ® ¯ ° ± ² ³ ´ ¶ ¹ ¼ ½ ¾ × ÷): characters that are the same in
+ * every language and read alone. Not General Punctuation (quotes, dashes). */
 static int is_symbol(uint32_t cp)
 {
-    return (cp >= 0xA2 && cp <= 0xA9) || cp == 0xAC || (cp >= 0xAE && cp <= 0xB1) || cp == 0xB4 || cp == 0xB6 ||
-           cp == 0xD7 || cp == 0xF7 || (cp >= 0x20A0 && cp <= 0x20CF) || (cp >= 0x2100 && cp <= 0x214F) ||
-           (cp >= 0x2190 && cp <= 0x2BFF);
+    return (cp >= 0xA2 && cp <= 0xA9) || cp == 0xAC || (cp >= 0xAE && cp <= 0xB4) || cp == 0xB6 || cp == 0xB9 ||
+           (cp >= 0xBC && cp <= 0xBE) || cp == 0xD7 || cp == 0xF7 || (cp >= 0x2070 && cp <= 0x209F) ||
+           (cp >= 0x20A0 && cp <= 0x20CF) || (cp >= 0x2100 && cp <= 0x2BFF);
 }
 
 struct judge {
     const mt_tokenizer *tok;
     int unk;         /* a piece the source vocabulary lacks */
     float min_score; /* the lowest score of the other pieces, "\u2581" alone left out */
+    char text[16];   /* the pieces' text without "\u2581", as far as it fits */
+    size_t n_text;   /* its length; sizeof text + 1 once it did not fit */
 };
 
 static int on_piece(void *ctx, const char *piece, size_t len)
@@ -51,6 +59,15 @@ static int on_piece(void *ctx, const char *piece, size_t len)
     if (!(len == 3 && !memcmp(piece, "\xe2\x96\x81", 3)) && !mt_spm_piece_score(j->tok->src_spm, piece, len, &score) &&
         score < j->min_score)
         j->min_score = score;
+    for (size_t i = 0; i < len && j->n_text <= sizeof j->text; i++) {
+        if (i + 3 <= len && !memcmp(piece + i, "\xe2\x96\x81", 3)) {
+            i += 2;
+            continue;
+        }
+        if (j->n_text < sizeof j->text)
+            j->text[j->n_text] = piece[i];
+        j->n_text++;
+    }
     return 0;
 }
 
@@ -58,10 +75,14 @@ static int on_piece(void *ctx, const char *piece, size_t len)
 static int judge(const mt_tokenizer *tok, const char *s, size_t n, uint32_t cp)
 {
     char err[160];
-    struct judge j = {tok, 0, 0.0f};
+    struct judge j = {tok, 0, 0.0f, {0}, 0};
     if (mt_spm_encode(tok->src_spm, s, n, on_piece, &j, err, sizeof err) != 0 || j.unk)
         return 0;
-    return !(tok->rare_symbols && is_symbol(cp) && j.min_score < RARE_SYMBOL_SCORE);
+    if (!is_symbol(cp))
+        return 1;
+    if (j.n_text != n || memcmp(j.text, s, n)) /* normalised into other characters */
+        return 0;
+    return !(tok->rare_symbols && j.min_score < RARE_SYMBOL_SCORE);
 }
 
 /* Marks a code point of tok->spelled the source side cannot spell (code points < 2^21). */

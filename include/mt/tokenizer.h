@@ -69,14 +69,15 @@ const char *mt_tokenizer_target_piece(const mt_tokenizer *tok, int32_t id);
 int32_t mt_tokenizer_unk_id(const mt_tokenizer *tok);
 
 /* 1 when the source side spells the one UTF-8 character ch[0, n): encoding it alone gives
- * no unk id (after SentencePiece's normalisation: "™" reads as "TM"); 0 when the model
- * reads it as unknown: it encodes to the unk id ("✓", CJK in the shipped models), or, in
- * a vocabulary without byte fallback, it is a symbol (currency, letterlike, arrows, maths,
- * technical, shapes, dingbats, the Latin-1 signs) whose piece is rarer than log-probability
- * -12.5, which the model barely saw ("€", "£", "≤": the shipped en-de writes "665" for
- * "€"). -1 when ch[0, n) is not exactly one valid character. ASCII is always 1. Cheap:
- * the characters of the source vocabulary's pieces are judged at load; only others pay
- * an encode. */
+ * no unk id (after SentencePiece's normalisation: "ﬁ" reads as "fi"); 0 when the model
+ * reads it as unknown: it encodes to the unk id ("✓", CJK in the shipped models), or it
+ * is a symbol (currency, letterlike, number forms, arrows, maths, technical, shapes,
+ * dingbats, super/subscripts, the Latin-1 signs and fractions) that normalisation turns
+ * into other characters ("™" -> "TM", "²" -> "2": the model cannot write it back) or, in a
+ * vocabulary without byte fallback, whose piece is rarer than log-probability -12.5, which
+ * the model barely saw ("€", "£", "≤": the shipped en-de writes "665" for "€"). -1 when
+ * ch[0, n) is not exactly one valid character. ASCII is always 1. Cheap: the characters
+ * of the source vocabulary's pieces are judged at load; only others pay an encode. */
 int mt_tokenizer_spells(const mt_tokenizer *tok, const char *ch, size_t n);
 
 /* Target-language tokens (">>xxx<<") present in the source vocabulary, for
