@@ -642,11 +642,18 @@ class NginxScaleOut(unittest.TestCase):
             clients = [threading.Thread(target=client, args=(k,)) for k in range(6)]
             for t in clients:
                 t.start()
-            time.sleep(1.5)
+            # Conditions, not fixed sleeps: traffic flows through both replicas before the
+            # stop, and goes on through the other one for a while after it.
+            def wait_for(n, what):
+                deadline = time.monotonic() + 120
+                while len(results) < n and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                self.assertGreaterEqual(len(results), n, what)
+            wait_for(24, "no traffic through nginx before the scale-down")
             before = len(results)
             ts.stop(procs[0], timeout=60)  # the scale-down: drain and exit
             self.assertEqual(procs[0].returncode, 0)
-            time.sleep(2.0)
+            wait_for(len(results) + 24, "no traffic through nginx after the scale-down")
             stop.set()
             for t in clients:
                 t.join(timeout=120)
