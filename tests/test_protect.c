@@ -1,6 +1,7 @@
 /* test_protect.c: finding protected spans (URLs, e-mail, mentions, hashtags, format
- * placeholders, code, emoji), the text the model reads, and putting the spans back from
- * synthetic model outputs. */
+ * placeholders, code, emoji, and characters the model cannot spell, told by a stub spells
+ * function), the text the model reads, and putting the spans back from synthetic model
+ * outputs. */
 #include <check.h>
 
 #include "check_main.h"
