@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "forwarded.h"
 #include "request.h"
 #include "server.h"
 #include "service.h"
@@ -37,7 +38,6 @@ struct mt_spool_entry;
 
 typedef struct req_ctx req_ctx;
 typedef struct srv_conn srv_conn;
-typedef struct srv_cidr srv_cidr;
 
 struct mt_server {
     const mt_config *cfg;
@@ -365,9 +365,6 @@ void srv_conn_received(req_ctx *c);
 void srv_conn_answered(mt_server *s, struct MHD_Connection *conn);
 /* Watcher: 408 and shutdown for connections past server.receive_timeout. */
 void srv_conns_expire(mt_server *s);
-/* Parses a comma-separated list of addresses and CIDRs (server.trusted_proxies) into
- * *out (malloc'd, *n entries; NULL and 0 for an empty list); 0 or -1 with a message. */
-int srv_cidrs_parse(const char *list, srv_cidr **out, int *n, char *err, size_t errlen);
 /* 1 when addr (numeric) is in server.trusted_proxies. */
 int srv_is_trusted_proxy(const mt_server *s, const char *addr);
 /* The client's address: the peer's, or behind a trusted proxy the one its
