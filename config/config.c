@@ -61,6 +61,9 @@ const setting cfg_settings[] = {
     {"server", "request_timeout", "--request-timeout", NULL, "MT_REQUEST_TIMEOUT", "SEC",
      K_FLOAT, OFF(request_timeout), 0, 86400,
      "seconds a translation may take from arrival, else 504 (0: no limit)"},
+    {"server", "file_timeout", "--file-timeout", NULL, "MT_FILE_TIMEOUT", "SEC", K_FLOAT, OFF(file_timeout), 0,
+     86400,
+     "seconds a file job (/translate_file, /v2/document) may take from when it starts; then its queued sentences are dropped and it fails with 504 (0: no limit)"},
     {"server", "drain_timeout", "--drain-timeout", NULL, "MT_DRAIN_TIMEOUT", "SEC", K_FLOAT,
      OFF(drain_timeout), 0, 86400, "seconds to finish in-flight requests on SIGTERM/SIGINT"},
     {"server", "api_keys", "--api-key", NULL, "MT_API_KEYS", "KEY", K_KEYS, OFF(api_keys), 0, 0,
@@ -176,6 +179,9 @@ void mt_config_init(mt_config *cfg)
     cfg->receive_timeout = 30;
     cfg->idle_timeout = 60;
     cfg->request_timeout = 60;
+    /* ten request timeouts: a few thousand sentences on one worker, while a runaway job
+     * (an entity bomb within the size limits) gives its workers back within minutes */
+    cfg->file_timeout = 600;
     cfg->drain_timeout = 30;
     cfg->workers = 0;
     cfg->threads_per_worker = 1;

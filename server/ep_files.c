@@ -100,7 +100,20 @@ typedef struct {
     char source[33], target[33]; /* the route, resolved (and detected) at upload */
     void (*progress)(void *user, long done, long total); /* NULL: the spool's entry */
     void *progress_user;
+    double t_start, deadline; /* mt_now(); deadline 0: none ([server] file_timeout) */
+    long done, total;         /* units translated, of the file's */
+    int expired;              /* the deadline passed: the job answers 504 */
 } file_job;
+
+/* The job's deadline passed (before or during a translate call): the call fails, and so
+ * does the reader, which stops at a failed call; run_file gives the answer. */
+static int job_expired(file_job *fj, const char *why, char *err, size_t errlen)
+{
+    fj->expired = 1;
+    snprintf(err, errlen, "the translation did not finish within server.file_timeout (%g s)%s",
+             fj->srv->cfg->file_timeout, why);
+    return -1;
+}
 
 static int translate_units(void *user, const char *const *texts, const size_t *lens, int n,
                            int html, char **out, char *err, size_t errlen)
@@ -114,12 +127,32 @@ static int translate_units(void *user, const char *const *texts, const size_t *l
     rq.texts = texts;
     rq.lens = lens;
     rq.input = html ? MT_FORMAT_HTML : MT_FORMAT_TEXT;
-    return mt_service_translate_texts(fj->srv->svc, &rq, out, err, errlen) == MT_SERVICE_OK ? 0 : -1;
+    /* The service drops the call's queued sentences once the deadline passes and stops
+     * the running ones at their next decoding step, as for /translate's timeout; the
+     * units after this call are never sent. */
+    rq.deadline = fj->deadline;
+    if (fj->deadline > 0 && mt_now() >= fj->deadline) return job_expired(fj, "", err, errlen);
+    int rc = mt_service_translate_texts(fj->srv->svc, &rq, out, err, errlen);
+    if (rc == MT_SERVICE_OK) return 0;
+    if (rc == MT_SERVICE_DEADLINE) return job_expired(fj, "", err, errlen);
+    if (rc == MT_SERVICE_BUSY && fj->deadline > 0) {
+        /* refused at once: the work ahead would outlast what is left of the deadline */
+        double left = fj->deadline - mt_now(), backlog = mt_service_backlog_seconds(fj->srv->svc);
+        if (backlog > left) {
+            char why[160];
+            snprintf(why, sizeof why, ": the queue holds about %.0f s of work, %.0f s were left", backlog,
+                     left > 0 ? left : 0);
+            return job_expired(fj, why, err, errlen);
+        }
+    }
+    return -1;
 }
 
 static void report_progress(void *user, long done, long total)
 {
     file_job *fj = user;
+    fj->done = done;
+    fj->total = total;
     if (fj->progress) fj->progress(fj->progress_user, done, total);
     else mt_spool_progress(fj->srv->spool, fj->id, done, total);
 }
@@ -180,6 +213,10 @@ static int run_file(file_job *fj, unsigned char **out, size_t *out_len, char *er
     if (s->cfg->file_reader_memory_mb > 0) fo.child_memory = (size_t)s->cfg->file_reader_memory_mb << 20;
     *out = NULL;
     *out_len = 0;
+    /* From when this process starts on it (a shared queue's job: when claimed), reading
+     * included; the reader also has its own limits. */
+    fj->t_start = mt_now();
+    fj->deadline = s->cfg->file_timeout > 0 ? fj->t_start + s->cfg->file_timeout : 0;
     long restarts = mt_format_isolator_restarts(s->isolator);
     int rc = mt_format_translate_isolated(s->isolator, fj->fmt, fj->data, fj->len, &fo, translate_units,
                                           report_progress, fj, out, out_len, err, errlen);
@@ -187,8 +224,21 @@ static int run_file(file_job *fj, unsigned char **out, size_t *out_len, char *er
         mt_log_write(s->log, MT_LOG_WARN, "files",
                      "msg=\"the document readers' helper process had exited: started a new one\"");
     if (rc == 0) return 0;
-    int status = fail_status(rc);
     char q[600];
+    if (fj->expired) {
+        /* 504 as /translate's timeout; the reader's own wording of the failure is dropped */
+        char why[400];
+        snprintf(why, sizeof why, "%s", err);
+        const char *tail = strstr(why, "the translation did not finish");
+        snprintf(err, errlen, "%s; %ld of %ld units were translated, the rest dropped",
+                 tail ? tail : why, fj->done, fj->total);
+        mt_log_write(s->log, MT_LOG_WARN, "files",
+                     "id=%s msg=\"file_timeout passed: job stopped, its queued sentences dropped\" status=504 "
+                     "seconds=%.1f units_done=%ld units=%ld reason=%s",
+                     fj->id, mt_now() - fj->t_start, fj->done, fj->total, mt_log_quote(q, sizeof q, err));
+        return 504;
+    }
+    int status = fail_status(rc);
     /* a reader killed or crashed: the child process's end is in the reason */
     mt_log_write(s->log, status == 500 ? MT_LOG_ERROR : MT_LOG_WARN, "files",
                  "id=%s msg=\"translation failed\" status=%d reason=%s", fj->id, status,

@@ -45,6 +45,7 @@ typedef struct {
     char public_url[256];   /* base of download links (empty: relative links) */
     double idle_timeout;    /* seconds an idle keep-alive connection is kept */
     double request_timeout; /* seconds a translation may take from arrival; 0 = none */
+    double file_timeout;    /* seconds a file job may take from when it starts; 0 = none */
     double drain_timeout;   /* seconds to finish in-flight requests on SIGTERM/SIGINT */
     char **api_keys;        /* accepted API keys; none = no key needed */
     int n_api_keys;
