@@ -179,9 +179,11 @@ void mt_config_init(mt_config *cfg)
     cfg->receive_timeout = 30;
     cfg->idle_timeout = 60;
     cfg->request_timeout = 60;
-    /* ten request timeouts: a few thousand sentences on one worker, while a runaway job
-     * (an entity bomb within the size limits) gives its workers back within minutes */
-    cfg->file_timeout = 600;
+    /* Half an hour: 2.7 MB of text at the pace of the bundled en-de model on one worker of
+     * a loaded 2-core machine (25 sentences, 1.5 KB a second), so a legitimate document
+     * finishes, while a runaway one (a text blown up within the limits) gives its worker
+     * back (its sentences queue beside /translate's, 32 lines at a time, meanwhile). */
+    cfg->file_timeout = 1800;
     cfg->drain_timeout = 30;
     cfg->workers = 0;
     cfg->threads_per_worker = 1;

@@ -147,7 +147,7 @@ class TestFileDeadline(unittest.TestCase):
 
 
 class TestFullFileOutlastsTheDeadline(unittest.TestCase):
-    """The same file with the default deadline (600 s) is translated whole: every one of its
+    """The same file with the default deadline (1800 s) is translated whole: every one of its
     sentences, where the job above translated fewer than half before its 504."""
 
     def test_full_file_outlasts_the_deadline(self):
@@ -195,7 +195,7 @@ class TestFileTimeoutSetting(unittest.TestCase):
     def test_default_and_override(self):
         r = self.run_server(["--model", MODEL, "--print-config"])
         self.assertEqual(r.returncode, 0, r.stderr)
-        self.assertRegex(r.stdout, r"(?m)^file_timeout = 600(\.0*)?\b")
+        self.assertRegex(r.stdout, r"(?m)^file_timeout = 1800(\.0*)?\b")
         r = self.run_server(["--model", MODEL, "--print-config"], {"MT_FILE_TIMEOUT": "0"})
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertRegex(r.stdout, r"(?m)^file_timeout = 0(\.0*)?\b")
