@@ -46,6 +46,9 @@ if [ ! -f "$build/build.ninja" ]; then
   CC=clang CXX=clang++ scripts/build.sh "$build" -Db_sanitize=address,undefined -Db_lundef=false \
     --buildtype=debugoptimized || exit 1
 fi
+# meson compile and meson test --list see the build's last configuration: let ninja
+# regenerate it first, so a target added to tests/meson.build since then is found
+ninja -C "$build" build.ninja >/dev/null 2>&1
 if [ "${targets[*]}" = all ]; then
   mapfile -t targets < <(meson test -C "$build" --list --suite fuzz 2>/dev/null | sed -n 's|^.*fuzz / ||p')
 fi
