@@ -31,6 +31,7 @@ FILE_SENTENCES = 3 * UNITS  # at least: the segmenter makes 5,250 of them
 
 def setUpModule():
     global MODEL
+    ts.require_server()
     MODEL = ts.make_model("deadline-en-de", 3)
 
 
@@ -168,6 +169,42 @@ class TestFullFileOutlastsTheDeadline(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestSharedQueueDeadline(unittest.TestCase):
+    """With shared_state the deadline runs from the claim; a job past it fails for good in
+    the shared queue (504 on every replica, not handed to another one to run out again).
+    SKIP without PostgreSQL 15."""
+
+    def test_claimed_job_fails_with_504(self):
+        import shutil
+        import test_shared_state as sst
+        if not os.path.exists(os.path.join(sst.PG_BIN, "postgres")) or not shutil.which("psql"):
+            self.skipTest("postgresql-15 is not installed (scripts/install-deps.sh --test installs it)")
+        pg = sst.Postgres()
+        srv = None
+        try:
+            srv = ts.Server(["--model", MODEL, "--workers", "1", "--file-timeout", "1", "--shared-state",
+                             pg.url_with_password, "--max-file-bytes", "1000000", "--sentence-cache-mb", "0"],
+                            name="file-deadline-shared")
+            body, ct = multipart({"source": "en", "target": "de"}, [("file", "big.txt", big_text())])
+            st, _, raw = srv.request("POST", "/translate_file", body, {"Content-Type": ct}, timeout=60)
+            self.assertEqual(st, 200, raw[:300])
+            job = json.loads(raw)["translatedFileUrl"].rsplit("/download_file/", 1)[1]
+            got = []
+            self.assertTrue(ts.wait_until(lambda: got.append(srv.request("GET", "/download_file/" + job, timeout=30))
+                                          or got[-1][0] != 202, timeout=180, step=0.05))
+            self.assertEqual(got[-1][0], 504, got[-1][2][:300])
+            self.assertIn("server.file_timeout (1 s)", json.loads(got[-1][2])["error"])
+            rows = pg.sql("SELECT state, attempts, status FROM mt_jobs WHERE id = '%s'" % job)
+            self.assertEqual([tuple(str(v) for v in r) for r in rows], [("failed", "1", "504")], rows)
+            self.assertTrue(wait_settled(srv, timeout=30), srv.metrics())
+            st, _, body = srv.post_json({"q": "The cat sat on the mat.", "source": "en", "target": "de"}, timeout=60)
+            self.assertEqual(st, 200, body)
+        finally:
+            if srv:
+                self.assertEqual(srv.stop(), 0)
+            pg.close()
+
+
 class TestFileTimeoutSetting(unittest.TestCase):
     """server.file_timeout: seconds, 0 (no limit) to 86400, from the flag, MT_FILE_TIMEOUT
     or the file; out of range stops the server with the setting named."""
@@ -202,4 +239,5 @@ class TestFileTimeoutSetting(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    import testmain
+    sys.exit(testmain.run(__name__))
