@@ -14,6 +14,11 @@
  * the text extracted from it (not its compressed size) are charged when the job has
  * extracted them: over the limit, the job fails with the wait in its message.
  *
+ * Time: [server] file_timeout bounds a job from when it starts here (a shared queue's job:
+ * its claim). Its translate calls carry that deadline to the service, which drops their
+ * queued sentences when it passes, like /translate's at request_timeout; the job then fails
+ * with 504 (DeepL: status "error") and a warning in the log.
+ *
  * Translated files have no name in the spool's directory (spool.h), which is $TMPDIR
  * itself unless [server] spool_dir is set: a server that crashes leaves no user's file. */
 #include "deepl.h"
