@@ -101,6 +101,9 @@ class TestFileDeadline(unittest.TestCase):
                                       timeout=180, step=0.05), "the job ran on past its deadline")
         st, hd, raw = got[-1]
         self.assertEqual(st, 504, raw[:300])
+        # the API description served at /spec lists this answer (clients generated from it)
+        spec = json.load(open(os.path.join(ts.SRC, "web", "openapi.json"), encoding="utf-8"))
+        self.assertIn("504", spec["paths"]["/download_file/{id}"]["get"]["responses"])
         err = json.loads(raw)["error"]
         self.assertIn("did not finish within server.file_timeout (1 s)", err)
         m = re.search(r"(\d+) of (\d+) units were translated, the rest dropped", err)
