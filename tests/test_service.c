@@ -218,6 +218,26 @@ START_TEST(texts_are_the_best_translations)
 }
 END_TEST
 
+/* After mt_service_abort(MT_SERVICE_SHUTDOWN) nothing more is admitted: a file job that was
+ * between two chunks when the server began to stop gets its next chunk refused at once
+ * instead of keeping the workers (and the shutdown) busy chunk after chunk. */
+START_TEST(shutdown_abort_admits_nothing_more)
+{
+    mt_service *svc = load(1, NULL, NULL);
+    const char *texts[1] = {EN};
+    size_t lens[1];
+    mt_service_request rq = into_pt("en", 1, texts, lens);
+    char *out[1], err[512];
+    mt_service_abort(svc, MT_SERVICE_CLIENT_GONE); /* one request's worth: not for good */
+    ck_assert_msg(mt_service_translate_texts(svc, &rq, out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    free(out[0]);
+    mt_service_abort(svc, MT_SERVICE_SHUTDOWN);
+    ck_assert_int_eq(mt_service_translate_texts(svc, &rq, out, err, sizeof err), MT_SERVICE_BUSY);
+    ck_assert(out[0] == NULL);
+    mt_service_free(svc);
+}
+END_TEST
+
 START_TEST(routing_errors_name_the_pairs)
 {
     mt_service *svc = load(2, NULL, NULL);
@@ -391,6 +411,7 @@ int main(void)
     tcase_add_test(tc, routing_errors_name_the_pairs);
     tcase_add_test(tc, glossary_masks_only_texts_that_lack_a_term);
     tcase_add_test(tc, texts_are_the_best_translations);
+    tcase_add_test(tc, shutdown_abort_admits_nothing_more);
     tcase_add_test(tc, one_sentence_keeps_each_text_whole);
     tcase_add_test(tc, options_merge_defaults_and_policy);
     suite_add_tcase(s, tc);

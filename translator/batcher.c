@@ -51,6 +51,7 @@ struct mt_batcher {
     mt_job *jobs;           /* admitted, unfinished jobs */
     int n_jobs;
     int arriving, busy, stopping;
+    int closed; /* aborted for shutdown: nothing more is admitted */
     int scan_cap;
     /* Measured throughput, for admission: source tokens and seconds of one worker's
      * batches, both decayed by 0.9 a batch (their ratio weighs big batches by their size),
@@ -690,7 +691,7 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
     job->retry_after = 0;
     if (job->n_items < 1) return -1;
     pthread_mutex_lock(&b->mu);
-    if (b->stopping || b->n_jobs >= b->cfg.capacity) {
+    if (b->stopping || b->closed || b->n_jobs >= b->cfg.capacity) {
         pthread_mutex_unlock(&b->mu);
         return -1;
     }
@@ -769,6 +770,9 @@ void mt_batcher_abort(mt_batcher *b, int reason)
 {
     mt_job *chain = NULL;
     pthread_mutex_lock(&b->mu);
+    /* A shutdown is for good: a caller between two submissions (a file job's next chunk)
+     * must not start new work after the abort it did not see. */
+    if (reason == MT_JOB_SHUTDOWN) b->closed = 1;
     for (mt_job *j = b->jobs; j; j = j->jnext) mt_job_cancel(j, reason);
     long dropped = purge_locked(b, &chain);
     pthread_cond_broadcast(&b->cond);

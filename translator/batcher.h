@@ -120,7 +120,8 @@ double mt_batcher_backlog_seconds(mt_batcher *b);
 void mt_batcher_arriving(mt_batcher *b, int delta);
 /* Drops queued sentences of cancelled or expired jobs now (not waiting for a worker). */
 void mt_batcher_purge(mt_batcher *b);
-/* Cancels every admitted job with `reason` and drops their queued sentences. */
+/* Cancels every admitted job with `reason` and drops their queued sentences; with
+ * MT_JOB_SHUTDOWN every later submission is refused as if stopping (-1). */
 void mt_batcher_abort(mt_batcher *b, int reason);
 
 /* Current numbers for /metrics. */

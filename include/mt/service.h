@@ -162,7 +162,9 @@ void mt_service_arriving(mt_service *svc, int delta);
 
 /* Drops queued sentences of cancelled or expired jobs now. */
 void mt_service_purge(mt_service *svc);
-/* Cancels every admitted job with `reason`. */
+/* Cancels every admitted job with `reason`. With MT_SERVICE_SHUTDOWN the service admits
+ * nothing more (run: MT_SERVICE_BUSY, as when stopping), so that a caller between two
+ * submissions when it came (a file job's next chunk) starts no new work. */
 void mt_service_abort(mt_service *svc, int reason);
 
 
