@@ -441,6 +441,75 @@ class TrainGpuScript(unittest.TestCase):
                     self.assertEqual(run.returncode, 0, run.stderr)
 
 
+
+class TrainCpuScript(unittest.TestCase):
+    """tools/train_cpu.sh, the CPU route across sessions: a first call trains from scratch
+    and leaves a model directory with the record of its mixture; a second call resumes
+    from the first one's checkpoint (same schedule, more steps), not from scratch."""
+
+    def test_resumes_across_calls(self):
+        import gzip
+        import shutil
+        import sentencepiece as spm
+        with tempfile.TemporaryDirectory() as tmp:
+            shared = os.path.join(tmp, "shared")
+            fake_shared(shared, "fr")
+            data = os.path.join(tmp, "data")
+            mix = os.path.join(data, "mix-fr-d20")
+            proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
+                                   "--shared", shared, "--out", mix, "--lang", "fr",
+                                   "--number-pairs", "200", "--symbol-pairs", "50", "--skip-vocab"],
+                                  capture_output=True, text=True, timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            text = []
+            for side in ("en", "fr"):
+                with gzip.open(os.path.join(mix, f"train.{side}.gz"), "rt", encoding="utf-8") as f:
+                    text += f.read().splitlines()
+            pack = os.path.join(data, "pack-d20")
+            os.makedirs(pack)
+            spm.SentencePieceTrainer.train(
+                sentence_iterator=iter(text), model_prefix=os.path.join(pack, "fr.spm"),
+                vocab_size=700, model_type="unigram", bos_id=-1, eos_id=0, unk_id=1,
+                pad_id=-1, hard_vocab_limit=False, byte_fallback=True, split_digits=True,
+                minloglevel=2)
+            shutil.copy(os.path.join(mix, "mixture.json"), os.path.join(pack, "fr.mixture.json"))
+            root = os.path.join(tmp, "cpu")
+            env = dict(os.environ, PYTHON=PYTHON)
+
+            def call():
+                return subprocess.run(["bash", os.path.join(SOURCE, "tools", "train_cpu.sh"),
+                                       "--pairs", "en-fr", "--minutes", "0.25", "--data", data,
+                                       "--root", root, "--size", "32 2 1 2 64"],
+                                      capture_output=True, text=True, timeout=600, env=env)
+
+            def steps():
+                with open(os.path.join(root, "en-fr", "training.json"), encoding="utf-8") as f:
+                    return json.load(f)["steps"]
+
+            proc = call()
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertIn("en-fr from scratch", proc.stdout)
+            model = os.path.join(root, "en-fr")
+            for name in FILES + ["training.json", "mixture.json"]:
+                self.assertTrue(os.path.exists(os.path.join(model, name)), name)
+            with open(os.path.join(model, "mixture.json"), encoding="utf-8") as f:
+                with open(os.path.join(mix, "mixture.json"), encoding="utf-8") as g:
+                    self.assertEqual(json.load(f), json.load(g))
+            first = steps()
+            self.assertGreater(first, 0)
+            proc = call()
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            self.assertIn("en-fr --resume", proc.stdout)
+            with open(os.path.join(root, "en-fr.log"), encoding="utf-8") as f:
+                self.assertIn("resumed from checkpoint", f.read())
+            self.assertGreater(steps(), first)
+            # a missing mixture is named, not a Python traceback
+            proc = subprocess.run(["bash", os.path.join(SOURCE, "tools", "train_cpu.sh"),
+                                   "--pairs", "de-en", "--data", data, "--root", root],
+                                  capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(proc.returncode, 2)
+            self.assertIn("mix-de-d20/train.de.gz is missing", proc.stderr)
+
 def read_everyday(x):
     with open(os.path.join(SOURCE, "tools", "data", f"everyday.en-{x}.tsv"), encoding="utf-8") as f:
         return [tuple(line.rstrip("\n").split("\t")[:2]) for line in f if line.strip()]
