@@ -1163,8 +1163,8 @@ START_TEST(test_isolated_limits)
 }
 END_TEST
 
-/* The pids of this process's live children (from /proc). */
-static int child_pids(pid_t *out, int cap)
+/* The pids of the live children of `parent` (from /proc). */
+static int children_of(pid_t parent, pid_t *out, int cap)
 {
     DIR *d = opendir("/proc");
     int n = 0;
@@ -1180,12 +1180,15 @@ static int child_pids(pid_t *out, int cap)
         buf[got] = '\0';
         char *r = strrchr(buf, ')'), state;
         int ppid;
-        if (r && sscanf(r + 2, "%c %d", &state, &ppid) == 2 && ppid == getpid() && state != 'Z')
+        if (r && sscanf(r + 2, "%c %d", &state, &ppid) == 2 && ppid == parent && state != 'Z')
             out[n++] = (pid_t)atoi(e->d_name);
     }
     if (d) closedir(d);
     return n;
 }
+
+/* The pids of this process's live children (from /proc). */
+static int child_pids(pid_t *out, int cap) { return children_of(getpid(), out, cap); }
 
 /* The readers are forked by a helper process, not by the caller; a helper that died is
  * replaced by the next call, which succeeds. */
@@ -1227,6 +1230,109 @@ START_TEST(test_isolator_restarts)
 }
 END_TEST
 
+/* What a reader process may do, seen from outside while it waits for a translation. */
+typedef struct {
+    pid_t reader;         /* the grandchild that asked (0: none found) */
+    char nofile[160];     /* its "Max open files" line of /proc/PID/limits */
+    char fsize[160];      /* its "Max file size" line */
+    int fds;              /* entries of /proc/PID/fd */
+    char fd0[64];         /* where its fd 0 points */
+} reader_view;
+
+/* The line of /proc/pid/limits that starts with `name`, spaces squeezed. */
+static void limit_line(pid_t pid, const char *name, char *out, size_t cap)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/limits", (int)pid);
+    FILE *f = fopen(path, "r");
+    out[0] = '\0';
+    while (f && fgets(line, sizeof line, f)) {
+        if (strncmp(line, name, strlen(name))) continue;
+        size_t k = 0;
+        for (char *c = line; *c && *c != '\n' && k + 1 < cap; c++)
+            if (*c != ' ' || (k > 0 && out[k - 1] != ' ')) out[k++] = *c;
+        while (k > 0 && out[k - 1] == ' ') k--;
+        out[k] = '\0';
+        break;
+    }
+    if (f) fclose(f);
+}
+
+/* The translate callback of the isolated reader runs in this process while the reader
+ * (a child of the helper, which is a child of this process) waits for its answer: the
+ * moment to look at the reader's limits and descriptors from outside. */
+static int look_at_reader(void *user, const char *const *texts, const size_t *lens, int n, int html,
+                          char **out, char *e, size_t elen)
+{
+    reader_view *v = ((fake *)user)->user;
+    /* the helper is a child of the process that made the isolator: this one, or, when
+     * check forks each test, its parent */
+    pid_t kids[32];
+    int nk = children_of(getpid(), kids, 16);
+    nk += children_of(getppid(), kids + nk, 16);
+    DIR *d = opendir("/proc");
+    struct dirent *de;
+    while (d && !v->reader && (de = readdir(d))) {
+        char path[300], buf[512];
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        char *r = strrchr(buf, ')'), state;
+        int ppid;
+        if (!r || sscanf(r + 2, "%c %d", &state, &ppid) != 2 || state == 'Z') continue;
+        for (int i = 0; i < nk; i++)
+            if (ppid == kids[i]) v->reader = (pid_t)atoi(de->d_name);
+    }
+    if (d) closedir(d);
+    if (v->reader) {
+        limit_line(v->reader, "Max open files", v->nofile, sizeof v->nofile);
+        limit_line(v->reader, "Max file size", v->fsize, sizeof v->fsize);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/fd", (int)v->reader);
+        DIR *fd = opendir(path);
+        while (fd && (de = readdir(fd)))
+            if (de->d_name[0] != '.') v->fds++;
+        if (fd) closedir(fd);
+        snprintf(path, sizeof path, "/proc/%d/fd/0", (int)v->reader);
+        ssize_t k = readlink(path, v->fd0, sizeof v->fd0 - 1);
+        v->fd0[k > 0 ? k : 0] = '\0';
+    }
+    return upper(user, texts, lens, n, html, out, e, elen);
+}
+
+/* The reader opens nothing: its one descriptor is the socket to its helper, and it can
+ * neither open another (no file, no network socket: RLIMIT_NOFILE 1) nor write a byte to
+ * a file (RLIMIT_FSIZE 0), as issue 25 asks of a process that parses hostile documents. */
+START_TEST(test_reader_has_no_files_or_network)
+{
+    reader_view v = {0};
+    fake f = {0};
+    f.user = &v;
+    unsigned char *out;
+    size_t n;
+    err[0] = '\0';
+    ck_assert_msg(mt_format_translate_isolated(iso, MT_FILE_TXT, (const unsigned char *)"hello\n", 6, NULL,
+                                               look_at_reader, progress, &f, &out, &n, err, sizeof err) == 0,
+                  "%s", err);
+    ck_assert_str_eq((char *)out, "HELLO\n");
+    free(out);
+    ck_assert_msg(v.reader > 0, "no reader process found while it waited for its translation");
+    /* Under valgrind the forked reader runs on valgrind's core, which keeps descriptors
+     * of its own and answers setrlimit(RLIMIT_NOFILE) without lowering the real limit:
+     * there is nothing of ours to see. */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload")) return;
+    ck_assert_str_eq(v.nofile, "Max open files 1 1 files");
+    ck_assert_str_eq(v.fsize, "Max file size 0 0 bytes");
+    ck_assert_int_eq(v.fds, 1);
+    ck_assert_msg(strncmp(v.fd0, "socket:", 7) == 0, "fd 0 is %s", v.fd0);
+}
+END_TEST
+
 int main(void)
 {
     mt_format_global_init();
@@ -1239,6 +1345,7 @@ int main(void)
     Suite *s = suite_create("formats");
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, test_txt);
+    tcase_add_test(tc, test_reader_has_no_files_or_network);
     tcase_add_test(tc, test_srt);
     tcase_add_test(tc, test_html);
     tcase_add_test(tc, test_errors);
