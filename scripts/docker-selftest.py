@@ -3,7 +3,7 @@
 
   docker-selftest.py get URL                   exit 0 when URL answers 200
   docker-selftest.py check URL                 /health, /translate, /translate_file, /metrics
-  docker-selftest.py stop-under-load URL NAME  `docker stop NAME` while 8 clients send
+  docker-selftest.py stop-under-load URL NAME  `docker stop NAME` while 32 clients send
   docker-selftest.py spread URL SECONDS [STOP] 4 clients for SECONDS or until the file STOP
                                                exists; prints the answers and latencies
 """
@@ -97,7 +97,8 @@ def cmd_check(base):
 
 
 def cmd_stop_under_load(base, name):
-    """8 clients (half on keep-alive connections, half opening one per request) send
+    """32 clients (half on keep-alive connections, half opening one per request; as many as
+    the issue's manual run had) send
     translations of 1 to 12 sentences; after 40 answers `docker stop NAME`. Every request
     must end as a correct 200, or, once the stop has begun, as a clean refusal: connection
     refused, closed or reset before any byte of an answer (the listener is gone; behind
@@ -171,7 +172,7 @@ def cmd_stop_under_load(base, name):
         if conn is not None:
             conn.close()
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(32)]
     for t in threads:
         t.start()
     if not answered.wait(300):

@@ -239,7 +239,7 @@ if want stop; then
   containers+=("$name")
   # no sentence cache: the same sentences are translated again, so requests are in flight
   if readonly_run "$name" -e MT_SENTENCE_CACHE_MB=0 && url="http://127.0.0.1:$(host_port "$name")" && wait_ready "$name" "$url"; then
-    # 8 clients, each at most 150 requests of 1 to 12 sentences; `docker stop` after 40 answers
+    # 32 clients, each at most 150 requests of 1 to 12 sentences; `docker stop` after 40 answers
     if out=$(py stop-under-load "$url" "$name" 2>&1); then
       printf '%s\n' "$out" | sed 's/^/    /'
       ok "docker stop under load: nothing lost"
