@@ -82,27 +82,6 @@ static int expect_eol(mt_toml_reader *r)
     return 0;
 }
 
-static int put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) { out[0] = (char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* An escape sequence at '\\' in a basic string: writes its UTF-8 to out (room for 4
  * bytes) and returns the byte count, or -1 with a message. */
 static int read_escape(mt_toml_reader *r, char *out)
@@ -131,7 +110,7 @@ static int read_escape(mt_toml_reader *r, char *out)
     }
     if (cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
         return mt_toml_fail(r, el, ec, "invalid code point U+%04X in escape", cp);
-    return put_utf8(out, cp);
+    return (int)mt_utf8_put(cp, out);
 }
 
 /* Reads a "basic" or 'literal' single-line string; r->p is at the quote. */

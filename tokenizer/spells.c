@@ -94,31 +94,6 @@ static int cp_order(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* The UTF-8 bytes of cp (< 0x110000) in out[4]; their count. */
-static size_t utf8_put(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 int mt_tok_build_spelled(mt_tokenizer *tok, const char *vocab_path, char *err, size_t errlen)
 {
     size_t cap = 0, n = 0;
@@ -150,7 +125,7 @@ int mt_tok_build_spelled(mt_tokenizer *tok, const char *vocab_path, char *err, s
         uint32_t cp = cps[i];
         if (kept > 0 && cp == (cps[kept - 1] & ~UNSPELLED))
             continue;
-        cps[kept++] = cp | (judge(tok, ch, utf8_put(cp, ch), cp) ? 0 : UNSPELLED);
+        cps[kept++] = cp | (judge(tok, ch, mt_utf8_put(cp, ch), cp) ? 0 : UNSPELLED);
     }
     tok->spelled = cps;
     tok->n_spelled = kept;

@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "internal.h"
+#include "utf8.h"
 
 typedef enum { TAG_NONE, TAG_START, TAG_END, TAG_OTHER } tag_kind;
 
@@ -233,7 +234,7 @@ int mt_html_says_no_translate(const char *s, size_t len, size_t i)
 /* ---- character references ---- */
 
 /* HTML's names for U+00A0..U+00FF, in order; other_names has the markup and typographic
- * ones. (config.c has its own put_utf8: the two modules share no library.) */
+ * ones. */
 static const char *const latin1_names[96] = {
     "nbsp", "iexcl", "cent", "pound", "curren", "yen", "brvbar", "sect", "uml", "copy", "ordf",
     "laquo", "not", "shy", "reg", "macr", "deg", "plusmn", "sup2", "sup3", "acute", "micro", "para",
@@ -271,30 +272,6 @@ static uint32_t named_reference(const char *name, size_t n)
     return 0;
 }
 
-static size_t put_utf8(char *out, uint32_t cp)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | cp >> 6);
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | cp >> 12);
-        out[1] = (char)(0x80 | (cp >> 6 & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | cp >> 18);
-    out[1] = (char)(0x80 | (cp >> 12 & 0x3F));
-    out[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
 /* Decodes the reference at s[i] == '&' into out (at most 4 bytes); returns its length in
  * s, or 0 when it is not one we know (then '&' is literal text). */
 static size_t decode_reference(const char *s, size_t len, size_t i, char *out, size_t *out_len)
@@ -321,7 +298,7 @@ static size_t decode_reference(const char *s, size_t len, size_t i, char *out, s
         if (j >= len || s[j] != ';' || !(cp = named_reference(s + i + 1, j - i - 1)))
             return 0;
     }
-    *out_len = put_utf8(out, cp);
+    *out_len = mt_utf8_put(cp, out);
     return j + 1 - i;
 }
 
