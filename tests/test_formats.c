@@ -862,8 +862,10 @@ typedef int (*translate_call)(mt_file_format, const unsigned char *, size_t,
                               mt_format_progress_fn, void *, unsigned char **, size_t *, char *,
                               size_t);
 
-/* The helper process of the isolated calls, made in main() before the tests run. */
+/* The helper process of the isolated calls, made in main() before the tests run, and
+ * the process that made it. */
 static mt_format_isolator *iso;
+static pid_t iso_owner;
 
 static int isolated(mt_file_format fmt, const unsigned char *data, size_t len,
                     const mt_format_options *opt, mt_format_translate_fn translate,
@@ -1265,29 +1267,13 @@ static int look_at_reader(void *user, const char *const *texts, const size_t *le
                           char **out, char *e, size_t elen)
 {
     reader_view *v = ((fake *)user)->user;
-    /* the helper is a child of the process that made the isolator: this one, or, when
-     * check forks each test, its parent */
-    pid_t kids[32];
-    int nk = children_of(getpid(), kids, 16);
-    nk += children_of(getppid(), kids + nk, 16);
-    DIR *d = opendir("/proc");
+    /* the helper is a child of the process that made the isolator (main's: this one, or
+     * its parent when check forks each test), the reader the helper's child */
+    pid_t kids[16], readers[4];
+    int nk = children_of(iso_owner, kids, 16);
     struct dirent *de;
-    while (d && !v->reader && (de = readdir(d))) {
-        char path[300], buf[512];
-        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
-        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f) continue;
-        size_t got = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[got] = '\0';
-        char *r = strrchr(buf, ')'), state;
-        int ppid;
-        if (!r || sscanf(r + 2, "%c %d", &state, &ppid) != 2 || state == 'Z') continue;
-        for (int i = 0; i < nk; i++)
-            if (ppid == kids[i]) v->reader = (pid_t)atoi(de->d_name);
-    }
-    if (d) closedir(d);
+    for (int i = 0; i < nk && !v->reader; i++)
+        if (children_of(kids[i], readers, 4) > 0) v->reader = readers[0];
     if (v->reader) {
         limit_line(v->reader, "Max open files", v->nofile, sizeof v->nofile);
         limit_line(v->reader, "Max file size", v->fsize, sizeof v->fsize);
@@ -1338,6 +1324,7 @@ int main(void)
     mt_format_global_init();
     char e[200];
     iso = mt_format_isolator_create(e, sizeof e);
+    iso_owner = getpid();
     if (!iso) {
         fprintf(stderr, "%s\n", e);
         return 1;
