@@ -11,17 +11,23 @@
 
 #include "protect.h"
 
-/* The spans of text as "kind:bytes|kind:bytes|..." */
-static char *spans_of(const char *text, unsigned kinds, char *buf, size_t cap)
+/* p's spans of text as "kind:bytes|kind:bytes|..." in buf. */
+static void describe_spans(const mt_protect *p, const char *text, char *buf, size_t cap)
 {
-    mt_protect *p = mt_protect_create(text, strlen(text), kinds);
-    ck_assert_ptr_nonnull(p);
     buf[0] = 0;
     for (int i = 0; i < mt_protect_count(p); i++) {
         const mt_protect_span *s = mt_protect_span_at(p, i);
         size_t l = strlen(buf);
         snprintf(buf + l, cap - l, "%s%d:%.*s", i ? "|" : "", s->kind, (int)s->len, text + s->start);
     }
+}
+
+/* The spans of text as "kind:bytes|kind:bytes|..." */
+static char *spans_of(const char *text, unsigned kinds, char *buf, size_t cap)
+{
+    mt_protect *p = mt_protect_create(text, strlen(text), kinds);
+    ck_assert_ptr_nonnull(p);
+    describe_spans(p, text, buf, cap);
     mt_protect_free(p);
     return buf;
 }
@@ -239,12 +245,7 @@ static char *unknown_spans(const char *text, unsigned kinds, const char *unknown
 {
     mt_protect *p = mt_protect_create_with(text, strlen(text), kinds, stub_spells, unknown);
     ck_assert_ptr_nonnull(p);
-    buf[0] = 0;
-    for (int i = 0; i < mt_protect_count(p); i++) {
-        const mt_protect_span *s = mt_protect_span_at(p, i);
-        size_t l = strlen(buf);
-        snprintf(buf + l, cap - l, "%s%d:%.*s", i ? "|" : "", s->kind, (int)s->len, text + s->start);
-    }
+    describe_spans(p, text, buf, cap);
     /* the masked text, translated as itself, comes back byte for byte */
     char *back = mt_protect_restore(p, mt_protect_text(p), NULL, 0);
     ck_assert_ptr_nonnull(back);
