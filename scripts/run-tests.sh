@@ -65,14 +65,15 @@ if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=fa
       model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml cli server hardening drain markup protect \
       formats formats-replay zip-replay xml-replay documents \
       service store deepl shared-state job-queue mt_models glossary glossary-replay torchzip-replay \
-      glossaries glossaries-pg deepl_glossary glossary-config ct2-replay ct2 argos safetensors-replay forwarded-replay
+      glossaries glossaries-pg deepl_glossary glossary-config ct2-replay ct2 argos safetensors-replay forwarded-replay \
+      tokenizer-spells unknown_chars utf8 file_deadline
 fi
 
 if [ -d build ]; then
   run_step valgrind meson test -C build --no-rebuild --print-errorlogs --setup valgrind \
     model-load model-search model-kernels model-packed translator segment-replay markup-replay cache tokenizer config toml markup protect \
     formats formats-replay zip-replay xml-replay \
-    service store glossary glossary-replay glossaries ct2-replay safetensors-replay forwarded-replay
+    service store glossary glossary-replay glossaries ct2-replay safetensors-replay forwarded-replay utf8
 fi
 
 if command -v clang >/dev/null; then
