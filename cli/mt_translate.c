@@ -79,7 +79,7 @@ static void usage(FILE *f)
             "  --glossary FILE         DeepL glossary entries (TSV \"source<TAB>target\" lines, or CSV\n"
             "                          for a FILE named *.csv): each source term in the input comes\n"
             "                          out as its target term\n"
-            "  --no-protect            translate URLs, e-mails, @mentions, #hashtags,\n"
+            "  --no-protect            translate URLs, e-mails, @mentions, #hashtags, paths,\n"
             "                          placeholders, emoji and characters the model cannot spell\n"
             "                          too (default: kept byte for byte)\n"
             "  --source-lang L, --target-lang L   override tokenizer_config.json's pair (with\n"

@@ -1,7 +1,7 @@
 /* test_protect.c: finding protected spans (URLs, e-mail, mentions, hashtags, format
- * placeholders, code, emoji, and characters the model cannot spell, told by a stub spells
- * function), the text the model reads, and putting the spans back from synthetic model
- * outputs. */
+ * placeholders, code, emoji, file paths and "::" names, and characters the model cannot
+ * spell, told by a stub spells function), the text the model reads, and putting the spans
+ * back from synthetic model outputs. */
 #include <check.h>
 
 #include "check_main.h"
@@ -86,6 +86,42 @@ START_TEST(format_placeholders)
     SPANS("50% discount, 100%done, {{literal}}", "");
     char b[256];
     ck_assert_str_eq(spans_of("%s at https://a.io #x @y", MT_PROTECT_FORMAT, b, sizeof b), "16:%s");
+}
+END_TEST
+
+#define PATHS(text, want) do { char b_[1024]; ck_assert_str_eq(spans_of(text, MT_PROTECT_PATH, b_, sizeof b_), want); } while (0)
+
+START_TEST(paths_and_qualified_names)
+{
+    PATHS("Edit /etc/apt/sources.list and run ./configure.", "512:/etc/apt/sources.list|512:./configure");
+    PATHS("See /usr/share/doc/ or ~/.bashrc, then ../x!", "512:/usr/share/doc/|512:~/.bashrc|512:../x");
+    PATHS("such as /sys/ or /proc/.", "512:/sys/|512:/proc/");
+    PATHS("(in /var/lib/dpkg/status)", "512:/var/lib/dpkg/status");
+    PATHS("\xe2\x80\x9e/etc/hosts\xe2\x80\x9c and /home/j\xc3\xbcrgen/x", "512:/etc/hosts|512:/home/j\xc3\xbcrgen/x");
+    PATHS("Class::Accessor::Grouped is a module.", "512:Class::Accessor::Grouped");
+    PATHS("Set Acquire::http::No-Cache, use std::vector: ok", "512:Acquire::http::No-Cache|512:std::vector");
+    /* not paths: a lone slash, one component, slashes inside words, numbers and protocols */
+    PATHS("/ alone, /etc, //x/y, and/or, km/h, 1/2, HTTP/1.1, TCP/IP, text/*, a / b", "");
+    PATHS("file:///etc/x, x//y/z, </b> and <br/>, ~/ and ./ and ../", "");
+    /* not qualified names: a lone or half "::" */
+    PATHS("a double colon (::), a:: and ::b, a:b", "");
+    /* other kinds win: a URL holding a path stays one URL span */
+    char b[1024];
+    ck_assert_str_eq(spans_of("Get https://example.org/a/b/c.tar.gz now", MT_PROTECT_ALL | MT_PROTECT_PATH, b, sizeof b),
+                     "1:https://example.org/a/b/c.tar.gz");
+    ck_assert_str_eq(spans_of("Run `ls /etc/apt` and see /etc/apt/x", MT_PROTECT_ALL | MT_PROTECT_PATH, b, sizeof b),
+                     "64:`ls /etc/apt`|512:/etc/apt/x");
+    /* off unless asked for */
+    ck_assert_str_eq(spans_of("Edit /etc/apt/sources.list", MT_PROTECT_ALL & ~(unsigned)MT_PROTECT_PATH, b, sizeof b), "");
+    /* put back byte for byte */
+    const char *text = "Edit /etc/apt/sources.list and Class::Accessor::Grouped.";
+    mt_protect *p = mt_protect_create(text, strlen(text), MT_PROTECT_PATH);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_str_eq(mt_protect_text(p), "Edit {0} and {1}.");
+    char *out = mt_protect_restore(p, "Bearbeiten Sie {0} und {1}.", NULL, 0);
+    ck_assert_str_eq(out, "Bearbeiten Sie /etc/apt/sources.list und Class::Accessor::Grouped.");
+    free(out);
+    mt_protect_free(p);
 }
 END_TEST
 
@@ -322,6 +358,7 @@ int main(void)
     tcase_add_test(tc, long_words);
     tcase_add_test(tc, mentions_and_hashtags);
     tcase_add_test(tc, format_placeholders);
+    tcase_add_test(tc, paths_and_qualified_names);
     tcase_add_test(tc, text_sent_to_the_model);
     tcase_add_test(tc, spans_keep_their_quotes_and_brackets);
     tcase_add_test(tc, spans_are_not_glued_to_words);

@@ -275,6 +275,102 @@ static size_t match_emoji(const char *s, size_t i, size_t n)
     }
 }
 
+/* A letter or digit (of any script) or '_' at s[j]: its length, else 0. */
+static size_t name_char_len(const char *s, size_t j, size_t n)
+{
+    size_t l;
+    if ((unsigned char)s[j] < 0x80)
+        return is_word((unsigned char)s[j]) ? 1 : 0;
+    code_point(s, j, n, &l);
+    return l && mt_span_is_word_char(s, j, n, 0) ? l : 0;
+}
+
+/* Path characters: ASCII letters, digits and _-.+~@%=:*, and non-ASCII letters (not the
+ * quotes, dashes or spaces around a path); never braces (the masks are "{N}"). */
+static size_t path_char_len(const char *s, size_t j, size_t n)
+{
+    unsigned char c = (unsigned char)s[j];
+    if (c < 0x80)
+        return is_alnum(c) || (c && strchr("_-.+~@%=:*", c)) ? 1 : 0;
+    return name_char_len(s, j, n);
+}
+
+/* A path's or qualified name's start: the text's start or after a character that is not
+ * a letter, digit or path punctuation ("and/or", "km/h", "1/2", "HTTP/1.1", "file:///x"
+ * and "x::y" inside "a::x::y" start no span). */
+static int at_name_start(const char *s, size_t i, size_t n)
+{
+    return i == 0 || (!mt_span_is_word_char(s, i - 1, n, 1) && !strchr("/.~-_:\\@%+=*$", s[i - 1]));
+}
+
+/* File paths: /a/b or /a/ (two components, or one ending in '/': "/" alone and "/etc" are
+ * too likely words or fractions), ~/x, ./x, ../x, then path characters and '/'; trailing
+ * sentence punctuation .,;:!?' cut as for URLs (brackets and quotes are no path characters). */
+static size_t match_file_path(const char *s, size_t i, size_t n)
+{
+    size_t p; /* the prefix */
+    if (s[i] == '/')
+        p = 1;
+    else if (s[i] == '~' && i + 1 < n && s[i + 1] == '/')
+        p = 2;
+    else if (s[i] == '.' && i + 1 < n && s[i + 1] == '/')
+        p = 2;
+    else if (s[i] == '.' && i + 2 < n && s[i + 1] == '.' && s[i + 2] == '/')
+        p = 3;
+    else
+        return 0;
+    if (!at_name_start(s, i, n) || i + p >= n || s[i + p] == '/' || !path_char_len(s, i + p, n))
+        return 0;
+    size_t j = i + p;
+    for (size_t l; j < n && (l = s[j] == '/' ? 1 : path_char_len(s, j, n)) > 0;)
+        j += l;
+    while (j > i + p && strchr(".,;:!?'", s[j - 1]))
+        j--;
+    if (j == i + p)
+        return 0;
+    if (p == 1) { /* a '/' after the first component's characters: /usr/bin, /tmp/ */
+        size_t k = i + 1;
+        while (k < j && s[k] != '/')
+            k++;
+        if (k >= j || (k + 1 < j && s[k + 1] == '/'))
+            return 0;
+    }
+    return j - i;
+}
+
+/* Qualified names: name parts of letters, digits, _ and - joined by "::", at least two
+ * (Class::Accessor::Grouped, Acquire::http::No-Cache, std::vector; not "(::)"). */
+static size_t match_qualified(const char *s, size_t i, size_t n)
+{
+    if (!at_name_start(s, i, n) || !name_char_len(s, i, n))
+        return 0;
+    size_t j = i, end = 0;
+    for (;;) {
+        size_t part = j, l;
+        while (j < n && (l = s[j] == '-' ? 1 : name_char_len(s, j, n)) > 0)
+            j += l;
+        while (j > part && s[j - 1] == '-')
+            j--;
+        if (j == part)
+            break;
+        end = j;
+        if (j + 2 < n && s[j] == ':' && s[j + 1] == ':' && name_char_len(s, j + 2, n))
+            j += 2;
+        else
+            break;
+    }
+    size_t k = i, parts = 0;
+    for (; k + 1 < end; k++)
+        parts += s[k] == ':' && s[k + 1] == ':';
+    return parts ? end - i : 0;
+}
+
+static size_t match_path(const char *s, size_t i, size_t n)
+{
+    size_t l = match_file_path(s, i, n);
+    return l ? l : match_qualified(s, i, n);
+}
+
 /* A whitespace-delimited run of more than MT_PROTECT_LONG_WORD_CHARS characters. */
 static size_t match_long_word(const char *s, size_t i, size_t n)
 {
@@ -326,7 +422,8 @@ size_t mt_span_find(unsigned kinds, const mt_span_spells *sp, const char *s, siz
     } rules[] = {{MT_PROTECT_CODE, match_code},         {MT_PROTECT_URL, match_url},
                  {MT_PROTECT_EMAIL, match_email},       {MT_PROTECT_MENTION, match_mention},
                  {MT_PROTECT_HASHTAG, match_hashtag},   {MT_PROTECT_FORMAT, match_placeholder},
-                 {MT_PROTECT_EMOJI, match_emoji},       {MT_PROTECT_LONG_WORD, match_long_word}};
+                 {MT_PROTECT_PATH, match_path},         {MT_PROTECT_EMOJI, match_emoji},
+                 {MT_PROTECT_LONG_WORD, match_long_word}};
     size_t len = 0;
     for (size_t r = 0; r < sizeof rules / sizeof *rules && !len; r++)
         if (kinds & (unsigned)rules[r].kind) {

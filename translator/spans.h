@@ -21,7 +21,7 @@ typedef struct {
 } mt_span_spells;
 
 /* The span of the first of `kinds` (MT_PROTECT_* bits, tried code, URL, e-mail, mention,
- * hashtag, placeholder, emoji, long word, unknown characters) that starts at s[i]: its
+ * hashtag, placeholder, path or qualified name, emoji, long word, unknown characters) that starts at s[i]: its
  * length and *kind, or 0. An unknown run ends where a span of another of `kinds` starts. */
 size_t mt_span_find(unsigned kinds, const mt_span_spells *sp, const char *s, size_t i, size_t n, int *kind);
 /* The length of a placeholder (MT_PROTECT_FORMAT) at s[i], or 0. In a translation a

@@ -1,6 +1,6 @@
 /* protect.h: spans that must not be translated (URLs, e-mail addresses, @mentions,
- * #hashtags, software placeholders, code in backticks, emoji, and characters the model
- * cannot spell), replaced by masks before translation and put back, byte for byte and
+ * #hashtags, software placeholders, code in backticks, emoji, file paths and qualified
+ * names, and characters the model cannot spell), replaced by masks before translation and put back, byte for byte and
  * each exactly once, after it.
  *
  * Thread-safety: an mt_protect is immutable after mt_protect_create(); functions
@@ -40,7 +40,11 @@ enum {
                                  * turn into random text ("€" -> "665"): only with
                                  * mt_protect_create_with()'s spells; other kinds win where
                                  * they overlap */
-    MT_PROTECT_ALL = 1 | 2 | 4 | 8 | 16 | 64 | 128 | 256
+    MT_PROTECT_PATH = 512,      /* file paths /etc/apt/sources.list, /tmp/ (not "/etc" alone),
+                                 * ~/.bashrc, ./configure, ../x, and names qualified with "::"
+                                 * (Class::Accessor::Grouped, std::vector); at a word's start,
+                                 * so "and/or", "km/h", "1/2", "HTTP/1.1" are text */
+    MT_PROTECT_ALL = 1 | 2 | 4 | 8 | 16 | 64 | 128 | 256 | 512
 };
 
 enum { MT_PROTECT_LONG_WORD_CHARS = 64 };
