@@ -66,7 +66,7 @@ if build_step sanitizers build-asan -Db_sanitize=address,undefined -Db_lundef=fa
       formats formats-replay zip-replay xml-replay documents \
       service store deepl shared-state job-queue mt_models glossary glossary-replay torchzip-replay \
       glossaries glossaries-pg deepl_glossary glossary-config ct2-replay ct2 argos safetensors-replay forwarded-replay \
-      tokenizer-spells unknown_chars utf8 file_deadline
+      tokenizer-spells unknown_chars paths utf8 file_deadline
 fi
 
 if [ -d build ]; then
