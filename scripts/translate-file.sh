@@ -139,7 +139,8 @@ cleanup() {
   # shellcheck disable=SC2046 # pids: split on purpose
   kill -TERM $(jobs -p) 2>/dev/null || true
   for pid in "${!running[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in "${!running[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # every one of them gone, not just signalled: the workers wait for their curls
+  wait 2>/dev/null || true
   [ -z "$part" ] || rm -f -- "$part"
   rm -rf -- "$tmp"
 }
@@ -424,10 +425,14 @@ translate_chunk() {
   local i=$1 in=${chunks[$1]} first=$(($1 * batch + 1))
   local body=$tmp/req.$i resp=$tmp/resp.$i hdr=$tmp/hdr.$i out=$tmp/out.$i
   local n last where code rc attempt=0 retry_after reason text cpid='' first_fail_us=''
-  # Every background job, not just $cpid: a TERM that lands between curl's fork and
-  # "cpid=$!" found cpid empty and left that curl running after the script had gone (seen
-  # once in the suite: test_interrupt_text); the job table has it as soon as it is forked.
-  trap 'kill -TERM $(jobs -p) 2>/dev/null; exit 143' TERM
+  # Every child of this worker, not just $cpid: a TERM that lands between curl's fork and
+  # "cpid=$!" finds cpid empty (seen once in the suite: test_interrupt_text). Not "jobs -p"
+  # either: in this background subshell it lists nothing. Then wait for them: a signal is
+  # only sent, and the curl outlived the script on a loaded machine (seen in the suite).
+  # Without pkill (procps), $cpid as before. INT too: Ctrl-C reaches this worker as well
+  # (it does not ignore it as a background command would), and killed it before its curl,
+  # which does ignore INT and ran on.
+  trap 'pkill -TERM -P "$BASHPID" 2>/dev/null || kill -TERM $cpid 2>/dev/null; wait; exit 143' TERM INT
 
   n=$((total - $1 * batch < batch ? total - $1 * batch : batch))
   last=$((first + n - 1))

@@ -879,6 +879,36 @@ class BatchFormats(unittest.TestCase):
                 hold.set()
         self.assertEqual(sorted(os.listdir(self.tmp)), ["scratch", "t"], "a partial output was left")
 
+    def test_interrupt_waits_for_its_curls(self):
+        """Ctrl-C: the script exits only once every curl it started is gone, not just sent
+        a TERM. A curl that takes a second to die (a stand-in in PATH that, on TERM, or on
+        the HUP the terminal sends when the script, its session leader, exits, waits, then
+        stops the real curl) must not outlive it; the old script exited at once and left it
+        running (on a loaded machine the real curl did the same, now and then: a signal is
+        only sent, and the suite looked before curl had died of it)."""
+        shim_dir = self.path("shim")
+        os.makedirs(shim_dir)
+        real = shutil.which("curl")
+        with open(os.path.join(shim_dir, "curl"), "w") as f:
+            f.write("#!/bin/bash\n"
+                    "trap 'sleep 1; kill $c 2>/dev/null; wait $c; exit 143' TERM HUP\n"
+                    "%s \"$@\" &\nc=$!\nwait $c\n" % real)
+        os.chmod(os.path.join(shim_dir, "curl"), 0o755)
+        d = self.path("t")
+        os.makedirs(d)
+        write_lines(os.path.join(d, "2.txt"), ["x%d" % i for i in range(20)] + ["BLOCK"])
+        hold = threading.Event()
+        env = dict(self.env, PATH=shim_dir + os.pathsep + self.env["PATH"])
+        with Stub(hold=hold) as stub:
+            try:
+                code, out = run_interrupted([TRANSLATE_FILE, "-s", "en", "-t", "de", "-u", stub.url, "-b", "2",
+                                             "-o", self.path("out.txt"), os.path.join(d, "2.txt")],
+                                            env, lambda: any(b"BLOCK" in b for _, b in stub.requests))
+                self.assertEqual(code, 130, out)
+                self.assert_clean(stub.url)
+            finally:
+                hold.set()
+
     def test_interrupt_file(self):
         d = self.path("f")
         os.makedirs(os.path.join(d, "sub"))
