@@ -476,17 +476,20 @@ class TrainCpuScript(unittest.TestCase):
             root = os.path.join(tmp, "cpu")
             env = dict(os.environ, PYTHON=PYTHON)
 
-            def call():
+            def call(epochs):
+                # the epochs end each call (the time is only a bound): on an idle machine a
+                # time budget alone let the first call finish every epoch of this tiny data,
+                # and the second had nothing left to do
                 return subprocess.run(["bash", os.path.join(SOURCE, "tools", "train_cpu.sh"),
-                                       "--pairs", "en-fr", "--minutes", "0.25", "--data", data,
-                                       "--root", root, "--size", "32 2 1 2 64"],
+                                       "--pairs", "en-fr", "--minutes", "3", "--epochs", str(epochs),
+                                       "--data", data, "--root", root, "--size", "32 2 1 2 64"],
                                       capture_output=True, text=True, timeout=600, env=env)
 
             def steps():
                 with open(os.path.join(root, "en-fr", "training.json"), encoding="utf-8") as f:
                     return json.load(f)["steps"]
 
-            proc = call()
+            proc = call(1)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             self.assertIn("en-fr from scratch", proc.stdout)
             model = os.path.join(root, "en-fr")
@@ -497,7 +500,7 @@ class TrainCpuScript(unittest.TestCase):
                     self.assertEqual(json.load(f), json.load(g))
             first = steps()
             self.assertGreater(first, 0)
-            proc = call()
+            proc = call(3)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             self.assertIn("en-fr --resume", proc.stdout)
             with open(os.path.join(root, "en-fr.log"), encoding="utf-8") as f:

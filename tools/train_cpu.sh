@@ -3,11 +3,13 @@
 # the recipe of the GPU call in training/README.md (the same mixtures, vocabularies and
 # size), one trainer per direction, resumable across sessions.
 #   tools/train_cpu.sh [--pairs "en-fr fr-en"] [--minutes 140] [--threads 1] [--root runs/cpu]
-#                      [--data runs] [--size "320 4 2 5 1280"]
+#                      [--data runs] [--size "320 4 2 5 1280"] [--epochs 100]
 # Reads the mixtures DATA/mix-<x>-d20/ (train.*.gz with the number copies, valid.*.gz) and
 # the vocabularies and records DATA/pack-d20/<x>.spm.model, <x>.mixture.json that
 # training/README.md ("Here, before the session") makes. --size: d_model, encoder layers,
-# decoder layers, heads, FFN (default: the GPU call's; a resumed run must keep its own). Writes ROOT/run-<pair>/ (checkpoints with the optimizer: what a later
+# decoder layers, heads, FFN (default: the GPU call's; a resumed run must keep its own).
+# --epochs: where a run stops at the latest, counted over all its calls (default 100:
+# the time budget ends a call long before). Writes ROOT/run-<pair>/ (checkpoints with the optimizer: what a later
 # call resumes from, automatically when they exist) and ROOT/<pair>/ (the model directory,
 # rewritten at every checkpoint, so a cut-short run still leaves a model; with its
 # mixture.json), logs in ROOT/<pair>.log. Stop early: touch ROOT/STOP (then checkpoint,
@@ -16,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" >&2; exit 2; }
-pairs="en-fr fr-en" minutes=140 threads=1 root=runs/cpu data=runs size="320 4 2 5 1280"
+pairs="en-fr fr-en" minutes=140 threads=1 root=runs/cpu data=runs size="320 4 2 5 1280" epochs=100
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || usage
   case $1 in
@@ -26,6 +28,7 @@ while [ $# -gt 0 ]; do
     --root) root=$2; shift 2 ;;
     --data) data=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
+    --epochs) epochs=$2; shift 2 ;;
     *) usage ;;
   esac
 done
@@ -53,7 +56,7 @@ for pair in $pairs; do
       --valid-src "$d/valid.$src.gz" --valid-tgt "$d/valid.$tgt.gz" \
       --spm "$spm" --out "$root/$pair" --run-dir "$root/run-$pair" \
       --d-model "$d_model" --encoder-layers "$enc" --decoder-layers "$dec" --layers "$enc" \
-      --heads "$heads" --ffn "$ffn" --max-tokens 4096 --lr 1e-3 --warmup 1000 --epochs 100 \
+      --heads "$heads" --ffn "$ffn" --max-tokens 4096 --lr 1e-3 --warmup 1000 --epochs "$epochs" \
       --time-budget-min "$minutes" --checkpoint-min 12 --average 4 --keep 2 --threads "$threads" \
       --bf16 --seed 1 --log-every 100 --stop-file "$root/STOP" "${resume[@]+"${resume[@]}"}" \
       >> "$root/$pair.log" 2>&1 &
