@@ -9,44 +9,13 @@ the output exactly as often as in the source, and the words around it are transl
 Skips (77) without the binary or the models.
 """
 import os
-import subprocess
 import sys
-import unittest
 
-SOURCE = os.environ.get("MT_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BUILD = os.environ.get("MT_BUILD_DIR") or os.path.join(SOURCE, "build")
-CLI = os.path.join(BUILD, "cli", "mt-translate")
-MODELS = {pair: os.path.join(SOURCE, "models", pair) for pair in ("en-de", "de-en")}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_unknown_chars import ShippedModelCase  # noqa: E402  (mt-translate on models/, check())
 
 
-def translate(pair, lines):
-    proc = subprocess.run([CLI, "--model", MODELS[pair]], input="".join(l + "\n" for l in lines).encode(),
-                          capture_output=True, timeout=600)
-    if proc.returncode != 0:
-        raise AssertionError(f"mt-translate {pair} failed: {proc.stderr.decode()}")
-    out = proc.stdout.decode().splitlines()
-    assert len(out) == len(lines), out
-    return out
-
-
-class Paths(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        if not os.path.exists(CLI):
-            raise unittest.SkipTest(f"{CLI} is not built")
-        for d in MODELS.values():
-            if not os.path.exists(os.path.join(d, "vocab.json")):
-                raise unittest.SkipTest(f"{d} is missing (the shipped models)")
-
-    def check(self, pair, cases):
-        out = translate(pair, [src for src, _, _ in cases])
-        for (src, kept, words), got in zip(cases, out):
-            with self.subTest(source=src):
-                for k in kept:
-                    self.assertEqual(got.count(k), src.count(k), f"{k!r} not kept once per copy: {src!r} -> {got!r}")
-                for w in words:  # translated, not copied
-                    self.assertIn(w, got, f"{src!r} -> {got!r}")
-
+class Paths(ShippedModelCase):
     def test_en_de(self):
         self.check("en-de", [
             ("Edit /etc/apt/sources.list and run ./configure.", ["/etc/apt/sources.list", "./configure"], []),

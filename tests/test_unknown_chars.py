@@ -31,7 +31,11 @@ def translate(pair, lines, *args):
     return out
 
 
-class UnknownCharacters(unittest.TestCase):
+class ShippedModelCase(unittest.TestCase):
+    """Cases run through mt-translate on the shipped models (test_paths.py shares it):
+    check() asserts each kept string comes back once per source copy and each word is
+    there (translated, not copied)."""
+
     @classmethod
     def setUpClass(cls):
         if not os.path.exists(CLI):
@@ -48,6 +52,9 @@ class UnknownCharacters(unittest.TestCase):
                     self.assertEqual(got.count(k), src.count(k), f"{k!r} not kept once per copy: {src!r} -> {got!r}")
                 for w in words:  # translated, not copied
                     self.assertIn(w, got, f"{src!r} -> {got!r}")
+
+
+class UnknownCharacters(ShippedModelCase):
 
     def test_en_de_text(self):
         self.check("en-de", [
