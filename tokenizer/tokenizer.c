@@ -38,7 +38,7 @@ static uint32_t hash_bytes(const char *s, size_t n)
 }
 
 /* Id of the piece s[0..n) in v, or -1. */
-static int32_t vocab_find(const struct vocab *v, const char *s, size_t n)
+int32_t mt_tok_vocab_find(const struct vocab *v, const char *s, size_t n)
 {
     uint32_t i = hash_bytes(s, n) & v->mask;
     for (;;) {
@@ -51,8 +51,6 @@ static int32_t vocab_find(const struct vocab *v, const char *s, size_t n)
         i = (i + 1) & v->mask;
     }
 }
-
-int32_t mt_tok_vocab_find(const struct vocab *v, const char *s, size_t n) { return vocab_find(v, s, n); }
 
 static bool is_lang_token(const char *p)
 {
@@ -289,7 +287,7 @@ static int build_target_skip(mt_tokenizer *tok, const struct specials *sp, const
     }
     const char *names[3] = {sp->eos, sp->unk, sp->pad};
     for (int i = 0; i < 3; i++) {
-        int32_t id = vocab_find(t, names[i], strlen(names[i]));
+        int32_t id = mt_tok_vocab_find(t, names[i], strlen(names[i]));
         if (id >= 0)
             tok->tgt_skip[id] = 1;
     }
@@ -303,7 +301,7 @@ static int build_target_skip(mt_tokenizer *tok, const struct specials *sp, const
         if (json_is_object(e))
             e = json_object_get(e, "content");
         if (json_is_string(e)) {
-            int32_t id = vocab_find(t, json_string_value(e), json_string_length(e));
+            int32_t id = mt_tok_vocab_find(t, json_string_value(e), json_string_length(e));
             if (id >= 0)
                 tok->tgt_skip[id] = 1;
         }
@@ -341,7 +339,7 @@ static int special_id(const mt_tokenizer *tok, const char *name, const char *key
                       int64_t config_id, const char *vocab_path, const char *config_path,
                       int32_t *out, char *err, size_t errlen)
 {
-    int32_t vid = vocab_find(&tok->src, name, strlen(name));
+    int32_t vid = mt_tok_vocab_find(&tok->src, name, strlen(name));
     if (config_id >= 0) {
         if (config_id >= tok->src.size) {
             mt_error(MT_ERR_INVALID, err, errlen, "%s: %s %lld is not below the vocabulary size %d of %s",
@@ -371,7 +369,7 @@ int mt_tok_finish_load(mt_tokenizer *tok, const struct specials *sp, const char 
                        const char *tgt_vocab_path, const char *cfg_path, const char *src_spm, const char *tgt_spm,
                        char *err, size_t errlen)
 {
-    int32_t unk = vocab_find(&tok->src, sp->unk, strlen(sp->unk));
+    int32_t unk = mt_tok_vocab_find(&tok->src, sp->unk, strlen(sp->unk));
     if (unk < 0) {
         mt_error(MT_ERR_INVALID, err, errlen, "%s: unknown token \"%s\" not found", vocab_path, sp->unk);
         return -1;
@@ -510,7 +508,7 @@ static int on_piece(void *ctx, const char *piece, size_t len)
     struct encode_ctx *c = ctx;
     if (c->n >= (size_t)INT_MAX - 1)
         return 1;
-    int32_t id = vocab_find(&c->tok->src, piece, len);
+    int32_t id = mt_tok_vocab_find(&c->tok->src, piece, len);
     emit(c, id >= 0 ? id : c->tok->unk_id);
     return 0;
 }
@@ -547,7 +545,7 @@ int mt_tokenizer_encode(const mt_tokenizer *tok, const char *text, size_t len, i
     if (len >= 5 && text[0] == '>' && text[1] == '>') {
         for (size_t i = 3; i + 1 < len; i++) {
             if (text[i] == '<' && text[i + 1] == '<') {
-                int32_t id = vocab_find(&tok->src, text, i + 2);
+                int32_t id = mt_tok_vocab_find(&tok->src, text, i + 2);
                 if (id >= 0) {
                     emit(&c, id);
                     text += i + 2;
@@ -665,7 +663,7 @@ int mt_tokenizer_source_id(const mt_tokenizer *tok, const char *piece)
 {
     if (tok == NULL || piece == NULL)
         return -1;
-    return vocab_find(&tok->src, piece, strlen(piece));
+    return mt_tok_vocab_find(&tok->src, piece, strlen(piece));
 }
 
 static int on_target_piece(void *ctx, const char *piece, size_t len)
@@ -673,7 +671,7 @@ static int on_target_piece(void *ctx, const char *piece, size_t len)
     struct encode_ctx *c = ctx;
     if (c->n >= (size_t)INT_MAX - 1)
         return 1;
-    int32_t id = vocab_find(c->tok->tgt, piece, len);
+    int32_t id = mt_tok_vocab_find(c->tok->tgt, piece, len);
     emit(c, id >= 0 ? id : c->tok->unk_id);
     return 0;
 }

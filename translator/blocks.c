@@ -10,6 +10,7 @@
 
 #include "internal.h"
 #include "protect.h"
+#include "spans.h"
 #include "strbuf.h"
 
 /* Block-level elements: their tags end one block and start the next. */
@@ -153,14 +154,8 @@ static size_t anchor_end(const char *s, size_t len, size_t from, size_t *close)
     return 0;
 }
 
-/* What the model can spell, for protect.h. */
-typedef struct {
-    mt_protect_spells_fn fn;
-    const void *ctx;
-} spells;
-
 /* 1 when text is one protected span and nothing else (a hashtag or URL link). */
-static int wholly_protected(const char *text, unsigned kinds, const spells *sp)
+static int wholly_protected(const char *text, unsigned kinds, const mt_span_spells *sp)
 {
     size_t n = strlen(text), a = 0;
     while (a < n && isspace((unsigned char)text[a]))
@@ -226,7 +221,7 @@ static int wrap_emoji(mt_strbuf *b, const char *s, size_t a, size_t e)
 }
 
 /* Protected spans (and emoji) of one text run, wrapped. */
-static int wrap_text(mt_strbuf *b, const char *s, size_t n, unsigned kinds, const spells *sp)
+static int wrap_text(mt_strbuf *b, const char *s, size_t n, unsigned kinds, const mt_span_spells *sp)
 {
     mt_protect *p = mt_protect_create_with(s, n, kinds, sp->fn, sp->ctx);
     if (!p)
@@ -249,12 +244,10 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds)
     return mt_html_wrap_protected_with(s, len, kinds, NULL, NULL);
 }
 
-int mt_spells_by_tokenizer(const void *tok, const char *ch, size_t n) { return mt_tokenizer_spells(tok, ch, n); }
-
 char *mt_html_wrap_protected_with(const char *s, size_t len, unsigned kinds, mt_protect_spells_fn fn,
                                   const void *ctx)
 {
-    const spells sp = {fn, ctx};
+    const mt_span_spells sp = {fn, ctx};
     mt_strbuf b = {0};
     if (mt_strbuf_put(&b, "", 0))
         return NULL;

@@ -50,8 +50,6 @@ char *mt_html_wrap_protected(const char *s, size_t len, unsigned kinds);
 char *mt_html_wrap_protected_with(const char *s, size_t len, unsigned kinds, mt_protect_spells_fn spells,
                                   const void *ctx);
 void mt_html_unwrap_protected(char *s);
-/* mt_tokenizer_spells as a protect.h spells function: ctx is the const mt_tokenizer. */
-int mt_spells_by_tokenizer(const void *tok, const char *ch, size_t n);
 /* Per id, the whitespace-separated word it belongs to (0-based; -1 for skip_id, a
  * language token and ids decoding drops), from the pieces' leading U+2581; target
  * selects the vocabulary. Returns the number of words. */

@@ -257,6 +257,9 @@ static int add_unit(mt_service_job *j, int *cap, const char *s, size_t n, int ve
 
 /* The units of text t: the text itself, its text with protected spans cut out, or (HTML)
  * its blocks' plain text with their markup taken out, and the tags between. */
+/* mt_tokenizer_spells as a protect.h spells function: ctx is the const mt_tokenizer. */
+static int spells_by_tokenizer(const void *tok, const char *ch, size_t n) { return mt_tokenizer_spells(tok, ch, n); }
+
 static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t len)
 {
     unsigned kinds = j->opts.protect | MT_PROTECT_LONG_WORD; /* never sent to the model */
@@ -286,7 +289,7 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
             size_t tail_len = blocks[b].len - e;
             s += a;
             size_t blen = e - a;
-            char *wrapped = kinds ? mt_html_wrap_protected_with(s, blen, kinds, mt_spells_by_tokenizer, tok) : NULL;
+            char *wrapped = kinds ? mt_html_wrap_protected_with(s, blen, kinds, spells_by_tokenizer, tok) : NULL;
             mt_markup *mk = mt_markup_split(wrapped ? wrapped : s, wrapped ? strlen(wrapped) : blen);
             free(wrapped);
             if (!mk)
@@ -310,7 +313,7 @@ static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t 
         return -1;
     }
     if (j->opts.input == MT_FORMAT_TEXT && !j->opts.output_ids && kinds) {
-        mt_protect *p = mt_protect_create_with(text, len, kinds, mt_spells_by_tokenizer, tok);
+        mt_protect *p = mt_protect_create_with(text, len, kinds, spells_by_tokenizer, tok);
         if (!p)
             return -1;
         if (mt_protect_count(p) > 0) {
