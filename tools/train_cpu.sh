@@ -57,7 +57,7 @@ for pair in $pairs; do
       --spm "$spm" --out "$root/$pair" --run-dir "$root/run-$pair" \
       --d-model "$d_model" --encoder-layers "$enc" --decoder-layers "$dec" --layers "$enc" \
       --heads "$heads" --ffn "$ffn" --max-tokens 4096 --lr 1e-3 --warmup 1000 --epochs "$epochs" \
-      --time-budget-min "$minutes" --checkpoint-min 12 --average 4 --keep 2 --threads "$threads" \
+      --time-budget-min "$minutes" --checkpoint-min 6 --average 4 --keep 2 --threads "$threads" \
       --bf16 --seed 1 --log-every 100 --stop-file "$root/STOP" "${resume[@]+"${resume[@]}"}" \
       >> "$root/$pair.log" 2>&1 &
   pids+=($!)
