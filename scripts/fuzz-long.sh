@@ -16,11 +16,11 @@
 # BUILD (default build-fuzz) is the clang + ASan/UBSan + libFuzzer build that
 # scripts/run-tests.sh makes; it is configured when missing and the targets compiled.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 root=$(pwd)
 
 minutes=60
-build=build-fuzz
+build="build-fuzz"
 out=runs/fuzz
 max_findings=5
 targets=()

@@ -10,7 +10,7 @@
 #      so a finding fails the change that brings it); scripts/fuzz-long.sh fuzzes for long.
 # Ends with one summary line "N passed, M failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 root=$(pwd)
 scripts/install-deps.sh --test || exit 1
 

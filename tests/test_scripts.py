@@ -368,12 +368,23 @@ def run_script(args, timeout=300, **kw):
 # ----------------------------------------------------------------------------- tests
 
 class ScriptLint(unittest.TestCase):
+    @staticmethod
+    def shell_scripts():
+        """Every shell script of the source tree (*.sh and .ci/run), build and run outputs aside."""
+        found = [os.path.join(SOURCE, ".ci", "run")]
+        for top, dirs, files in os.walk(SOURCE):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "build", "runs", "node_modules", "__pycache__"))]
+            found += [os.path.join(top, f) for f in files if f.endswith(".sh")]
+        return sorted(found)
+
     def test_shellcheck(self):
         if not shutil.which("shellcheck"):
             self.skipTest("shellcheck is not installed")
-        scripts = [TRANSLATE_FILE, TRANSLATE_DIR] + [os.path.join(SOURCE, "scripts", n) for n in
-                                                     ("install-deps.sh", "quickstart.sh", "build.sh")]
-        scripts.append(os.path.join(SOURCE, "tools", "train_gpu.sh"))
+        scripts = self.shell_scripts()
+        names = {os.path.relpath(s, SOURCE) for s in scripts}
+        for must in ("scripts/run-tests.sh", "scripts/fuzz-long.sh", "scripts/install-deps.sh",
+                     "tools/train_cpu.sh", "tools/train_gpu.sh", "docker/entrypoint.sh", ".ci/run"):
+            self.assertIn(must, names)
         r = subprocess.run(["shellcheck"] + scripts, capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
