@@ -28,6 +28,7 @@ with a message.
 
 Env: MT_SOURCE_DIR. Prints "N passed, M failed".
 """
+import contextlib
 import gzip
 import io
 import json
@@ -38,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import unittest.mock
 import zipfile
 import zlib
 
@@ -46,6 +48,7 @@ SOURCE = os.environ.get("MT_SOURCE_DIR",
 BIBLE = os.path.join(SOURCE, "tools", "corpus", "bible.py")
 ZEROAD = os.path.join(SOURCE, "tools", "corpus", "0ad.py")
 BCONTRAST = os.path.join(SOURCE, "tools", "corpus", "bcontrast.py")
+NEWS_DEV = os.path.join(SOURCE, "tools", "corpus", "news_dev.py")
 PYTHON = "/usr/bin/python3"
 
 CANON = """// test versification
@@ -417,6 +420,118 @@ class BConTrasT(unittest.TestCase):
         self.assertIn("train.json: dialogue dlg-9 is not a list of utterance objects", proc.stderr)
         self.assertNotIn("Traceback", proc.stderr)
 
+
+
+# NTREX-128 in small: three articles (2, 3 and 2 lines), CRLF line ends as the release has.
+NEWS_DOCS = ["bbc.1", "bbc.1", "reuters.7", "reuters.7", "reuters.7", "cnn.3", "cnn.3"]
+NEWS = {
+    "newstest2019-src.eng.txt": ["Storm hits the coast", "Two  people were hurt.",
+                                 "Prices rose by 3%.", "Oh, no.", "The bank said so.",
+                                 "Rain is due.", "It will last."],
+    "newstest2019-ref.deu.txt": ["Sturm trifft die Küste", "Zwei Menschen wurden verletzt.",
+                                 "Die Preise stiegen um 3 %.", "Oh, nein.", "Das sagte die Bank.",
+                                 "Regen wird erwartet.", "Er wird anhalten."],
+    "newstest2019-ref.fra.txt": ["Une tempête frappe la côte", "Deux personnes ont été blessées.",
+                                 "Les prix ont augmenté de 3 %.", "Oh, non.", "La banque l’a dit.",
+                                 "La pluie est attendue.", "Elle durera."],
+    "DOCUMENT_IDS.tsv": [f"{d}\t{i}" for i, d in enumerate(NEWS_DOCS)],
+}
+
+
+class NewsDev(unittest.TestCase):
+    """news_dev.py, on a made-up NTREX snapshot: whole articles up to --lines, English
+    with German and French, spaces cleaned; eval_models.py's news-dev set reads what it
+    writes ("n/a" without it); misaligned files and a limit below the first article stop
+    with a message; --overlap's count of dev pairs with a side that is a training line."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_corpus.")
+        repo = f"{cls.tmp}/ntrex"
+        os.makedirs(f"{repo}/NTREX-128")
+        for name, lines in NEWS.items():
+            path = f"{repo}/{name}" if name == "DOCUMENT_IDS.tsv" else f"{repo}/NTREX-128/{name}"
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write("".join(line + "\r\n" for line in lines))
+        git = ["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.org"]
+        subprocess.run(["git", "init", "-q", repo], check=True)
+        subprocess.run(git + ["add", "."], check=True)
+        subprocess.run(git + ["commit", "-q", "-m", "news"], check=True)
+        cls.git_dir = f"{repo}/.git"
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def run_news_dev(self, source, out_dir, *extra):
+        return subprocess.run([PYTHON, NEWS_DEV, "--source", source, "--out-dir", out_dir, *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    def read(self, path):
+        with open(path, encoding="utf-8") as f:
+            return [line.rstrip("\n").split("\t") for line in f]
+
+    def test_whole_articles_up_to_the_limit(self):
+        out = f"{self.tmp}/five"
+        proc = self.run_news_dev(self.git_dir, out, "--lines", "6")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.read(f"{out}/news-dev.en-de.tsv"), [
+            ["Storm hits the coast", "Sturm trifft die Küste"],
+            ["Two people were hurt.", "Zwei Menschen wurden verletzt."],
+            ["Prices rose by 3%.", "Die Preise stiegen um 3 %."],
+            ["Oh, no.", "Oh, nein."],
+            ["The bank said so.", "Das sagte die Bank."]])  # cnn.3 would make 7 lines
+        self.assertEqual(self.read(f"{out}/news-dev.en-fr.tsv")[4],
+                         ["The bank said so.", "La banque l’a dit."])
+        self.assertIn("news-dev.en-de.tsv: 5 pairs from 2 articles", proc.stdout)
+        proc = self.run_news_dev(self.git_dir, f"{self.tmp}/all", "--lines", "0")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(len(self.read(f"{self.tmp}/all/news-dev.en-fr.tsv")), 7)
+
+        sys.path.insert(0, os.path.join(SOURCE, "tools"))
+        import eval_models
+        self.assertIn("news-dev", eval_models.SET_NAMES)
+        en, de = eval_models.load_set("news-dev", "de", out)
+        self.assertEqual((en[1], de[1]), ("Two people were hurt.", "Zwei Menschen wurden verletzt."))
+        self.assertIsNone(eval_models.load_set("news-dev", "de", f"{self.tmp}/nowhere"))
+
+    def test_bad_snapshots_are_refused(self):
+        proc = self.run_news_dev(self.git_dir, f"{self.tmp}/x", "--lines", "1")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("--lines 1 is less than the first article (2 lines)", proc.stderr)
+        folder = f"{self.tmp}/short"
+        os.makedirs(folder)
+        for name, lines in NEWS.items():  # German one line short (a line dropped)
+            with open(f"{folder}/{name}", "w", encoding="utf-8") as f:
+                f.writelines(line + "\n" for line in (lines[:-1] if "deu" in name else lines))
+        proc = self.run_news_dev(folder, f"{self.tmp}/y")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("newstest2019-ref.deu.txt has 6 lines, NTREX-128/newstest2019-src.eng.txt 7",
+                      proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+        empty = f"{self.tmp}/empty"
+        os.makedirs(empty)
+        for name in NEWS:
+            open(f"{empty}/{name}", "w").close()
+        proc = self.run_news_dev(empty, f"{self.tmp}/e")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("the snapshot's files are empty", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+        proc = self.run_news_dev(f"{self.tmp}/nothing", f"{self.tmp}/z")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("fetch github:MicrosoftTranslator/NTREX", proc.stderr)
+
+    def test_overlap_counts_pairs_with_a_training_line(self):
+        sys.path.insert(0, os.path.join(SOURCE, "tools", "corpus"))
+        import news_dev
+        write_gz(f"{self.tmp}/train.en.gz", ["oh,  NO.", "Something else."])
+        write_gz(f"{self.tmp}/train.de.gz", ["Das sagte die Bank.", "Oh, nein."])
+        pairs = list(zip(NEWS["newstest2019-src.eng.txt"], NEWS["newstest2019-ref.deu.txt"]))
+        files = {"mix": [(f"{self.tmp}/train.en.gz", None), (f"{self.tmp}/train.de.gz", None)]}
+        with unittest.mock.patch.object(news_dev, "training_files", lambda x: files), \
+                contextlib.redirect_stdout(io.StringIO()) as said:
+            self.assertEqual(news_dev.overlap(pairs, "de"), 2)  # "Oh, no." and "The bank said so."
+        self.assertIn("mix: 2 pairs with a side in it (English 1, de 2)", said.getvalue())
 
 
 if __name__ == "__main__":

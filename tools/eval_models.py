@@ -3,11 +3,11 @@
 Multi30k test_2016_flickr, the debian-l10n and Tatoeba dev splits and our everyday
 sentences (all of them, and "everyday-unseen": the pairs neither of whose sentences
 occurs in the model's training corpora; common short sentences such as "I don't know."
-are also Tatoeba or debian-l10n lines); the numbers check, the emoji check, and the
-scores by sentence length.
+are also Tatoeba or debian-l10n lines), news (news-dev); the numbers check, the emoji
+check, and the scores by sentence length.
 
   tools/eval_models.py NAME=DIR [NAME=DIR ...] [--beam 4] [--threads 2] [--sets ...]
-                       [--show-examples] [--no-buckets]
+                       [--show-examples] [--no-buckets] [--eval-dir runs/eval]
 
 Each DIR is a model directory whose tokenizer_config.json names its pair (en-de, de-en,
 en-fr or fr-en); every set is read in the matching direction. Sets (--sets, comma-
@@ -26,6 +26,10 @@ separated; a set a language lacks shows "n/a"):
   long             tools/data/long.en-X.tsv: documentation sentences of 26-50 words from
                    manual pages and the Debian Administrator's Handbook pages that
                    tools/corpus/ holds out of training (tools/corpus/long_dev.py)
+  news-dev         runs/eval/news-dev.en-X.tsv (--eval-dir): news: the first 988 lines
+                   (62 articles) of NTREX-128, newstest2019's English with professional
+                   German and French translations, that tools/corpus/news_dev.py writes
+                   from a fetched snapshot (not kept in the repository); evaluation only
   numbers          tools/data/numbers.en-X.tsv: sentences with numbers, prices, times
                    and dates; the cell gives the share of the source's numbers that the
                    output has, and the sentences with all of them; the issue asks >= 98 %.
@@ -68,6 +72,8 @@ SHARED = os.environ.get("MT_SHARED_DIR", os.path.join(HERE, "..", "..", "shared"
 MUST_BE_RIGHT = ["I love you.", "How much does this cost?", "Where is the train station?"]
 DATA = os.path.join(HERE, "data")
 EVERYDAY = os.path.join(DATA, "everyday.en-de.tsv")
+# Sets made from data outside the repository (tools/corpus/news_dev.py writes news-dev).
+EVAL_DIR = os.path.join(HERE, "..", "runs", "eval")
 LANGS = ("de", "fr")
 BUCKETS = [(1, 10), (11, 25), (26, 50), (51, None)]
 DIGITS = re.compile(r"\d+")
@@ -136,12 +142,13 @@ def everyday_unseen(pairs, model_dir, x):
 
 
 SET_NAMES = ("multi30k-test", "debian-dev", "tatoeba-dev", "everyday", "everyday-unseen",
-             "long", "numbers", "emoji")
+             "long", "news-dev", "numbers", "emoji")
 CHECKS = ("numbers", "emoji")  # scored by what they keep, not BLEU
 
 
-def load_set(name, x):
-    """(English lines, X lines) of a set, or None when it has no X version."""
+def load_set(name, x, eval_dir=EVAL_DIR):
+    """(English lines, X lines) of a set, or None when it has no X version (or, for
+    news-dev, when tools/corpus/news_dev.py has not written it into eval_dir)."""
     d = os.path.join(SHARED, "data")
     local = {"everyday": f"everyday.en-{x}.tsv", "everyday-unseen": f"everyday.en-{x}.tsv",
              "numbers": f"numbers.en-{x}.tsv", "emoji": f"emoji.en-{x}.tsv",
@@ -152,6 +159,9 @@ def load_set(name, x):
             if os.path.exists(path) else None
     if name in ("debian-dev", "tatoeba-dev"):
         path = f"{d}/{name[:-4].replace('debian', 'debian-l10n')}/dev.en-{x}.tsv.gz"
+        return read_tsv(path) if os.path.exists(path) else None
+    if name == "news-dev":
+        path = os.path.join(eval_dir, f"news-dev.en-{x}.tsv")
         return read_tsv(path) if os.path.exists(path) else None
     path = os.path.join(DATA, local[name])
     if not os.path.exists(path):
@@ -313,6 +323,8 @@ def main():
                    help="print the must-be-right sentences' translations, and the first "
                         "emoji sentences' and the numbers sentences' that lose one")
     p.add_argument("--no-buckets", action="store_true", help="no length table")
+    p.add_argument("--eval-dir", default=EVAL_DIR,
+                   help="where news-dev.en-X.tsv is (default runs/eval of the repository)")
     args = p.parse_args()
     names = args.sets.split(",")
     unknown = [n for n in names if n not in SET_NAMES]
@@ -328,7 +340,7 @@ def main():
     sets = {}
     for x in sorted({(m[2] if m[3] == "en" else m[3]) for m in models}):
         for s in names:
-            sets[(s, x)] = load_set(s, x)
+            sets[(s, x)] = load_set(s, x, args.eval_dir)
     rows, bucket_rows = [], []
     for name, model_dir, src, tgt in models:
         x = src if tgt == "en" else tgt
