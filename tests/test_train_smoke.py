@@ -251,7 +251,8 @@ def fake_shared(root, x="fr"):
         "He is 27 years old.\tIl a 27 ans.",  # tools/data/numbers.en-fr.tsv: held out
         "I was born in 1990.\tJe suis né en 1990.",
         "Tom is here.\tTom est là.",
-        "Did you say 30?\tAs-tu dit trente ?"])
+        "Did you say 30?\tAs-tu dit trente ?",
+        "The vote was close.\tLe vote a été serré."])  # --held-out news.tsv: held out
     write_gz(f"{d}/debian-l10n/train.en-{x}.tsv.gz", [
         "256 Samples\t255 échantillons\tgettext:x",  # numbers disagree: dropped
         "Page 3 of 12\tPage 3 sur 12\tgettext:x",
@@ -266,9 +267,12 @@ class PrepareCorpus(unittest.TestCase):
     def test_mixture(self):
         with tempfile.TemporaryDirectory() as tmp:
             fake_shared(tmp)
+            news = os.path.join(tmp, "news.en-fr.tsv")
+            with open(news, "w", encoding="utf-8") as f:
+                f.write("The vote was close.\tLe scrutin fut serré.\n")
             out = os.path.join(tmp, "mix")
             proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
-                                   "--shared", tmp, "--out", out, "--lang", "fr",
+                                   "--shared", tmp, "--out", out, "--lang", "fr", "--held-out", news,
                                    "--tatoeba-times", "1", "--symbol-pairs", "0",
                                    "--number-pairs", "50", "--skip-vocab"],
                                   capture_output=True, text=True, timeout=300)
@@ -283,6 +287,7 @@ class PrepareCorpus(unittest.TestCase):
         self.assertNotIn("multi30k", mix["corpora"])
         self.assertFalse([e for e in en if "dog" in e or "men" in e], "Multi30k by default")
         self.assertNotIn("He is 27 years old.", en)
+        self.assertNotIn("The vote was close.", en)  # the held-out file's English side
         self.assertNotIn("256 Samples", en)
         self.assertEqual(mix["corpora"]["debian-l10n"]["dropped_numbers_disagree"], 1)
         self.assertEqual(mix["corpora"]["number copies"]["pairs"], 50)
