@@ -108,6 +108,7 @@ typedef struct {
     double t_start, deadline; /* mt_now(); deadline 0: none ([server] file_timeout) */
     long done, total;         /* units translated, of the file's */
     int expired;              /* the deadline passed: the job answers 504 */
+    int shutdown;             /* the service stopped under it (shutting down): 503 */
 } file_job;
 
 /* The job's deadline passed (before or during a translate call): the call fails, and so
@@ -140,6 +141,7 @@ static int translate_units(void *user, const char *const *texts, const size_t *l
     int rc = mt_service_translate_texts(fj->srv->svc, &rq, out, err, errlen);
     if (rc == MT_SERVICE_OK) return 0;
     if (rc == MT_SERVICE_DEADLINE) return job_expired(fj, "", err, errlen);
+    if (rc == MT_SERVICE_SHUTDOWN) fj->shutdown = 1; /* not our failure: run_file says so */
     if (rc == MT_SERVICE_BUSY && fj->deadline > 0) {
         /* refused at once: the work ahead would outlast what is left of the deadline */
         double left = fj->deadline - mt_now(), backlog = mt_service_backlog_seconds(fj->srv->svc);
@@ -242,6 +244,15 @@ static int run_file(file_job *fj, unsigned char **out, size_t *out_len, char *er
                      "seconds=%.1f units_done=%ld units=%ld reason=%s",
                      fj->id, mt_now() - fj->t_start, fj->done, fj->total, mt_log_quote(q, sizeof q, err));
         return 504;
+    }
+    if (fj->shutdown) {
+        /* a chunk cancelled or refused by the shutdown's abort: the server is going away,
+         * not failing (a 500 logged as an error at every restart) */
+        snprintf(err, errlen, "the server is shutting down; %ld of %ld units were translated, the rest dropped",
+                 fj->done, fj->total);
+        mt_log_write(s->log, MT_LOG_WARN, "files", "id=%s msg=\"stopped: the server is shutting down\" status=503 "
+                     "units_done=%ld units=%ld", fj->id, fj->done, fj->total);
+        return 503;
     }
     int status = fail_status(rc);
     /* a reader killed or crashed: the child process's end is in the reason */

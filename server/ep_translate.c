@@ -28,9 +28,19 @@ static enum MHD_Result respond_translation(mt_server *s, req_ctx *c)
     return srv_send_json(c, 200, body, NULL, NULL);
 }
 
+/* The service is stopping: its queue was aborted for shutdown and refuses everything
+ * from now on (or cancelled this task). 503 as every answer of a draining server
+ * (handler.c), not the overload answer: no "retry after N s" and not counted as
+ * rejected for a full queue. Its "Retry-After: 1" and "Connection: close" (respond.c,
+ * while draining) do not invite a retry here: the listener is already closed
+ * (mt_server_begin_drain), so the retry opens a new connection, which a balancer sends to
+ * another instance (or this address refuses until the server is back). */
+static enum MHD_Result shutting_down(req_ctx *c) { return srv_send_error(c, 503, "server is shutting down"); }
+
 /* The job finished (resumed connection): 200, or why not. */
 enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
 {
+    if (c->rejected == MT_SERVICE_SHUTDOWN) return shutting_down(c);
     if (c->rejected) {
         mt_metrics_rejected(s->metrics);
         /* Refused by the queue: the work ahead of it would outlast its timeout (the queue
@@ -53,7 +63,7 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
     const char *why;
     switch (mt_service_task_outcome(c->task, &why)) {
     case MT_SERVICE_OK: return respond_translation(s, c);
-    case MT_SERVICE_BUSY: c->rejected = 1; return srv_finish_translate(s, c);
+    case MT_SERVICE_BUSY: c->rejected = MT_SERVICE_BUSY; return srv_finish_translate(s, c);
     case MT_SERVICE_CLIENT_GONE:
         c->out.status = 499; /* nobody to answer: close */
         snprintf(c->out.error, sizeof c->out.error, "client disconnected");
@@ -65,7 +75,7 @@ enum MHD_Result srv_finish_translate(mt_server *s, req_ctx *c)
                  s->cfg->request_timeout);
         return srv_send_error(c, 504, msg);
     }
-    case MT_SERVICE_SHUTDOWN: return srv_send_error(c, 503, "server is shutting down");
+    case MT_SERVICE_SHUTDOWN: return shutting_down(c);
     default: break;
     }
     char msg[300];
@@ -110,8 +120,9 @@ enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c)
     c->phase = P_QUEUED;
     MHD_suspend_connection(c->conn);
     srv_watch_add(s, c);
-    if (mt_service_task_start(c->task, srv_job_done, c) != MT_SERVICE_OK) {
-        c->rejected = 1;
+    int rc = mt_service_task_start(c->task, srv_job_done, c);
+    if (rc != MT_SERVICE_OK) {
+        c->rejected = rc; /* MT_SERVICE_BUSY or MT_SERVICE_SHUTDOWN: srv_finish_translate */
         pthread_mutex_lock(&s->watch_mu);
         srv_watch_remove_locked(s, c);
         pthread_mutex_unlock(&s->watch_mu);

@@ -163,7 +163,8 @@ struct req_ctx {
     /* POST /translate, while its task runs */
     mt_request req;
     mt_service_task *task;
-    int rejected;             /* the queue refused it: 503 */
+    int rejected;             /* the queue refused it (503): MT_SERVICE_BUSY (overloaded,
+                               * retry later) or MT_SERVICE_SHUTDOWN (shutting down) */
     int stopped;              /* the watcher cancelled the task */
     int probed;               /* the watcher sent "100 Continue" after a half-close */
     int fd;
@@ -221,7 +222,8 @@ enum MHD_Result srv_submit_translation(mt_server *s, req_ctx *c, const char *key
  * batches being formed wait for it. */
 enum MHD_Result srv_while_arriving(mt_server *s, req_ctx *c, enum MHD_Result (*start)(mt_server *, req_ctx *));
 /* ep_translate.c: queues the submitted task c->task with the connection suspended (it may
- * finish, and resume the connection, at once); a full queue resumes it to answer 503. */
+ * finish, and resume the connection, at once); a refusal (full queue, shutting down)
+ * resumes it to answer 503. */
 enum MHD_Result srv_queue_task(mt_server *s, req_ctx *c);
 /* ep_translate.c: the task of a POST /translate is finished (resumed connection): 200,
  * or why not. */

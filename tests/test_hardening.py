@@ -727,6 +727,42 @@ class TestFileLimits(unittest.TestCase):
             self.assertEqual(srv.stop(), 0)
 
 
+class TestFileJobAtShutdown(unittest.TestCase):
+    """SIGTERM while a file job translates: the shutdown's abort cancels its chunk or refuses
+    the next one. That was logged as a failure of ours (status=500, "translation was
+    cancelled") or as "the translation queue is full"; it is now the job stopped because
+    the server is shutting down (503), and the server still exits 0."""
+
+    def test_file_job_stopped_by_sigterm_says_shutting_down(self):
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--batch-max-sentences", "1",
+                         "--drain-timeout", "0"], name="files-shutdown")
+        stopped = False
+        try:
+            text = "".join("Line %d: the cat sat on the mat near the house number %d.\n" % (i, i * 7)
+                           for i in range(3000)).encode()
+            st, _, body = upload_from("127.0.0.1", srv.port, "long.txt", text)
+            self.assertEqual(st, 200, body)
+            path = "/download_file/" + body["translatedFileUrl"].rsplit("/download_file/", 1)[1]
+
+            def started():  # some units done, the job still running
+                st, _, raw = srv.request("GET", path, timeout=30)
+                self.assertEqual(st, 202, raw[:300])  # finished before the signal: make the file longer
+                return json.loads(raw)["done"] > 0
+
+            self.assertTrue(ts.wait_until(started, timeout=120, step=0.05), srv.log())
+            self.assertEqual(srv.stop(), 0, srv.log())
+            stopped = True
+            log = srv.log()
+            lines = [ln for ln in log.splitlines() if "event=files" in ln and "units_done=" in ln]
+            self.assertEqual(len(lines), 1, log)
+            self.assertIn('msg="stopped: the server is shutting down" status=503', lines[0])
+            self.assertNotIn("queue is full", log)
+            self.assertNotIn('msg="translation failed"', log)
+        finally:
+            if not stopped:
+                srv.stop()
+
+
 class TestRateLimitClients(unittest.TestCase):
     """Rate limits key on a valid API key only: on a server without keys a different
     api_key per request bought a fresh allowance (20 of 20 passed a limit of 5). /suggest

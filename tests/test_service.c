@@ -4,6 +4,7 @@
  * stats merged over the parts, a glossary's masked copies run only where needed, options
  * merged over the service's defaults, the policy between them, and the table's checks. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,9 +233,83 @@ START_TEST(shutdown_abort_admits_nothing_more)
     ck_assert_msg(mt_service_translate_texts(svc, &rq, out, err, sizeof err) == MT_SERVICE_OK, "%s", err);
     free(out[0]);
     mt_service_abort(svc, MT_SERVICE_SHUTDOWN);
-    ck_assert_int_eq(mt_service_translate_texts(svc, &rq, out, err, sizeof err), MT_SERVICE_BUSY);
+    ck_assert_int_eq(mt_service_translate_texts(svc, &rq, out, err, sizeof err), MT_SERVICE_SHUTDOWN);
     ck_assert(out[0] == NULL);
     mt_service_free(svc);
+}
+END_TEST
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cond;
+    int done;
+} done_flag;
+
+static void note_done(mt_service_task *t, void *user)
+{
+    (void)t;
+    done_flag *d = user;
+    pthread_mutex_lock(&d->mu);
+    d->done = 1;
+    pthread_cond_broadcast(&d->cond);
+    pthread_mutex_unlock(&d->mu);
+}
+
+/* A refusal says which it is: a full queue (retry later) or a service shut down for good
+ * (a file job's chunk refused during a SIGTERM drain was logged "the translation queue is
+ * full", and an HTTP client told to retry here in a few seconds). The queue holds one
+ * request, kept waiting (not run) by a batch that waits for an announced arrival. */
+START_TEST(refusals_say_full_or_shutting_down)
+{
+    mt_service_spec spec = {dir_en, "en-pt", NULL, NULL, NULL};
+    mt_service_config cfg;
+    mt_service_config_default(&cfg);
+    cfg.capacity = 1;
+    cfg.max_wait_ms = 600000; /* the held request's batch waits for the arrival below */
+    char err[512];
+    mt_service *svc = mt_service_load(&spec, 1, &cfg, NULL, err, sizeof err);
+    ck_assert_msg(svc != NULL, "%s", err);
+    const char *texts[1] = {EN};
+    size_t lens[1];
+    mt_service_request rq = into_pt("en", 1, texts, lens);
+    mt_service_arriving(svc, 1);
+    mt_service_task *held;
+    done_flag d = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    ck_assert_msg(mt_service_submit(svc, &rq, &held, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    ck_assert_int_eq(mt_service_task_start(held, note_done, &d), MT_SERVICE_OK);
+
+    char *out[1];
+    ck_assert_int_eq(mt_service_translate_texts(svc, &rq, out, err, sizeof err), MT_SERVICE_BUSY);
+    ck_assert_msg(strstr(err, "queue is full") != NULL, "%s", err);
+    ck_assert(out[0] == NULL);
+
+    /* the shutdown cancels the held request and refuses every later one, saying so */
+    mt_service_abort(svc, MT_SERVICE_SHUTDOWN);
+    pthread_mutex_lock(&d.mu);
+    while (!d.done) pthread_cond_wait(&d.cond, &d.mu);
+    pthread_mutex_unlock(&d.mu);
+    ck_assert_int_eq(mt_service_task_outcome(held, NULL), MT_SERVICE_SHUTDOWN);
+    mt_service_task_free(held);
+    ck_assert_int_eq(mt_service_translate_texts(svc, &rq, out, err, sizeof err), MT_SERVICE_SHUTDOWN);
+    ck_assert_msg(strstr(err, "shutting down") != NULL && strstr(err, "full") == NULL, "%s", err);
+    ck_assert(out[0] == NULL);
+    mt_translation tr[1];
+    ck_assert_int_eq(mt_service_translate_request(svc, &rq, tr, err, sizeof err), MT_SERVICE_SHUTDOWN);
+    ck_assert_msg(strstr(err, "shutting down") != NULL, "%s", err);
+    /* the asynchronous start says it too (the server answers 503 "shutting down" on it) */
+    mt_service_task *late;
+    ck_assert_msg(mt_service_submit(svc, &rq, &late, err, sizeof err) == MT_SERVICE_OK, "%s", err);
+    ck_assert_int_eq(mt_service_task_start(late, note_done, &d), MT_SERVICE_SHUTDOWN);
+    mt_service_task_free(late);
+    /* and the engine layer's blocking call (mt_service_run refused) */
+    mt_service_options o;
+    mt_service_options_default(svc, 0, &o);
+    ck_assert_int_eq(mt_service_translate(svc, 0, &o, 1, texts, lens, tr, err, sizeof err), MT_SERVICE_SHUTDOWN);
+    ck_assert_msg(strstr(err, "shutting down") != NULL, "%s", err);
+    mt_service_arriving(svc, -1);
+    mt_service_free(svc);
+    pthread_cond_destroy(&d.cond);
+    pthread_mutex_destroy(&d.mu);
 }
 END_TEST
 
@@ -412,6 +487,7 @@ int main(void)
     tcase_add_test(tc, glossary_masks_only_texts_that_lack_a_term);
     tcase_add_test(tc, texts_are_the_best_translations);
     tcase_add_test(tc, shutdown_abort_admits_nothing_more);
+    tcase_add_test(tc, refusals_say_full_or_shutting_down);
     tcase_add_test(tc, one_sentence_keeps_each_text_whole);
     tcase_add_test(tc, options_merge_defaults_and_policy);
     suite_add_tcase(s, tc);

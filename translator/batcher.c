@@ -692,8 +692,10 @@ int mt_batcher_submit(mt_batcher *b, mt_job *job)
     if (job->n_items < 1) return -1;
     pthread_mutex_lock(&b->mu);
     if (b->stopping || b->closed || b->n_jobs >= b->cfg.capacity) {
+        /* stopping for good is not a full queue: the caller says so (not "retry soon") */
+        int rc = b->stopping || b->closed ? -3 : -1;
         pthread_mutex_unlock(&b->mu);
-        return -1;
+        return rc;
     }
     double now = mt_now();
     double need = admission_wait_locked(b, job);

@@ -108,9 +108,10 @@ mt_batcher *mt_batcher_create(const mt_model *const *models, int n_models,
 /* Cancels what is queued or running (MT_JOB_SHUTDOWN), joins the workers, frees. */
 void mt_batcher_free(mt_batcher *b);
 
-/* Queues a job with at least one item. Returns 0, -1 when at capacity or stopping, or -2
- * when, at the pace measured so far, the work queued ahead of it and its own would not
- * be done before its deadline (job->retry_after: the seconds after which it would). */
+/* Queues a job with at least one item. Returns 0, -1 when at capacity, -2 when, at the
+ * pace measured so far, the work queued ahead of it and its own would not be done before
+ * its deadline (job->retry_after: the seconds after which it would), or -3 when stopping
+ * or closed by an abort for shutdown (for good: nothing will be admitted again). */
 int mt_batcher_submit(mt_batcher *b, mt_job *job);
 /* Seconds the workers need, at the measured pace, for what is queued and running now
  * (0 before anything was measured). */
@@ -121,7 +122,7 @@ void mt_batcher_arriving(mt_batcher *b, int delta);
 /* Drops queued sentences of cancelled or expired jobs now (not waiting for a worker). */
 void mt_batcher_purge(mt_batcher *b);
 /* Cancels every admitted job with `reason` and drops their queued sentences; with
- * MT_JOB_SHUTDOWN every later submission is refused as if stopping (-1). */
+ * MT_JOB_SHUTDOWN every later submission is refused as if stopping (-3). */
 void mt_batcher_abort(mt_batcher *b, int reason);
 
 /* Current numbers for /metrics. */

@@ -185,10 +185,10 @@ static void hop1_done(mt_service_job *h, void *user)
         rc = mt_service_prepare(p->svc, p->model2, &p->opts2, n, texts, lens, &p->hop[1], err, sizeof err);
     pthread_mutex_unlock(&p->mu);
     free(texts), free(lens);
-    if (rc == MT_SERVICE_OK && mt_service_run(p->svc, p->hop[1], hop2_done, j) == MT_SERVICE_OK)
-        return;
-    if (rc == MT_SERVICE_OK)
-        fail(j, MT_SERVICE_BUSY, "the queue is full (second step %s)%s", p->pair2, "");
+    int run = rc == MT_SERVICE_OK ? mt_service_run(p->svc, p->hop[1], hop2_done, j) : rc;
+    if (rc == MT_SERVICE_OK && run == MT_SERVICE_OK) return;
+    if (rc == MT_SERVICE_OK) /* refused: full, or shutting down (for good) */
+        fail(j, run, "%s (second step %s)", mt_service_outcome_text(run), p->pair2);
     else if (rc == MT_SERVICE_NOMEM)
         fail(j, MT_SERVICE_FAILED, "out of memory%s%s", "", "");
     else if (rc == MT_SERVICE_INVALID)

@@ -436,7 +436,8 @@ int mt_service_run(mt_service *svc, mt_service_job *j, void (*done)(mt_service_j
         mt_service_job_finished(&j->job, j);
         return MT_SERVICE_OK;
     }
-    return mt_batcher_submit(svc->batcher, &j->job) ? MT_SERVICE_BUSY : MT_SERVICE_OK;
+    int rc = mt_batcher_submit(svc->batcher, &j->job);
+    return rc == 0 ? MT_SERVICE_OK : rc == -3 ? MT_SERVICE_SHUTDOWN : MT_SERVICE_BUSY;
 }
 
 void mt_service_arriving(mt_service *svc, int delta) { mt_batcher_arriving(svc->batcher, delta); }
@@ -520,6 +521,16 @@ void mt_service_job_free(mt_service_job *j)
 
 /* ---- blocking use ---- */
 
+const char *mt_service_outcome_text(int outcome)
+{
+    switch (outcome) {
+    case MT_SERVICE_BUSY: return "the translation queue is full";
+    /* for good (cancelled, or refused after mt_service_abort(SHUTDOWN)): not "retry" */
+    case MT_SERVICE_SHUTDOWN: return "the translation service is shutting down";
+    default: return "translation was cancelled";
+    }
+}
+
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cond;
@@ -557,7 +568,7 @@ int mt_service_translate(mt_service *svc, int model, const mt_service_options *o
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     rc = mt_service_run(svc, j, wake, &w);
     if (rc) {
-        mt_error(-1, err, errlen, "the translation queue is full");
+        mt_error(-1, err, errlen, "%s", mt_service_outcome_text(rc));
     } else {
         pthread_mutex_lock(&w.mu);
         while (!w.done)
@@ -570,7 +581,7 @@ int mt_service_translate(mt_service *svc, int model, const mt_service_options *o
         else if (rc == MT_SERVICE_FAILED)
             mt_error(-1, err, errlen, "%s", msg);
         else
-            mt_error(-1, err, errlen, "translation was cancelled");
+            mt_error(-1, err, errlen, "%s", mt_service_outcome_text(rc));
     }
     mt_service_job_free(j);
     pthread_cond_destroy(&w.cond);

@@ -60,7 +60,8 @@ int mt_service_prepare(mt_service *svc, int model, const mt_service_options *opt
                        char *err, size_t errlen);
 /* Queues a prepared job; done(job, user) runs once when it is finished (on a worker
  * thread; before this call returns when nothing needed translating) and must not block.
- * Returns MT_SERVICE_OK, or MT_SERVICE_BUSY (done will not run). */
+ * Returns MT_SERVICE_OK, or (done will not run) MT_SERVICE_BUSY when the queue is full, or
+ * MT_SERVICE_SHUTDOWN when the service is stopping or was aborted for shutdown. */
 int mt_service_run(mt_service *svc, mt_service_job *job, void (*done)(mt_service_job *, void *),
                    void *user);
 

@@ -58,6 +58,10 @@ struct mt_service_job {
  * then j's callback. */
 void mt_service_job_finished(mt_job *job, void *user);
 
+/* service.c: the message of an outcome or refusal that has none of its own (a full queue,
+ * shutting down, cancelled), for the blocking calls. A static string. */
+const char *mt_service_outcome_text(int outcome);
+
 /* A text already in the target language, answered as it came (LibreTranslate does the
  * same): its route_of entry. */
 enum { MT_ROUTE_SAME = -2 };

@@ -34,7 +34,8 @@ typedef struct {
 
 struct mt_service_task {
     mt_service *svc;
-    int n_texts, n_parts, main_route, detected, busy;
+    int n_texts, n_parts, main_route, detected;
+    int refused;          /* a part's refusal: MT_SERVICE_BUSY or _SHUTDOWN (else 0) */
     part *parts;
     int *route_of;        /* per text: a route, or MT_ROUTE_SAME */
     char **same;          /* per MT_ROUTE_SAME text: its copy, the answer (else NULL) */
@@ -46,7 +47,7 @@ struct mt_service_task {
     int *extra_of;
     mt_glossary_masked **gmask; /* per extra text */
     /* two phases: gmask[k] masks text extra_of[k], k < n_masked; parts2 its second phase */
-    int two_phase, n_masked, n_parts2, busy2, cancelled;
+    int two_phase, n_masked, n_parts2, refused2, cancelled;
     part *parts2;
     pthread_mutex_t mu;   /* parts2's making against cancel and expire */
     atomic_int pending2;
@@ -371,7 +372,7 @@ static void report_translated(mt_service_task *t, const part *pt)
  * ones they were made for. */
 static void finish_masked(mt_service_task *t)
 {
-    if (t->busy2) fail_task(t, MT_SERVICE_BUSY, "the queue is full");
+    if (t->refused2) fail_task(t, t->refused2, mt_service_outcome_text(t->refused2));
     for (int p = 0; p < t->n_parts2 && t->outcome == MT_SERVICE_OK; p++) {
         const char *msg;
         int outcome = mt_service_job_outcome(t->parts2[p].job, &msg);
@@ -461,8 +462,9 @@ static int start_masked(mt_service_task *t)
     if (n2 == 0) return 0;
     atomic_store(&t->pending2, n2 + 1);
     for (int p = 0; p < n2; p++) {
-        if (mt_service_run(t->svc, parts2[p].job, masked_done, t) == MT_SERVICE_OK) continue;
-        t->busy2 = 1; /* the parts started stop; the task answers busy */
+        int run = mt_service_run(t->svc, parts2[p].job, masked_done, t);
+        if (run == MT_SERVICE_OK) continue;
+        t->refused2 = run; /* the parts started stop; the task answers with the refusal */
         for (int q = 0; q < p; q++) mt_service_job_cancel(parts2[q].job, MT_SERVICE_SHUTDOWN);
         atomic_fetch_sub(&t->pending2, n2 - p);
         mt_service_purge(t->svc);
@@ -475,7 +477,7 @@ static int start_masked(mt_service_task *t)
 /* Every part is finished: the outcome, the results in request order, the metrics. */
 static void finish(mt_service_task *t)
 {
-    t->outcome = t->busy ? MT_SERVICE_BUSY : MT_SERVICE_OK;
+    t->outcome = t->refused ? t->refused : MT_SERVICE_OK;
     for (int p = 0; p < t->n_parts && t->outcome == MT_SERVICE_OK; p++) {
         const char *msg;
         t->outcome = mt_service_job_outcome(t->parts[p].job, &msg);
@@ -522,9 +524,10 @@ int mt_service_task_start(mt_service_task *t, void (*done)(mt_service_task *, vo
     t->user = user;
     atomic_store(&t->pending, t->n_parts + 1);
     for (int p = 0; p < t->n_parts; p++) {
-        if (mt_service_run(t->svc, t->parts[p].job, part_done, t) == MT_SERVICE_OK) continue;
-        if (p == 0) return MT_SERVICE_BUSY; /* nothing started: done will not run */
-        t->busy = 1; /* the parts started stop; the task answers busy */
+        int run = mt_service_run(t->svc, t->parts[p].job, part_done, t);
+        if (run == MT_SERVICE_OK) continue;
+        if (p == 0) return run; /* nothing started: done will not run */
+        t->refused = run; /* the parts started stop; the task answers with the refusal */
         for (int q = 0; q < p; q++) mt_service_job_cancel(t->parts[q].job, MT_SERVICE_SHUTDOWN);
         atomic_fetch_sub(&t->pending, t->n_parts - p);
         mt_service_purge(t->svc);
@@ -620,20 +623,15 @@ int mt_service_task_run(mt_service_task *t, char *err, size_t errlen)
     waiter w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
     int rc = mt_service_task_start(t, wake, &w);
     if (rc) {
-        mt_error(-1, err, errlen, "the translation queue is full");
+        mt_error(-1, err, errlen, "%s", mt_service_outcome_text(rc));
     } else {
         pthread_mutex_lock(&w.mu);
         while (!w.done) pthread_cond_wait(&w.cond, &w.mu);
         pthread_mutex_unlock(&w.mu);
         const char *msg;
         rc = mt_service_task_outcome(t, &msg);
-        if (rc == MT_SERVICE_FAILED) {
-            mt_error(-1, err, errlen, "%s", msg);
-        } else if (rc == MT_SERVICE_BUSY) {
-            mt_error(-1, err, errlen, "the translation queue is full");
-        } else if (rc != MT_SERVICE_OK) {
-            mt_error(-1, err, errlen, "translation was cancelled");
-        }
+        if (rc == MT_SERVICE_FAILED) mt_error(-1, err, errlen, "%s", msg);
+        else if (rc != MT_SERVICE_OK) mt_error(-1, err, errlen, "%s", mt_service_outcome_text(rc));
     }
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.mu);

@@ -150,10 +150,12 @@ enum {
     MT_SERVICE_OK = 0,
     MT_SERVICE_CLIENT_GONE = 1,  /* cancelled: nobody waits for the answer */
     MT_SERVICE_DEADLINE = 2,     /* its deadline passed */
-    MT_SERVICE_SHUTDOWN = 3,     /* the service is stopping */
+    MT_SERVICE_SHUTDOWN = 3,     /* the service is stopping (cancelled; start/run: refused after
+                                  * an abort for shutdown): for good, not worth a retry here */
     MT_SERVICE_FAILED = 4,       /* the engine failed; the message says why */
     MT_SERVICE_INVALID = 5,      /* prepare: bad input (which text, what) */
-    MT_SERVICE_BUSY = 6,         /* run: the queue is at capacity, or stopping */
+    MT_SERVICE_BUSY = 6,         /* start/run: the queue is at capacity (or the work ahead would
+                                  * outlast the deadline): a retry later may pass */
     MT_SERVICE_NOMEM = 7,
 };
 
@@ -163,8 +165,10 @@ void mt_service_arriving(mt_service *svc, int delta);
 /* Drops queued sentences of cancelled or expired jobs now. */
 void mt_service_purge(mt_service *svc);
 /* Cancels every admitted job with `reason`. With MT_SERVICE_SHUTDOWN the service admits
- * nothing more (run: MT_SERVICE_BUSY, as when stopping), so that a caller between two
- * submissions when it came (a file job's next chunk) starts no new work. */
+ * nothing more (start/run: MT_SERVICE_SHUTDOWN, as when stopping), so that a caller between
+ * two submissions when it came (a file job's next chunk) starts no new work, and says why:
+ * the blocking calls' message is "the translation service is shutting down", not a full
+ * queue's. */
 void mt_service_abort(mt_service *svc, int reason);
 
 
@@ -247,7 +251,8 @@ int mt_service_submit(mt_service *svc, const mt_service_request *rq, mt_service_
                       size_t errlen);
 /* Queues the task's parts; done(task, user) runs once when every part is finished (on a
  * worker thread; before this call returns when nothing needed translating) and must not
- * block. MT_SERVICE_OK, or MT_SERVICE_BUSY (the queue is full: done will not run). */
+ * block. MT_SERVICE_OK, or (done will not run) MT_SERVICE_BUSY (the queue is full) or
+ * MT_SERVICE_SHUTDOWN (the service is stopping, or was aborted for shutdown: for good). */
 int mt_service_task_start(mt_service_task *task, void (*done)(mt_service_task *, void *), void *user);
 
 /* Cancels with `reason` (MT_SERVICE_CLIENT_GONE ...); 1 when this call did. */
@@ -256,7 +261,8 @@ int mt_service_task_cancel(mt_service_task *task, int reason);
 int mt_service_task_expire(mt_service_task *task, double now);
 
 /* After done: MT_SERVICE_OK, a cancel reason, MT_SERVICE_BUSY (a part found the queue
- * full) or MT_SERVICE_FAILED with *message set. */
+ * full), MT_SERVICE_SHUTDOWN (also when a part was refused for shutdown) or
+ * MT_SERVICE_FAILED with *message set. */
 int mt_service_task_outcome(const mt_service_task *task, const char **message);
 /* After done with MT_SERVICE_OK: one translation per text, in request order (owned by
  * the task). */
@@ -274,7 +280,9 @@ void mt_service_task_stats(const mt_service_task *task, mt_service_stats *st);
 void mt_service_task_free(mt_service_task *task);
 
 /* Starts the task and waits for its end (for callers that block): its outcome, with a
- * message when not MT_SERVICE_OK (MT_SERVICE_BUSY also when the queue refused it). The
+ * message when not MT_SERVICE_OK (MT_SERVICE_BUSY or MT_SERVICE_SHUTDOWN also when the
+ * queue refused it: "the translation queue is full", "the translation service is shutting
+ * down"). The
  * results, routes and stats are then read as after done; the caller still frees it. */
 int mt_service_task_run(mt_service_task *task, char *err, size_t errlen);
 
