@@ -726,6 +726,55 @@ class TestFileLimits(unittest.TestCase):
         finally:
             self.assertEqual(srv.stop(), 0)
 
+    def test_valid_keys_are_counted_apart_from_their_address(self):
+        """With API keys, a client presenting a valid key is that key, wherever it comes
+        from: two keys behind one address each have the whole per-client limit, and a key
+        that reached it is refused from another address too. Without a key (or with a
+        wrong one) nothing is accepted, so no address-only client shares the count."""
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--api-key", "kA", "--api-key", "kB",
+                         "--max-file-jobs-per-client", "2"], name="files-per-key")
+        try:
+            def up(key=None, src="127.0.0.1", header=False):
+                fields = {"api_key": key} if key and not header else None
+                headers = b"X-API-Key: %s\r\n" % key.encode() if key and header else b""
+                return upload_from(src, srv.port, "k.txt", b"a b\n", fields=fields, headers=headers)
+
+            for i in range(2):
+                st, _, body = up("kA")
+                self.assertEqual(st, 200, (i, body))
+            st, hd, body = up("kA")
+            self.assertEqual(st, 429, body)
+            self.assertIn("per client", body["error"])
+            self.assertIn("retry-after", hd)
+            # the same key in a header, or from another address, is the same client
+            self.assertEqual(up("kA", header=True)[0], 429)
+            self.assertEqual(up("kA", src="127.0.0.2")[0], 429)
+            # another valid key from the same address is another client, with its own limit
+            for i in range(2):
+                st, _, body = up("kB", header=i == 1)
+                self.assertEqual(st, 200, (i, body))
+            self.assertEqual(up("kB")[0], 429)
+            # no key or a wrong one: refused before counting (keys are required)
+            for key in (None, "nope"):
+                st, _, body = up(key)
+                self.assertEqual(st, 403, (key, body))
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
+    def test_keys_on_an_open_server_count_as_the_address(self):
+        """Without configured keys no key is valid: a different api_key per upload does not
+        buy a fresh allowance, the uploads count as their address."""
+        import secrets
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--max-file-jobs-per-client", "2"],
+                        name="files-open-keys")
+        try:
+            got = [upload_from("127.0.0.1", srv.port, "o.txt", b"a b\n",
+                               fields={"api_key": secrets.token_hex(8)})[0] for _ in range(4)]
+            self.assertEqual(got, [200, 200, 429, 429])
+            self.assertEqual(upload_from("127.0.0.2", srv.port, "o.txt", b"a b\n")[0], 200)
+        finally:
+            self.assertEqual(srv.stop(), 0)
+
 
 class TestFileJobAtShutdown(unittest.TestCase):
     """SIGTERM while a file job translates: the shutdown's abort cancels its chunk or refuses
