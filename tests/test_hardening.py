@@ -783,12 +783,14 @@ class TestFileJobAtShutdown(unittest.TestCase):
     the server is shutting down (503), and the server still exits 0."""
 
     def test_file_job_stopped_by_sigterm_says_shutting_down(self):
-        srv = ts.Server(["--model", MODEL, "--workers", "1", "--batch-max-sentences", "1",
+        # about 20 s of work here (one batch of 160 units done after 0.5 s): far from done
+        # when the first units are, even on a much faster machine
+        srv = ts.Server(["--model", MODEL, "--workers", "1", "--batch-max-sentences", "1", "--beam", "8",
                          "--drain-timeout", "0"], name="files-shutdown")
         stopped = False
         try:
             text = "".join("Line %d: the cat sat on the mat near the house number %d.\n" % (i, i * 7)
-                           for i in range(3000)).encode()
+                           for i in range(8000)).encode()
             st, _, body = upload_from("127.0.0.1", srv.port, "long.txt", text)
             self.assertEqual(st, 200, body)
             path = "/download_file/" + body["translatedFileUrl"].rsplit("/download_file/", 1)[1]
