@@ -26,6 +26,13 @@ customer's target is, equal sides and evaluation sentences are dropped; files wh
 speakers' languages are swapped, or that are missing, not JSON or not dialogues, stop
 with a message.
 
+xquad.py, on made-up xquad.en.json/xquad.de.json: a paragraph with as many sentences on
+both sides pairs one to one, one whose translation splits a sentence in two is aligned
+by length and names (the split half joins its sentence, not the next one), a subscript on its
+own line joins its formula, questions pair by id, an evaluation sentence and a news dev
+line (--held-out) are dropped; files that do not line up, are missing or are not SQuAD
+JSON stop with a message.
+
 Env: MT_SOURCE_DIR. Prints "N passed, M failed".
 """
 import contextlib
@@ -49,6 +56,7 @@ BIBLE = os.path.join(SOURCE, "tools", "corpus", "bible.py")
 ZEROAD = os.path.join(SOURCE, "tools", "corpus", "0ad.py")
 BCONTRAST = os.path.join(SOURCE, "tools", "corpus", "bcontrast.py")
 NEWS_DEV = os.path.join(SOURCE, "tools", "corpus", "news_dev.py")
+XQUAD = os.path.join(SOURCE, "tools", "corpus", "xquad.py")
 PYTHON = "/usr/bin/python3"
 
 CANON = """// test versification
@@ -532,6 +540,127 @@ class NewsDev(unittest.TestCase):
                 contextlib.redirect_stdout(io.StringIO()) as said:
             self.assertEqual(news_dev.overlap(pairs, "de"), 2)  # "Oh, no." and "The bank said so."
         self.assertIn("mix: 2 pairs with a side in it (English 1, de 2)", said.getvalue())
+
+
+def squad(title, paragraphs):
+    """A SQuAD-format file of one article: paragraphs are (context, [(id, question)])."""
+    return {"version": "1.1", "data": [{"title": title, "paragraphs": [
+        {"context": c, "qas": [{"id": i, "question": q, "answers": []} for i, q in qs]}
+        for c, qs in paragraphs]}]}
+
+
+XQUAD_EN = [
+    ("The bridge opened in 1932. It crossed the river Main.",
+     [("q1", "When did the bridge open?"), ("q2", "I am tired.")]),
+    # The translation splits the first sentence; the second half's length would fit the
+    # next sentence as well: only its "3rd-and-9" says where it belongs.
+    ("With 4:51 left, Carolina got the ball on their own 24-yard line with a chance to "
+     "mount a winning drive, and soon faced 3rd-and-9. On the next play, Miller stripped "
+     "the ball away from Newton, and it was recovered by Ward, who returned it five yards. "
+     "Carolina failed to score.",
+     [("q3", "Who took the ball from Newton?")]),
+    ("Divers breathe compressed O\n2 under pressure.", [("q4", "What do divers breathe?")]),
+]
+XQUAD_DE = [
+    ("Die Brücke wurde 1932 eröffnet. Sie überquerte den Main.",
+     [("q1", "Wann wurde die Brücke eröffnet?"), ("q2", "Ich bin müde.")]),
+    ("Mit 4:51 verbleibenden Minuten brachte Carolina den Ball auf die eigene "
+     "24-Yard-Linie und bekam die Chance auf einen entscheidenden Drive. Bald darauf "
+     "standen sie vor einem 3rd-and-9. Beim nächsten Spielzug nahm Miller Newton den Ball "
+     "ab, und Ward eroberte ihn und trug ihn fünf Yard zurück. Carolina punktete nicht.",
+     [("q3", "Wer nahm Newton den Ball ab?")]),
+    ("Taucher atmen unter Druck komprimiertes O\n2.", [("q4", "Was atmen Taucher?")]),
+]
+
+
+class XQuAD(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_corpus.")
+        fake_shared(f"{cls.tmp}/shared")
+        cls.news = f"{cls.tmp}/news-dev.en-de.tsv"
+        with open(cls.news, "w", encoding="utf-8") as f:
+            f.write("What do divers breathe?\tWas atmen Taucher?\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    def folder(self, name, en, de):
+        d = f"{self.tmp}/{name}"
+        os.makedirs(d)
+        for lang, data in (("en", en), ("de", de)):
+            if data is not None:
+                with open(f"{d}/xquad.{lang}.json", "w", encoding="utf-8") as f:
+                    f.write(data if isinstance(data, str) else json.dumps(data))
+        return d
+
+    def run_xquad(self, source, out, *held_out):
+        extra = [a for h in held_out for a in ("--held-out", h)]
+        return subprocess.run([PYTHON, XQUAD, "--lang", "de", "--source", source,
+                               "--shared", f"{self.tmp}/shared", "--out", out, *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    def test_pairs(self):
+        out = f"{self.tmp}/xquad.tsv.gz"
+        proc = self.run_xquad(self.folder("good", squad("A", XQUAD_EN), squad("A", XQUAD_DE)),
+                              out, self.news)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with gzip.open(out, "rt", encoding="utf-8") as f:
+            rows = [line.rstrip("\n").split("\t") for line in f]
+        self.assertEqual(rows, [
+            ["The bridge opened in 1932.", "Die Brücke wurde 1932 eröffnet.", "xquad:context"],
+            ["It crossed the river Main.", "Sie überquerte den Main.", "xquad:context"],
+            ["When did the bridge open?", "Wann wurde die Brücke eröffnet?", "xquad:question"],
+            ["With 4:51 left, Carolina got the ball on their own 24-yard line with a chance "
+             "to mount a winning drive, and soon faced 3rd-and-9.",
+             "Mit 4:51 verbleibenden Minuten brachte Carolina den Ball auf die eigene "
+             "24-Yard-Linie und bekam die Chance auf einen entscheidenden Drive. Bald darauf "
+             "standen sie vor einem 3rd-and-9.", "xquad:context"],
+            ["On the next play, Miller stripped the ball away from Newton, and it was "
+             "recovered by Ward, who returned it five yards.",
+             "Beim nächsten Spielzug nahm Miller Newton den Ball ab, und Ward eroberte ihn "
+             "und trug ihn fünf Yard zurück.", "xquad:context"],
+            ["Carolina failed to score.", "Carolina punktete nicht.", "xquad:context"],
+            ["Who took the ball from Newton?", "Wer nahm Newton den Ball ab?", "xquad:question"],
+            ["Divers breathe compressed O2 under pressure.",
+             "Taucher atmen unter Druck komprimiertes O2.", "xquad:context"],
+        ])
+        self.assertIn("held_out 2", proc.stdout)  # "I am tired." (Tatoeba dev), the news line
+
+    def test_files_that_do_not_line_up_are_refused(self):
+        other_ids = [(c, [("x" + i, q) for i, q in qs]) for c, qs in XQUAD_DE]
+        proc = self.run_xquad(self.folder("ids", squad("A", XQUAD_EN), squad("A", other_ids)),
+                              f"{self.tmp}/ids.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("3 of 3 paragraphs have other question ids in the translation",
+                      proc.stderr)
+        proc = self.run_xquad(self.folder("short", squad("A", XQUAD_EN),
+                                          squad("A", XQUAD_DE[:2])), f"{self.tmp}/short.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("the English file has 3 paragraphs, the translation 2", proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+
+    def test_missing_or_broken_files_are_refused(self):
+        proc = self.run_xquad(self.folder("node", squad("A", XQUAD_EN), None),
+                              f"{self.tmp}/x.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("neither xquad.de.json nor a git directory", proc.stderr)
+        self.assertIn("fetch github:deepmind/xquad", proc.stderr)
+        proc = self.run_xquad(self.folder("broken", "{not json", squad("A", XQUAD_DE)),
+                              f"{self.tmp}/y.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("xquad.en.json is not JSON", proc.stderr)
+        proc = self.run_xquad(self.folder("shape", {"data": [{"title": "A"}]},
+                                          squad("A", XQUAD_DE)), f"{self.tmp}/z.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("xquad.en.json: expected SQuAD format", proc.stderr)
+        proc = self.run_xquad(self.folder("para", {"data": [{"title": "A", "paragraphs": [
+            {"context": 5}]}]}, squad("A", XQUAD_DE)), f"{self.tmp}/w.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("article 'A' has a paragraph without context and qas", proc.stderr)
+        self.assertFalse(any(os.path.exists(f"{self.tmp}/{n}.tsv.gz") for n in "xyzw"))
+        self.assertNotIn("Traceback", proc.stderr)
 
 
 if __name__ == "__main__":
