@@ -33,6 +33,14 @@ own line joins its formula, questions pair by id, an evaluation sentence and a n
 line (--held-out) are dropped; files that do not line up, are missing or are not SQuAD
 JSON stop with a message.
 
+canlaws.py, on a made-up Act in English and French (XML as Justice Canada's): provisions
+pair by their path of labels ("(a)" and "a)" alike), definitions by their English term
+though sorted differently, headings by rank; the other language's term in a definition,
+historical notes and repealed provisions are left out; an Act in one language only is
+skipped; an evaluation sentence is dropped; --max-pairs keeps the same share every run;
+read from a folder and from a git snapshot; malformed XML and a source without the Acts
+stop with a message.
+
 Env: MT_SOURCE_DIR. Prints "N passed, M failed".
 """
 import contextlib
@@ -57,6 +65,7 @@ ZEROAD = os.path.join(SOURCE, "tools", "corpus", "0ad.py")
 BCONTRAST = os.path.join(SOURCE, "tools", "corpus", "bcontrast.py")
 NEWS_DEV = os.path.join(SOURCE, "tools", "corpus", "news_dev.py")
 XQUAD = os.path.join(SOURCE, "tools", "corpus", "xquad.py")
+CANLAWS = os.path.join(SOURCE, "tools", "corpus", "canlaws.py")
 PYTHON = "/usr/bin/python3"
 
 CANON = """// test versification
@@ -660,6 +669,145 @@ class XQuAD(unittest.TestCase):
         self.assertNotEqual(proc.returncode, 0)
         self.assertIn("article 'A' has a paragraph without context and qas", proc.stderr)
         self.assertFalse(any(os.path.exists(f"{self.tmp}/{n}.tsv.gz") for n in "xyzw"))
+        self.assertNotIn("Traceback", proc.stderr)
+
+
+LAW_EN = """<?xml version="1.0" encoding="utf-8"?>
+<Statute xmlns:lims="http://justice.gc.ca/lims" xml:lang="en"><Identification>
+<LongTitle lims:fid="1">An Act respecting bridges</LongTitle></Identification><Body>
+<Heading lims:fid="2" level="1"><Label>PART 1</Label><TitleText>Bridges</TitleText></Heading>
+<Section lims:fid="3"><MarginalNote lims:fid="4">Definitions</MarginalNote><Label>1</Label>
+<Text>The following definitions apply in this Act.</Text>
+<Definition lims:fid="5"><Text><DefinedTermEn>bridge</DefinedTermEn> means a structure over water.
+(<DefinedTermFr>pont</DefinedTermFr>)</Text></Definition>
+<Definition lims:fid="6"><Text><DefinedTermEn>toll</DefinedTermEn> means a fee paid to cross a
+bridge. (<DefinedTermFr>péage</DefinedTermFr>)</Text></Definition></Section>
+<Section lims:fid="7"><Label>2</Label><Subsection lims:fid="8"><Label>(1)</Label>
+<Text>The Minister may build a bridge if</Text>
+<Paragraph lims:fid="9"><Label>(a)</Label><Text>the river is wider than 10 metres; or</Text></Paragraph>
+<Paragraph lims:fid="10"><Label>(b)</Label><Text>I am tired.</Text></Paragraph></Subsection>
+<HistoricalNote><HistoricalNoteSubItem>1985, c. 12, s. 2</HistoricalNoteSubItem></HistoricalNote></Section>
+<Section lims:fid="11"><Label>3</Label><Text>[Repealed, 2001, c. 4, s. 9]</Text></Section>
+</Body></Statute>
+"""
+# The French version: other fids where provisions were amended, definitions in French
+# alphabetical order, "a)" labels, its own heading label.
+LAW_FR = """<?xml version="1.0" encoding="utf-8"?>
+<Statute xmlns:lims="http://justice.gc.ca/lims" xml:lang="fr"><Identification>
+<LongTitle lims:fid="1">Loi concernant les ponts</LongTitle></Identification><Body>
+<Heading lims:fid="2" level="1"><Label>PARTIE 1</Label><TitleText>Ponts</TitleText></Heading>
+<Section lims:fid="3"><MarginalNote lims:fid="4">Définitions</MarginalNote><Label>1</Label>
+<Text>Les définitions qui suivent s’appliquent à la présente loi.</Text>
+<Definition lims:fid="66"><Text><DefinedTermFr>péage</DefinedTermFr> Somme payée pour traverser
+un pont. (<DefinedTermEn>toll</DefinedTermEn>)</Text></Definition>
+<Definition lims:fid="55"><Text><DefinedTermFr>pont</DefinedTermFr> Ouvrage au-dessus de l’eau.
+(<DefinedTermEn>bridge</DefinedTermEn>)</Text></Definition></Section>
+<Section lims:fid="7"><Label>2</Label><Subsection lims:fid="88"><Label>(1)</Label>
+<Text>Le ministre peut construire un pont si, selon le cas :</Text>
+<Paragraph lims:fid="99"><Label>a)</Label><Text>la rivière a plus de 10 mètres de large;</Text></Paragraph>
+<Paragraph lims:fid="100"><Label>b)</Label><Text>Je suis fatigué.</Text></Paragraph></Subsection>
+<HistoricalNote><HistoricalNoteSubItem>1985, ch. 12, art. 2</HistoricalNoteSubItem></HistoricalNote></Section>
+<Section lims:fid="11"><Label>3</Label><Text>[Abrogé, 2001, ch. 4, art. 9]</Text></Section>
+</Body></Statute>
+"""
+LAW_ROWS = [
+    ["An Act respecting bridges", "Loi concernant les ponts", "canlaws:B-1"],
+    ["Bridges", "Ponts", "canlaws:B-1"],
+    ["The following definitions apply in this Act.",
+     "Les définitions qui suivent s’appliquent à la présente loi.", "canlaws:B-1"],
+    ["bridge means a structure over water.", "pont Ouvrage au-dessus de l’eau.", "canlaws:B-1"],
+    ["toll means a fee paid to cross a bridge.", "péage Somme payée pour traverser un pont.",
+     "canlaws:B-1"],
+    ["The Minister may build a bridge if", "Le ministre peut construire un pont si, selon le cas :",
+     "canlaws:B-1"],
+    ["the river is wider than 10 metres; or", "la rivière a plus de 10 mètres de large;",
+     "canlaws:B-1"],
+]
+
+
+class CanLaws(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="test_corpus.")
+        d = f"{cls.tmp}/shared/data"
+        for split in ("val", "test_2016_flickr"):
+            write_gz(f"{d}/multi30k/{split}.en.gz", ["A dog runs."])
+            write_gz(f"{d}/multi30k/{split}.fr.gz", ["Un chien court."])
+        write_gz(f"{d}/tatoeba/dev.en-fr.tsv.gz", ["I am tired.\tJe suis fatigué."])
+        write_gz(f"{d}/debian-l10n/dev.en-fr.tsv.gz", ["Open file\tOuvrir le fichier"])
+        cls.news = f"{cls.tmp}/news-dev.en-fr.tsv"
+        with open(cls.news, "w", encoding="utf-8") as f:
+            f.write("Definitions\tDéfinitions\n")
+        cls.repo = cls.acts("repo", {"B-1": (LAW_EN, LAW_FR), "E-9": (LAW_EN, None)})
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp)
+
+    @classmethod
+    def acts(cls, name, laws):
+        root = f"{cls.tmp}/{name}"
+        os.makedirs(f"{root}/eng/acts")
+        os.makedirs(f"{root}/fra/lois")
+        for act, (en, fr) in laws.items():
+            for folder, text in (("eng/acts", en), ("fra/lois", fr)):
+                if text is not None:
+                    with open(f"{root}/{folder}/{act}.xml", "w", encoding="utf-8") as f:
+                        f.write(text)
+        return root
+
+    def run_canlaws(self, source, out, *extra):
+        return subprocess.run([PYTHON, CANLAWS, "--lang", "fr", "--source", source,
+                               "--shared", f"{self.tmp}/shared", "--held-out", self.news,
+                               "--out", out, *extra],
+                              capture_output=True, text=True, timeout=300)
+
+    def rows(self, path):
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [line.rstrip("\n").split("\t") for line in f]
+
+    def test_pairs_from_a_folder(self):
+        out = f"{self.tmp}/laws.tsv.gz"
+        proc = self.run_canlaws(self.repo, out)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.rows(out), LAW_ROWS)
+        self.assertIn("acts 1,", proc.stdout)  # E-9 has no French version
+        self.assertIn("held_out 2", proc.stdout)  # "I am tired." (Tatoeba dev), the news line
+
+    def test_pairs_from_a_git_snapshot_and_the_cap(self):
+        git = ["git", "-C", self.repo, "-c", "user.name=t", "-c", "user.email=t@example.org"]
+        if not os.path.isdir(f"{self.repo}/.git"):
+            subprocess.run(["git", "init", "-q", self.repo], check=True)
+            subprocess.run(git + ["add", "."], check=True)
+            subprocess.run(git + ["commit", "-q", "-m", "acts"], check=True)
+        out = f"{self.tmp}/laws-git.tsv.gz"
+        proc = self.run_canlaws(f"{self.repo}/.git", out)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(self.rows(out), LAW_ROWS)
+        capped = []
+        for run in range(2):
+            out = f"{self.tmp}/laws-cap{run}.tsv.gz"
+            proc = self.run_canlaws(self.repo, out, "--max-pairs", "3")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            capped.append(self.rows(out))
+        self.assertEqual(len(capped[0]), 3)
+        self.assertEqual(capped[0], capped[1])
+        self.assertTrue(all(r in LAW_ROWS for r in capped[0]))
+        self.assertIn("pairs_before_cap 7", proc.stdout)
+
+    def test_bad_sources_are_refused(self):
+        bad = self.acts("bad", {"B-1": (LAW_EN, LAW_FR.replace("</Body>", ""))})
+        proc = self.run_canlaws(bad, f"{self.tmp}/bad.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("fra/lois/B-1.xml: not well-formed XML", proc.stderr)
+        self.assertFalse(os.path.exists(f"{self.tmp}/bad.tsv.gz"))
+        proc = self.run_canlaws(f"{self.tmp}/nothing", f"{self.tmp}/none.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("fetch github:justicecanada/laws-lois-xml", proc.stderr)
+        empty = self.acts("empty", {})
+        proc = self.run_canlaws(empty, f"{self.tmp}/empty.tsv.gz")
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("no Act in both eng/acts/ and fra/lois/", proc.stderr)
         self.assertNotIn("Traceback", proc.stderr)
 
 
