@@ -304,17 +304,40 @@ def read_pairs_parallel(src, tgt):
     return [(e, d) for e, d in pairs if e and d]
 
 
-def local_eval_keys(x, held_out=()):
-    """Both sides of the evaluation sets written here (tools/data/*.en-X.tsv: everyday,
-    numbers, emoji, long) and of the files held_out names (English<TAB>X lines: the news
-    dev set that tools/corpus/news_dev.py extracts), as eval_key compares them."""
+def tsv_keys(paths):
+    """Both sides of every English<TAB>X line of the files, as eval_key compares them."""
     keys = set()
-    for path in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
-                                       f"*.en-{x}.tsv")) + list(held_out):
+    for path in paths:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 keys.update(eval_key(t) for t in line.rstrip("\n").split("\t")[:2])
     return keys
+
+
+def local_eval_keys(x, held_out=()):
+    """Both sides of the evaluation sets written here (tools/data/*.en-X.tsv: everyday,
+    numbers, emoji, long) and of the files held_out names (the news dev set that
+    tools/corpus/news_dev.py extracts)."""
+    return tsv_keys(glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                           f"*.en-{x}.tsv")) + list(held_out))
+
+
+def add_held_out_option(parser):
+    parser.add_argument("--held-out", action="append", default=None, metavar="TSV",
+                        help="another evaluation set (English<TAB>X lines) whose sentences no "
+                             "training pair may contain; repeatable (default: runs/eval/*.en-X.tsv, "
+                             "the news dev set of tools/corpus/news_dev.py, where it exists)")
+
+
+def held_out_files(parser, given, x):
+    """--held-out's files: those given, else runs/eval/*.en-X.tsv where present; a named
+    file that does not exist is a usage error."""
+    paths = given if given is not None else sorted(glob.glob(os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "runs", "eval", f"*.en-{x}.tsv")))
+    for path in paths:
+        if not os.path.isfile(path):
+            parser.error(f"--held-out {path}: no such file")
+    return paths
 
 
 def write_lines(path, lines):
@@ -358,10 +381,7 @@ def main():
     p.add_argument("--no-byte-fallback", action="store_true",
                    help="the vocabulary of the en-de models trained so far: NFKC, "
                         "no byte fallback, digits not split")
-    p.add_argument("--held-out", action="append", default=None, metavar="TSV",
-                   help="another evaluation set (English<TAB>X lines) whose sentences no training "
-                        "pair may contain; repeatable (default: runs/eval/*.en-X.tsv, the news dev "
-                        "set of tools/corpus/news_dev.py, where it exists)")
+    add_held_out_option(p)
     p.add_argument("--skip-vocab", action="store_true",
                    help="write no vocabulary (a continued run keeps its model's own)")
     args = p.parse_args()
@@ -379,11 +399,7 @@ def main():
     held = [read_pairs_parallel(f"{data}/multi30k/test_2016_flickr.en.gz",
                                 f"{data}/multi30k/test_2016_flickr.{x}.gz")] + list(dev.values())
     held_keys = {eval_key(t) for pairs in held for pair in pairs for t in pair}
-    held_out = args.held_out if args.held_out is not None else sorted(glob.glob(os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "runs", "eval", f"*.en-{x}.tsv")))
-    for path in held_out:
-        if not os.path.isfile(path):
-            p.error(f"--held-out {path}: no such file")
+    held_out = held_out_files(p, args.held_out, x)
     held_keys |= local_eval_keys(x, held_out)
 
     corpora = {

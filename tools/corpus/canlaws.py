@@ -161,25 +161,19 @@ def main():
                    "to it), or a folder with eng/acts/ and fra/lois/ (default %(default)s)")
     p.add_argument("--out", required=True)
     p.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared"))
-    p.add_argument("--held-out", action="append", default=None, metavar="TSV",
-                   help="more evaluation pairs to keep out (English<TAB>X; default: "
-                   "runs/eval/*.en-X.tsv, the news dev set, where present)")
+    prepare_corpus.add_held_out_option(p)
     p.add_argument("--max-chars", type=int, default=600)
     p.add_argument("--max-pairs", type=int, default=40000,
                    help="keep at most this many pairs, those whose English side hashes "
                    "lowest (0: all; default %(default)s)")
     args = p.parse_args()
     x = args.lang
-    held_out = args.held_out if args.held_out is not None else sorted(glob.glob(
-        os.path.join(HERE, "..", "..", "runs", "eval", f"*.en-{x}.tsv")))
-    for path in held_out:
-        if not os.path.isfile(path):
-            p.error(f"--held-out {path}: no such file")
+    held_out = prepare_corpus.held_out_files(p, args.held_out, x)
     src = Source(args.source)
     names = sorted(src.names("en") & src.names(x))
     if not names:
         raise SystemExit(f"{args.source}: no Act in both {FOLDERS['en']}/ and {FOLDERS[x]}/")
-    held = manpages.held_out_keys(args.shared, x) | xquad.news_dev_keys(held_out)
+    held = manpages.held_out_keys(args.shared, x) | prepare_corpus.tsv_keys(held_out)
     stats = dict(acts=len(names), provisions=0, unpaired=0, held_out=0)
     keeper = manpages.Keeper(held, stats)
     rows = []

@@ -185,11 +185,7 @@ def held_out_keys(shared, x):
             for s in ("val", "test_2016_flickr")]
     sets += [prepare_corpus.read_pairs_tsv(f"{d}/{c}/dev.en-{x}.tsv.gz") for c in ("tatoeba", "debian-l10n")]
     keys = {prepare_corpus.eval_key(t) for pairs in sets for p in pairs for t in p}
-    for path in glob.glob(os.path.join(os.path.dirname(HERE), "data", f"*.en-{x}.tsv")):
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                keys.update(prepare_corpus.eval_key(t) for t in line.rstrip("\n").split("\t")[:2])
-    return keys
+    return keys | prepare_corpus.local_eval_keys(x)
 
 
 def main():

@@ -25,7 +25,6 @@ run this script) or a folder holding the two files. Output: gzip TSV, columns en
 source ("xquad:context" or "xquad:question"). Counts on stdout.
 """
 import argparse
-import glob
 import json
 import math
 import os
@@ -163,15 +162,6 @@ def text(s):
     return re.sub(r"\s*\n\s*", " ", re.sub(r"(?<=[A-Za-z])\n(?=\d)", "", s))
 
 
-def news_dev_keys(paths):
-    keys = set()
-    for path in paths:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                keys.update(prepare_corpus.eval_key(t) for t in line.rstrip("\n").split("\t")[:2])
-    return keys
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--lang", required=True, choices=["de"])
@@ -180,19 +170,13 @@ def main():
                    "folder with xquad.en.json and xquad.de.json (default %(default)s)")
     p.add_argument("--out", required=True)
     p.add_argument("--shared", default=os.path.join(HERE, "..", "..", "..", "shared"))
-    p.add_argument("--held-out", action="append", default=None, metavar="TSV",
-                   help="more evaluation pairs to keep out (English<TAB>X; default: "
-                   "runs/eval/*.en-X.tsv, the news dev set, where present)")
+    prepare_corpus.add_held_out_option(p)
     p.add_argument("--max-chars", type=int, default=600)
     args = p.parse_args()
     x = args.lang
-    held_out = args.held_out if args.held_out is not None else sorted(glob.glob(
-        os.path.join(HERE, "..", "..", "runs", "eval", f"*.en-{x}.tsv")))
-    for path in held_out:
-        if not os.path.isfile(path):
-            p.error(f"--held-out {path}: no such file")
+    held_out = prepare_corpus.held_out_files(p, args.held_out, x)
     en, xs = load(args.source, "en"), load(args.source, x)
-    held = manpages.held_out_keys(args.shared, x) | news_dev_keys(held_out)
+    held = manpages.held_out_keys(args.shared, x) | prepare_corpus.tsv_keys(held_out)
     stats = dict(paragraphs=0, skipped_paragraphs=0, questions=0, held_out=0)
     keeper = manpages.Keeper(held, stats)
     rows = []
