@@ -299,6 +299,7 @@ START_TEST(service_reports_deadline_cancel_busy_and_bad_options)
     mt_translation out;
     o.deadline = mt_now() - 1;
     ck_assert_int_eq(mt_service_translate(svc, 0, &o, 1, &text, &len, &out, err, sizeof err), MT_SERVICE_DEADLINE);
+    ck_assert_msg(strstr(err, "deadline") != NULL, "the message names the deadline: %s", err);
     o.deadline = 0;
     mt_service_job *job;
     ck_assert_int_eq(mt_service_prepare(svc, 0, &o, 1, &text, &len, &job, err, sizeof err), MT_SERVICE_OK);

@@ -527,6 +527,8 @@ const char *mt_service_outcome_text(int outcome)
     case MT_SERVICE_BUSY: return "the translation queue is full";
     /* for good (cancelled, or refused after mt_service_abort(SHUTDOWN)): not "retry" */
     case MT_SERVICE_SHUTDOWN: return "the translation service is shutting down";
+    case MT_SERVICE_DEADLINE: return "the translation did not finish before its deadline";
+    case MT_SERVICE_CLIENT_GONE: return "translation was cancelled: nobody waits for it";
     default: return "translation was cancelled";
     }
 }
