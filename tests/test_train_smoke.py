@@ -251,8 +251,7 @@ def fake_shared(root, x="fr"):
         "He is 27 years old.\tIl a 27 ans.",  # tools/data/numbers.en-fr.tsv: held out
         "I was born in 1990.\tJe suis né en 1990.",
         "Tom is here.\tTom est là.",
-        "Did you say 30?\tAs-tu dit trente ?",
-        "The vote was close.\tLe vote a été serré."])  # --held-out news.tsv: held out
+        "Did you say 30?\tAs-tu dit trente ?"])
     write_gz(f"{d}/debian-l10n/train.en-{x}.tsv.gz", [
         "256 Samples\t255 échantillons\tgettext:x",  # numbers disagree: dropped
         "Page 3 of 12\tPage 3 sur 12\tgettext:x",
@@ -269,7 +268,7 @@ class PrepareCorpus(unittest.TestCase):
             fake_shared(tmp)
             news = os.path.join(tmp, "news.en-fr.tsv")
             with open(news, "w", encoding="utf-8") as f:
-                f.write("The vote was close.\tLe scrutin fut serré.\n")
+                f.write("Tom is here.\tTom est ici.\n")  # the English side of a Tatoeba pair
             out = os.path.join(tmp, "mix")
             proc = subprocess.run([PYTHON, os.path.join(SOURCE, "tools", "prepare_corpus.py"),
                                    "--shared", tmp, "--out", out, "--lang", "fr", "--held-out", news,
@@ -287,12 +286,12 @@ class PrepareCorpus(unittest.TestCase):
         self.assertNotIn("multi30k", mix["corpora"])
         self.assertFalse([e for e in en if "dog" in e or "men" in e], "Multi30k by default")
         self.assertNotIn("He is 27 years old.", en)
-        self.assertNotIn("The vote was close.", en)  # the held-out file's English side
+        self.assertNotIn("Tom is here.", en)  # held out by the --held-out file
         self.assertNotIn("256 Samples", en)
         self.assertEqual(mix["corpora"]["debian-l10n"]["dropped_numbers_disagree"], 1)
         self.assertEqual(mix["corpora"]["number copies"]["pairs"], 50)
         self.assertIn("Did you say 30?", en)  # spelled out on one side: a translation
-        self.assertEqual(len(en), 3 + 3 + 50)  # Tatoeba, debian-l10n, copies
+        self.assertEqual(len(en), 2 + 3 + 50)  # Tatoeba, debian-l10n, copies
         import re
         copies = [(e, t) for e, t in zip(en, fr) if e.startswith(("I was born in ", "Page "))
                   and (e, t) not in {("I was born in 1990.", "Je suis né en 1990."),
