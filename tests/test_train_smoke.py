@@ -489,9 +489,12 @@ class TrainCpuScript(unittest.TestCase):
                                        "--data", data, "--root", root, "--size", "32 2 1 2 64"],
                                       capture_output=True, text=True, timeout=600, env=env)
 
-            def steps():
+            def record():
                 with open(os.path.join(root, "en-fr", "training.json"), encoding="utf-8") as f:
-                    return json.load(f)["steps"]
+                    return json.load(f)
+
+            def steps():
+                return record()["steps"]
 
             proc = call(1)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
@@ -504,12 +507,19 @@ class TrainCpuScript(unittest.TestCase):
                     self.assertEqual(json.load(f), json.load(g))
             first = steps()
             self.assertGreater(first, 0)
+            first_run = record()["runs"][-1]
+            self.assertEqual(first_run["calls"], 1)
             proc = call(3)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             self.assertIn("en-fr --resume", proc.stdout)
             with open(os.path.join(root, "en-fr.log"), encoding="utf-8") as f:
                 self.assertIn("resumed from checkpoint", f.read())
             self.assertGreater(steps(), first)
+            # one run over two calls: one record counting both calls' minutes
+            runs = record()["runs"]
+            self.assertEqual(len(runs), 1, runs)
+            self.assertEqual(runs[0]["calls"], 2)
+            self.assertGreater(runs[0]["minutes"], first_run["minutes"])
             # a missing mixture is named, not a Python traceback
             proc = subprocess.run(["bash", os.path.join(SOURCE, "tools", "train_cpu.sh"),
                                    "--pairs", "de-en", "--data", data, "--root", root],

@@ -408,8 +408,13 @@ def train(args):
         torch.set_rng_state(ck["torch_rng"].cpu())
         pos = {k: ck[k] for k in pos}
         prior_steps, prior_warmup = ck.get("prior_steps", 0), ck.get("prior_warmup", 0)
+        # A run goes on over several calls (tools/train_cpu.sh, one a session): its record
+        # counts the minutes and calls of all of them, not only this one's.
+        prior_minutes, prior_calls = ck.get("run_minutes", 0.0), ck.get("run_calls", 1)
         log(f"resumed from checkpoint {pos['ckpt']}: epoch {pos['epoch']} batch {pos['batch']} "
             f"step {pos['step']}")
+    if not (args.resume and checkpoints(args.run_dir)):
+        prior_minutes, prior_calls = 0.0, 0
     earlier_runs = list(prior.get("runs", []))
     if "this_run" in prior:
         # The directory was written at a checkpoint of a run that never reached its end
@@ -427,12 +432,14 @@ def train(args):
         last_ckpt_step = pos["step"]
         v = evaluate(model, valid_pairs, pad_id, args.max_tokens)
         pos["ckpt"] += 1
+        run_minutes = prior_minutes + (time.time() - t0) / 60
         save_checkpoint(args.run_dir, model, opt,
                         dict(pos, prior_steps=prior_steps, prior_warmup=prior_warmup,
-                             earlier_runs=history["runs"]), v, args.keep)
+                             earlier_runs=history["runs"], run_minutes=run_minutes,
+                             run_calls=prior_calls + 1), v, args.keep)
         history["steps"] = prior_steps + pos["step"]
         history["this_run"] = {"steps": pos["step"], "target_tokens": pos["tokens"],
-                               "minutes": round((time.time() - t0) / 60, 1),
+                               "minutes": round(run_minutes, 3), "calls": prior_calls + 1,
                                "init_from": bool(args.init_from)}
         write_model_dir(args.out, model, args, sp_path, sp, history)
         where = f"end of epoch {pos['epoch'] - 1}" if epoch_done else f"in epoch {pos['epoch']}"
