@@ -544,7 +544,7 @@ class NewsDev(unittest.TestCase):
         write_gz(f"{self.tmp}/train.en.gz", ["oh,  NO.", "Something else."])
         write_gz(f"{self.tmp}/train.de.gz", ["Das sagte die Bank.", "Oh, nein."])
         pairs = list(zip(NEWS["newstest2019-src.eng.txt"], NEWS["newstest2019-ref.deu.txt"]))
-        files = {"mix": [(f"{self.tmp}/train.en.gz", None), (f"{self.tmp}/train.de.gz", None)]}
+        files = {"mix": [f"{self.tmp}/train.en.gz", f"{self.tmp}/train.de.gz"]}
         with unittest.mock.patch.object(news_dev, "training_files", lambda x: files), \
                 contextlib.redirect_stdout(io.StringIO()) as said:
             self.assertEqual(news_dev.overlap(pairs, "de"), 2)  # "Oh, no." and "The bank said so."

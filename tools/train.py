@@ -401,6 +401,7 @@ def train(args):
             os.unlink(path)
         if stale:
             log(f"removed {len(stale)} checkpoints and snapshots of an earlier run from {args.run_dir}")
+    prior_minutes, prior_calls = 0.0, 0  # of the earlier calls of a resumed run
     if args.resume and checkpoints(args.run_dir):
         ck = torch.load(checkpoints(args.run_dir)[-1], map_location=device)
         model.load_state_dict(ck["model"])
@@ -413,8 +414,6 @@ def train(args):
         prior_minutes, prior_calls = ck.get("run_minutes", 0.0), ck.get("run_calls", 1)
         log(f"resumed from checkpoint {pos['ckpt']}: epoch {pos['epoch']} batch {pos['batch']} "
             f"step {pos['step']}")
-    if not (args.resume and checkpoints(args.run_dir)):
-        prior_minutes, prior_calls = 0.0, 0
     earlier_runs = list(prior.get("runs", []))
     if "this_run" in prior:
         # The directory was written at a checkpoint of a run that never reached its end

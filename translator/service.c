@@ -255,11 +255,11 @@ static int add_unit(mt_service_job *j, int *cap, const char *s, size_t n, int ve
     return 0;
 }
 
-/* The units of text t: the text itself, its text with protected spans cut out, or (HTML)
- * its blocks' plain text with their markup taken out, and the tags between. */
 /* mt_tokenizer_spells as a protect.h spells function: ctx is the const mt_tokenizer. */
 static int spells_by_tokenizer(const void *tok, const char *ch, size_t n) { return mt_tokenizer_spells(tok, ch, n); }
 
+/* The units of text t: the text itself, its text with protected spans cut out, or (HTML)
+ * its blocks' plain text with their markup taken out, and the tags between. */
 static int add_text_units(mt_service_job *j, int *cap, const char *text, size_t len)
 {
     unsigned kinds = j->opts.protect | MT_PROTECT_LONG_WORD; /* never sent to the model */

@@ -24,7 +24,6 @@ evaluation dedup does): the packed mixtures runs/mix-de-d20 and runs/mix-fr-d20
 (train.*.gz) and the corpora the shipped models' records name (models/*/mixture.json).
 """
 import argparse
-import gzip
 import os
 import subprocess
 import sys
@@ -95,60 +94,40 @@ def dev_pairs(source, x, limit):
     return pairs, articles
 
 
-def gz_lines(path):
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            yield line.rstrip("\n")
-
-
 def training_files(x):
-    """{label: [(file, column or None)]} of the training text to compare with: the packed
-    mixture runs/mix-X-d20 (one sentence a line) and the shipped models' corpora."""
+    """{label: files} of the training text to compare with, as eval_models.corpus_files
+    gives them (two line files, English and X, or one TSV): the packed mixture
+    runs/mix-X-d20 and the shipped models' corpora."""
     import eval_models
     import training_record
-    found = {}
     mix = os.path.join(REPO, "runs", f"mix-{x}-d20")
-    found[f"runs/mix-{x}-d20"] = [(os.path.join(mix, f"train.{s}.gz"), None) for s in ("en", x)]
+    found = {f"runs/mix-{x}-d20": [os.path.join(mix, f"train.{s}.gz") for s in ("en", x)]}
     for pair in (f"en-{x}", f"{x}-en"):
         model = os.path.join(REPO, "models", pair)
         if not os.path.isdir(model):
             continue
         corpora, _ = training_record.trained_corpora(model)
         for name, path in sorted(corpora.items()):
-            files = eval_models.corpus_files(name, path, x)
-            found[f"models/{pair}: {name}"] = list(zip(files, ("en", x))) if len(files) == 2 \
-                else [(files[0], "tsv")]
+            found[f"models/{pair}: {name}"] = eval_models.corpus_files(name, path, x)
     return found
 
 
 def overlap(pairs, x):
     """Print, for each training source, how many dev pairs have their English or X side
     (or both) as one of its lines; return the number of dev pairs with a side in any."""
+    import eval_models
     keys_en = {prepare_corpus.eval_key(e): i for i, (e, _) in enumerate(pairs)}
     keys_x = {prepare_corpus.eval_key(t): i for i, (_, t) in enumerate(pairs)}
     hit_any = set()
     for label, files in training_files(x).items():
-        hit_en, hit_x = set(), set()
-        missing = [f for f, _ in files if not os.path.exists(f)]
+        missing = [f for f in files if not os.path.exists(f)]
         if missing:
             print(f"  {label}: n/a ({', '.join(missing)} missing)")
             continue
-        for f, column in files:
-            if column == "tsv":
-                for line in gz_lines(f):
-                    cols = line.split("\t")
-                    if len(cols) < 2:
-                        continue
-                    for keys, hits, text in ((keys_en, hit_en, cols[0]), (keys_x, hit_x, cols[1])):
-                        i = keys.get(prepare_corpus.eval_key(text))
-                        if i is not None:
-                            hits.add(i)
-                continue
-            keys, hits = (keys_en, hit_en) if f.endswith(".en.gz") else (keys_x, hit_x)
-            for line in gz_lines(f):
-                i = keys.get(prepare_corpus.eval_key(line))
-                if i is not None:
-                    hits.add(i)
+        en, other = (eval_models.read_gz(files[0]), eval_models.read_gz(files[1])) \
+            if len(files) == 2 else eval_models.read_tsv(files[0])
+        hit_en = {keys_en[k] for k in map(prepare_corpus.eval_key, en) if k in keys_en}
+        hit_x = {keys_x[k] for k in map(prepare_corpus.eval_key, other) if k in keys_x}
         hit_any |= hit_en | hit_x
         print(f"  {label}: {len(hit_en | hit_x)} pairs with a side in it "
               f"(English {len(hit_en)}, {x} {len(hit_x)})")
